@@ -1,0 +1,189 @@
+//! Native agent session formats to and from the canonical model.
+//!
+//! An adapter knows one agent's format and nothing else. It never opens a
+//! file, reads the environment or looks at a clock: the `ops` layer of the
+//! root crate reads the native bytes, hands them to [`Adapter::parse`], and
+//! appends what comes back; for write-back it asks [`Adapter::render`] for a
+//! [`ChangeSet`] and applies that atomically. That keeps every adapter
+//! testable with bytes from `fixtures/` alone.
+//!
+//! The agent list lives once, in [`git_session_schema::Agent`]; [`adapter`]
+//! is the one `match` from an agent to its adapter.
+//!
+//! Incremental capture: `ops` keeps a cursor per native file (byte offset,
+//! a hash of the consumed prefix, and the adapter's own [`ParseState`]) and
+//! passes only the complete new lines. An adapter that needs memory across
+//! calls (tool calls waiting for their results, native ids already mapped to
+//! seqs) keeps it in the state it returns, never in `self`.
+
+use std::path::PathBuf;
+
+use git_session_schema::{Agent, ArtifactId, Event, SessionHeader};
+use serde_json::Value;
+
+/// Adapter-owned memory carried from one parse of a file to the next.
+///
+/// Opaque to everyone but the adapter that wrote it; `ops` stores it with the
+/// capture cursor (local state, rebuildable by re-reading the file).
+pub type ParseState = Value;
+
+/// Holds one slice of a native session file to parse.
+#[derive(Clone, Debug)]
+pub struct ParseInput<'a> {
+    /// Complete records only: `ops` cuts the bytes after the last newline, so
+    /// a line the agent is still writing is left for the next capture.
+    pub bytes: &'a [u8],
+    /// Zero-based line number of the first line in `bytes`, for
+    /// `origin.native_seq` and warnings.
+    pub first_line: u64,
+    /// The seq the first event produced must get. Events are numbered
+    /// contiguously from here; `parent_seq` may point at earlier seqs.
+    pub next_seq: u64,
+    /// What the previous call for this file returned, or `None` on the first.
+    pub state: Option<ParseState>,
+    /// The file's path relative to the agent's store root, used to tell
+    /// sub-agent transcripts apart and in warnings.
+    pub source: &'a str,
+}
+
+/// Holds what one parse produced; partial success is a value.
+#[derive(Clone, Debug, Default)]
+pub struct Parsed {
+    /// Session-level facts found so far (native id, cwd, title, created).
+    pub session: NativeSession,
+    /// New events, unsealed, numbered from [`ParseInput::next_seq`].
+    pub events: Vec<Event>,
+    /// Artifacts the events reference (images, long outputs), by content id.
+    pub artifacts: Vec<(ArtifactId, Vec<u8>)>,
+    /// Records that could not be mapped; the session is still captured.
+    pub warnings: Vec<Warning>,
+    /// State to hand back on the next call for this file.
+    pub state: ParseState,
+}
+
+/// Holds facts about a native session that go into the canonical header.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NativeSession {
+    /// The agent's own session id.
+    pub native_id: Option<String>,
+    /// The working directory the session ran in.
+    pub cwd: Option<String>,
+    /// The title the agent or user gave it.
+    pub title: Option<String>,
+    /// When the session started, RFC 3339 UTC.
+    pub created: Option<String>,
+    /// For a sub-agent or forked transcript: the native id of its parent
+    /// session and, when known, the native id of the spawning tool call.
+    pub parent: Option<NativeParent>,
+}
+
+/// Points from a child transcript to the session that spawned it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NativeParent {
+    /// The parent's native session id.
+    pub native_id: String,
+    /// The native id of the tool call that started the child, if known.
+    pub spawned_by: Option<String>,
+}
+
+/// Describes one record that was kept as a warning instead of an event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Warning {
+    /// Zero-based line (or row) number in the native source.
+    pub line: u64,
+    /// What was wrong and what happened to the record.
+    pub message: String,
+}
+
+/// Holds what a render needs besides the events.
+#[derive(Clone, Debug)]
+pub struct RenderRequest<'a> {
+    /// The canonical session's header.
+    pub header: &'a SessionHeader,
+    /// Every event of the session, in seq order.
+    pub events: &'a [Event],
+    /// Artifact bytes the events reference.
+    pub artifacts: &'a [(ArtifactId, Vec<u8>)],
+    /// The native session id to write under (the original one, or a new id
+    /// for a fork).
+    pub native_id: &'a str,
+    /// The working directory to record: this machine's repo location, which
+    /// may differ from the captured `cwd`.
+    pub cwd: &'a str,
+    /// When the render happens, RFC 3339 UTC, for any timestamp the format
+    /// needs that the events do not supply.
+    pub now: &'a str,
+}
+
+/// Holds the files a render wants written; `ops` writes them atomically.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChangeSet {
+    /// Files to create, relative to the agent's store root.
+    pub files: Vec<FileWrite>,
+    /// The command that resumes the session, e.g. `claude --resume <id>`.
+    pub resume_command: String,
+    /// What the target cannot hold, one line each (the loss report).
+    pub losses: Vec<String>,
+}
+
+/// Holds one file of a [`ChangeSet`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileWrite {
+    /// Path relative to the agent's store root.
+    pub path: PathBuf,
+    /// The complete file content.
+    pub bytes: Vec<u8>,
+}
+
+/// Says why a session could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// The session has nothing the target can show.
+    #[error("nothing to render: {0}")]
+    Empty(String),
+    /// An event the target needs is malformed.
+    #[error("event {seq}: {message}")]
+    Event {
+        /// The offending event.
+        seq: u64,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+/// Converts one agent's native session format to and from canonical events.
+///
+/// Implementations are stateless values; all per-file memory travels in
+/// [`ParseState`].
+pub trait Adapter {
+    /// Returns the agent this adapter speaks for.
+    fn agent(&self) -> Agent;
+
+    /// Returns the agent's store root given its environment: `env` looks up
+    /// a variable (like `CLAUDE_CONFIG_DIR`), `home` is the user's home.
+    fn store_root(&self, env: &dyn Fn(&str) -> Option<String>, home: &std::path::Path) -> PathBuf;
+
+    /// Returns whether `relative` (a path under the store root) is a session
+    /// file this adapter parses.
+    fn is_session_file(&self, relative: &std::path::Path) -> bool;
+
+    /// Maps native records to canonical events.
+    fn parse(&self, input: ParseInput<'_>) -> Parsed;
+
+    /// Renders a canonical session as native files.
+    fn render(&self, request: RenderRequest<'_>) -> Result<ChangeSet, RenderError>;
+}
+
+/// Returns the adapter for `agent`, or `None` for agents without one yet.
+pub fn adapter(agent: &Agent) -> Option<&'static dyn Adapter> {
+    match agent {
+        Agent::Claude
+        | Agent::Codex
+        | Agent::Pi
+        | Agent::Hermes
+        | Agent::Opencode
+        | Agent::Dsh
+        | Agent::GitSession
+        | Agent::Other(_) => None,
+    }
+}

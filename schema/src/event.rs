@@ -1,0 +1,269 @@
+//! The event envelope and its hash chain.
+//!
+//! **The bytes of an event are hashed and stored.** Do not reorder, rename
+//! or drop fields of [`Event`]: the JSON the codec writes is what the
+//! checksum covers, and a change here would make every stored log fail
+//! verification. Add new optional fields at the end of the known list.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize, Serializer, ser::SerializeMap};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::agent::Agent;
+
+/// Says what an event guarantees when it crosses to another agent (seed §5.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(try_from = "u8", into = "u8")]
+pub enum Level {
+    /// L0 history: survives every hop losslessly.
+    History = 0,
+    /// L1 context: the target agent can carry on the task.
+    Context = 1,
+    /// L2 native resume: the same agent gets it back as it wrote it.
+    Native = 2,
+}
+
+impl TryFrom<u8> for Level {
+    type Error = String;
+    fn try_from(n: u8) -> Result<Self, Self::Error> {
+        match n {
+            0 => Ok(Level::History),
+            1 => Ok(Level::Context),
+            2 => Ok(Level::Native),
+            other => Err(format!("level must be 0, 1 or 2, not {other}")),
+        }
+    }
+}
+
+impl From<Level> for u8 {
+    fn from(level: Level) -> u8 {
+        level as u8
+    }
+}
+
+impl JsonSchema for Level {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Level".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Fidelity level: 0 history, 1 context, 2 native resume.",
+            "type": "integer",
+            "enum": [0, 1, 2]
+        })
+    }
+}
+
+/// Records where an event came from in the agent's native store.
+///
+/// `(agent, native_id)` is what makes capture idempotent: an event whose
+/// origin is already in the log is not appended twice.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, JsonSchema)]
+pub struct Origin {
+    /// The agent whose store held the record.
+    pub agent: Agent,
+    /// The record's own id (a uuid, a row id), when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_id: Option<String>,
+    /// The record's position in the native store (line or row number).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_seq: Option<u64>,
+    /// Fields this build does not know, kept verbatim.
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// Holds one entry of a session's append-only log.
+///
+/// `checksum` is `None` until the store seals the event into a log; sealed
+/// events carry `sha256:<hex>` over the previous checksum and this event's
+/// content (see [`chain_checksum`]).
+#[derive(Clone, Debug, PartialEq, Deserialize, JsonSchema)]
+pub struct Event {
+    /// Position in the session, contiguous from 0.
+    pub seq: u64,
+    /// When the event happened at its source, RFC 3339 UTC.
+    pub ts: String,
+    /// The agent that produced the event.
+    pub agent: Agent,
+    /// Who acted: `user`, `agent:<name>`, `system` or `tool`.
+    pub actor: String,
+    /// The event type, an open dotted namespace (see [`crate::kinds`]).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// What the event guarantees across agents.
+    pub level: Level,
+    /// The event body; its shape depends on `type`.
+    #[serde(default)]
+    pub payload: Value,
+    /// References to artifacts (`artifact:sha256:<hex>`), files or commits.
+    #[serde(default)]
+    pub refs: Vec<String>,
+    /// The event this one continues, when the log branches (DAG).
+    #[serde(default)]
+    pub parent_seq: Option<u64>,
+    /// Where the event came from in the native store.
+    #[serde(default)]
+    pub origin: Option<Origin>,
+    /// Hash chain link, `sha256:<hex>`; always the last member on disk.
+    #[serde(default)]
+    pub checksum: Option<String>,
+    /// Fields this build does not know, kept verbatim.
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+impl Event {
+    /// Returns an unsealed event with the given envelope and an empty body.
+    pub fn new(
+        seq: u64,
+        ts: impl Into<String>,
+        agent: Agent,
+        actor: impl Into<String>,
+        kind: impl Into<String>,
+        level: Level,
+        payload: Value,
+    ) -> Event {
+        Event {
+            seq,
+            ts: ts.into(),
+            agent,
+            actor: actor.into(),
+            kind: kind.into(),
+            level,
+            payload,
+            refs: Vec::new(),
+            parent_seq: None,
+            origin: None,
+            checksum: None,
+            extra: BTreeMap::new(),
+        }
+    }
+
+    /// Appends the event's content, the JSON object without `checksum`, to `out`.
+    ///
+    /// This exact byte string is what the checksum covers.
+    pub fn write_content(&self, out: &mut Vec<u8>) {
+        let mut ser = serde_json::Serializer::new(out);
+        Content(self)
+            .serialize(&mut ser)
+            .expect("serializing JSON values into a Vec cannot fail");
+    }
+
+    /// Sets `checksum` from the previous event's checksum and this content.
+    pub fn seal(&mut self, prev: Option<&str>, scratch: &mut Vec<u8>) {
+        scratch.clear();
+        self.write_content(scratch);
+        self.checksum = Some(chain_checksum(prev, scratch));
+    }
+}
+
+/// Serializes the envelope in its fixed order, then unknown fields, and
+/// leaves out `checksum`, which the codec appends last.
+struct Content<'a>(&'a Event);
+
+impl Serialize for Content<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let e = self.0;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("seq", &e.seq)?;
+        map.serialize_entry("ts", &e.ts)?;
+        map.serialize_entry("agent", &e.agent)?;
+        map.serialize_entry("actor", &e.actor)?;
+        map.serialize_entry("type", &e.kind)?;
+        map.serialize_entry("level", &e.level)?;
+        if !e.payload.is_null() {
+            map.serialize_entry("payload", &e.payload)?;
+        }
+        if !e.refs.is_empty() {
+            map.serialize_entry("refs", &e.refs)?;
+        }
+        if let Some(p) = e.parent_seq {
+            map.serialize_entry("parent_seq", &p)?;
+        }
+        if let Some(o) = &e.origin {
+            map.serialize_entry("origin", o)?;
+        }
+        for (k, v) in &e.extra {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl Serialize for Event {
+    /// Serializes the event as stored: content, then `checksum` when sealed.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // Goes through the codec so that every JSON form of an event is the
+        // stored one; the extra copy only happens outside the hot paths.
+        let mut line = Vec::new();
+        crate::codec::encode_event(self, &mut line);
+        let raw: Box<serde_json::value::RawValue> =
+            serde_json::from_slice(&line).map_err(serde::ser::Error::custom)?;
+        raw.serialize(s)
+    }
+}
+
+/// Returns `sha256:<hex>` of the previous checksum, a newline, and `content`.
+///
+/// The first event of a session has no previous checksum and hashes the empty
+/// string in its place. Chaining makes any edit, insertion or removal in the
+/// middle of a log visible at the first changed event.
+pub fn chain_checksum(prev: Option<&str>, content: &[u8]) -> String {
+    let mut h = Sha256::new();
+    h.update(prev.unwrap_or("").as_bytes());
+    h.update(b"\n");
+    h.update(content);
+    let digest = h.finalize();
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    push_hex(&mut out, &digest);
+    out
+}
+
+/// Appends lowercase hex of `bytes` to `out`.
+pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        out.push(HEX[(b >> 4) as usize] as char);
+        out.push(HEX[(b & 15) as usize] as char);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn checksum_depends_on_previous_link_and_content() {
+        let mut a = Event::new(
+            0,
+            "2026-01-01T00:00:00Z",
+            Agent::Claude,
+            "user",
+            "message.user",
+            Level::History,
+            json!({"text": "hi"}),
+        );
+        let mut scratch = Vec::new();
+        a.seal(None, &mut scratch);
+        let first = a.checksum.clone().unwrap();
+        a.seal(Some("sha256:00"), &mut scratch);
+        assert_ne!(a.checksum.as_deref(), Some(first.as_str()));
+        a.payload = json!({"text": "hj"});
+        a.seal(None, &mut scratch);
+        assert_ne!(a.checksum.as_deref(), Some(first.as_str()));
+        assert!(first.starts_with("sha256:") && first.len() == 71);
+    }
+
+    #[test]
+    fn level_outside_range_is_rejected() {
+        assert!(serde_json::from_str::<Level>("3").is_err());
+        assert_eq!(serde_json::from_str::<Level>("2").unwrap(), Level::Native);
+    }
+}
