@@ -1,1 +1,12 @@
+//! git-session: coding-agent sessions as append-only histories inside the
+//! project's own git repository.
+//!
+//! Layers, each depending only on the ones below it:
+//! `cli` (parse, call one op, print) → `ops` (use cases) → `store` (the only
+//! code that touches git) → `git_session_schema` (pure data). See
+//! `docs/ARCHITECTURE.md`.
 
+pub mod cli;
+pub mod clock;
+pub mod ops;
+pub mod store;

@@ -1,0 +1,146 @@
+//! The command line: clap types, one file per subcommand, and the single
+//! place where errors become messages and exit codes.
+//!
+//! Each command parses its arguments, calls into `ops` or the store, and
+//! prints. stdout carries data (text, or JSON with `--json`); stderr carries
+//! status, warnings and errors. Exit codes: 0 success, 1 failure, 2 usage.
+
+mod error;
+mod export;
+mod fork;
+mod import;
+mod init;
+mod list;
+mod log;
+mod show;
+mod verify;
+mod append;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub use error::CommandError;
+
+use crate::clock::Clock;
+use crate::store::Store;
+
+/// Keeps coding-agent sessions as append-only histories inside this git repository.
+///
+/// Every session is the ref refs/sessions/<id>: one commit per capture batch,
+/// forks as branches, synced with ordinary git push and fetch. Session ids may
+/// be abbreviated to any unique prefix.
+#[derive(Debug, Parser)]
+#[command(name = "git session", bin_name = "git session", version, max_term_width = 100)]
+pub struct Cli {
+    /// Run as if started in this directory.
+    #[arg(short = 'C', global = true, value_name = "PATH")]
+    directory: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Init(init::Args),
+    List(list::Args),
+    Show(show::Args),
+    Log(log::Args),
+    Fork(fork::Args),
+    Verify(verify::Args),
+    Import(import::Args),
+    Export(export::Args),
+    Append(append::Args),
+}
+
+/// Holds what every command needs from the process: where it runs and the clock.
+pub struct Env {
+    cwd: PathBuf,
+    clock: Clock,
+}
+
+impl Env {
+    fn from_process(directory: Option<PathBuf>) -> Result<Env, CommandError> {
+        let cwd = match directory {
+            Some(d) => d,
+            None => std::env::current_dir()
+                .map_err(|e| CommandError::failure(format!("cannot read the current directory: {e}")))?,
+        };
+        let clock = match std::env::var("GIT_SESSION_TIMESTAMP") {
+            Ok(text) => Clock::fixed(parse_timestamp(&text).ok_or_else(|| {
+                CommandError::failure(format!(
+                    "GIT_SESSION_TIMESTAMP={text:?} is neither RFC 3339 nor seconds since the epoch"
+                ))
+            })?),
+            Err(_) => Clock::system(),
+        };
+        Ok(Env { cwd, clock })
+    }
+
+    /// Opens the repository the command runs in.
+    pub fn store(&self) -> Result<Store, CommandError> {
+        Ok(Store::discover(&self.cwd)?)
+    }
+}
+
+fn parse_timestamp(text: &str) -> Option<jiff::Timestamp> {
+    text.parse::<jiff::Timestamp>()
+        .ok()
+        .or_else(|| text.parse::<i64>().ok().and_then(|s| jiff::Timestamp::from_second(s).ok()))
+}
+
+/// Runs the command line and returns the process exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let result = Env::from_process(cli.directory).and_then(|env| run(cli.command, &env, &mut out));
+    let result = result.and_then(|()| out.flush().map_err(CommandError::from));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
+        Err(e) => {
+            e.print(&mut std::io::stderr().lock());
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
+    match command {
+        Command::Init(args) => init::run(args, env, out),
+        Command::List(args) => list::run(args, env, out),
+        Command::Show(args) => show::run(args, env, out),
+        Command::Log(args) => log::run(args, env, out),
+        Command::Fork(args) => fork::run(args, env, out),
+        Command::Verify(args) => verify::run(args, env, out),
+        Command::Import(args) => import::run(args, env, out),
+        Command::Export(args) => export::run(args, env, out),
+        Command::Append(args) => append::run(args, env, out),
+    }
+}
+
+/// Prints a status line on stderr (not data, so never on stdout).
+pub(crate) fn status(message: impl std::fmt::Display) {
+    let _ = writeln!(std::io::stderr().lock(), "{message}");
+}
+
+/// Formats seconds since the epoch as RFC 3339 UTC.
+pub(crate) fn format_time(seconds: i64) -> String {
+    jiff::Timestamp::from_second(seconds)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|_| seconds.to_string())
+}
+
+/// Returns the first `n` characters of an object id.
+pub(crate) fn short(id: &gix::ObjectId) -> String {
+    id.to_hex_with_len(12).to_string()
+}

@@ -1,0 +1,59 @@
+//! Use cases, one module per user action. No clap, no printing, no
+//! environment: callers pass a [`Store`](crate::store::Store), a
+//! [`Clock`](crate::clock::Clock) and plain values, and get results back.
+
+pub mod canonical;
+pub mod fork;
+
+use std::path::PathBuf;
+
+use crate::store::StoreError;
+
+/// Says why an operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OpError {
+    /// The store refused or failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A line of an input file is bad; nothing was written.
+    #[error("{path}:{line}: {message}")]
+    Line {
+        /// The input file.
+        path: PathBuf,
+        /// One-based line number.
+        line: u64,
+        /// What is wrong with it.
+        message: String,
+        /// What the user can do about it.
+        hint: Option<String>,
+    },
+    /// An input or output file could not be used.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The request contradicts the stored data.
+    #[error("{message}")]
+    Conflict {
+        /// What contradicts what.
+        message: String,
+        /// What the user can do about it.
+        hint: Option<String>,
+    },
+}
+
+/// Shorthand for operation results.
+pub type OpResult<T> = Result<T, OpError>;
+
+impl OpError {
+    pub(crate) fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> OpError + '_ {
+        move |source| OpError::Io {
+            path: path.to_owned(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,502 @@
+//! Appending batches: create, append and fork. Each is exactly one commit
+//! on the session ref, made under the session lock and published with a
+//! compare-and-swap ref update.
+//!
+//! Crash safety comes from ordering: blobs, trees and the commit are written
+//! first (unreferenced until the end, so a crash leaves only garbage that
+//! `git gc` prunes), and the ref moves last, atomically. A reader sees the
+//! old tip or the new one, never a half batch.
+
+use std::collections::BTreeMap;
+
+use git_session_schema::codec::{encode_event, split_checksum};
+use git_session_schema::event::chain_checksum;
+use git_session_schema::{ArtifactId, Event, Lineage, SessionHeader, SessionId};
+use gix::ObjectId;
+use gix::objs::tree::EntryKind;
+use gix::refs::Target;
+use gix::refs::transaction::PreviousValue;
+
+use super::lock::SessionLock;
+use super::refs::{self, artifact_path, chunk_path};
+use super::trailers::Trailers;
+use super::{Store, StoreError, StoreResult, git};
+
+/// A chunk is sealed once it reaches this size; a batch may hold several.
+///
+/// Bounds the memory a batch needs (one chunk in flight) and keeps blobs a
+/// size git packs and diffs comfortably.
+pub const CHUNK_BYTES: usize = 4 << 20;
+
+/// How many times a lost compare-and-swap is retried before giving up.
+const CAS_ATTEMPTS: usize = 8;
+
+/// Says how the seqs of appended events are decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeqMode {
+    /// The store numbers events from the current end; their own seq and
+    /// checksum are ignored. Concurrent appenders both land, in some order.
+    Assign,
+    /// Each event must carry exactly the next seq; a given checksum must
+    /// match the one the store computes. Used for canonical imports.
+    Exact,
+}
+
+/// Holds facts recorded in every batch commit besides the events.
+#[derive(Clone, Debug)]
+pub struct CommitInfo {
+    /// Commit time, seconds since the epoch (from the caller's clock).
+    pub time: i64,
+    /// The code commit that was HEAD at capture.
+    pub code_commit: Option<ObjectId>,
+}
+
+/// Reports what an append wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AppendOutcome {
+    /// The new tip, or `None` when the batch was empty and nothing was written.
+    pub commit: Option<ObjectId>,
+    /// The seq range appended, inclusive.
+    pub seq: Option<(u64, u64)>,
+    /// Event count after the append.
+    pub events: u64,
+}
+
+/// Receives one batch's events and artifacts and writes them as chunk blobs.
+///
+/// Created by the store for each attempt; the caller's producer pushes into
+/// it. Nothing is visible until the store publishes the commit.
+pub struct BatchSink<'r> {
+    repo: &'r gix::Repository,
+    mode: SeqMode,
+    next_seq: u64,
+    first_seq: u64,
+    prev: Option<String>,
+    chunk: Vec<u8>,
+    chunk_first: u64,
+    next_chunk: u64,
+    scratch: Vec<u8>,
+    entries: Vec<(String, ObjectId)>,
+    artifacts: BTreeMap<ArtifactId, ObjectId>,
+}
+
+impl<'r> BatchSink<'r> {
+    fn new(repo: &'r gix::Repository, mode: SeqMode, state: &Trailers) -> BatchSink<'r> {
+        BatchSink {
+            repo,
+            mode,
+            next_seq: state.events,
+            first_seq: state.events,
+            prev: state.checksum.clone(),
+            chunk: Vec::new(),
+            chunk_first: state.events,
+            next_chunk: state.chunks,
+            scratch: Vec::new(),
+            entries: Vec::new(),
+            artifacts: BTreeMap::new(),
+        }
+    }
+
+    /// Returns the seq the next pushed event gets.
+    pub fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Returns the checksum of the last event in the log so far.
+    pub fn last_checksum(&self) -> Option<&str> {
+        self.prev.as_deref()
+    }
+
+    /// Seals `event` into the log and returns its seq.
+    pub fn push(&mut self, mut event: Event) -> StoreResult<u64> {
+        let given = event.checksum.take();
+        match self.mode {
+            SeqMode::Assign => event.seq = self.next_seq,
+            SeqMode::Exact if event.seq != self.next_seq => {
+                return Err(StoreError::SeqMismatch {
+                    expected: self.next_seq,
+                    found: event.seq,
+                });
+            }
+            SeqMode::Exact => {}
+        }
+        self.scratch.clear();
+        event.write_content(&mut self.scratch);
+        let sum = chain_checksum(self.prev.as_deref(), &self.scratch);
+        if self.mode == SeqMode::Exact
+            && let Some(given) = given.filter(|g| *g != sum)
+        {
+            return Err(StoreError::ChecksumMismatch {
+                seq: event.seq,
+                given,
+                computed: sum,
+            });
+        }
+        event.checksum = Some(sum);
+        if self.chunk.is_empty() {
+            self.chunk_first = event.seq;
+        }
+        encode_event(&event, &mut self.chunk);
+        self.chunk.push(b'\n');
+        self.prev = event.checksum;
+        self.next_seq += 1;
+        if self.chunk.len() >= CHUNK_BYTES {
+            self.seal_chunk()?;
+        }
+        Ok(event.seq)
+    }
+
+    /// Stores `bytes` as an artifact of the session and returns its id.
+    pub fn add_artifact(&mut self, bytes: &[u8]) -> StoreResult<ArtifactId> {
+        let id = ArtifactId::of(bytes);
+        if !self.artifacts.contains_key(&id) {
+            let blob = self.repo.write_blob(bytes).map_err(git)?.detach();
+            self.artifacts.insert(id.clone(), blob);
+        }
+        Ok(id)
+    }
+
+    fn seal_chunk(&mut self) -> StoreResult<()> {
+        if self.chunk.is_empty() {
+            return Ok(());
+        }
+        let blob = self.repo.write_blob(&self.chunk).map_err(git)?.detach();
+        self.entries
+            .push((chunk_path(self.next_chunk, self.chunk_first), blob));
+        self.next_chunk += 1;
+        self.chunk.clear();
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Creates a session with `header` and a first batch from `produce`.
+    ///
+    /// The first commit has no parent. `produce` may be called again if the
+    /// publication races; it must push the same batch each time.
+    pub fn create<E: From<StoreError>>(
+        &self,
+        header: &SessionHeader,
+        mode: SeqMode,
+        info: &CommitInfo,
+        produce: impl FnMut(&mut BatchSink<'_>) -> Result<(), E>,
+    ) -> Result<AppendOutcome, E> {
+        self.write_batch(&header.id, Some(header), mode, info, produce)
+    }
+
+    /// Appends one batch from `produce` to an existing session.
+    ///
+    /// Serialized with other writers by the session lock; if the ref moves
+    /// anyway (a writer that bypassed the lock), the batch is rebuilt on the
+    /// new tip and retried, so a lost race never loses a batch. An empty
+    /// batch writes nothing.
+    pub fn append<E: From<StoreError>>(
+        &self,
+        id: &SessionId,
+        mode: SeqMode,
+        info: &CommitInfo,
+        produce: impl FnMut(&mut BatchSink<'_>) -> Result<(), E>,
+    ) -> Result<AppendOutcome, E> {
+        self.write_batch(id, None, mode, info, produce)
+    }
+
+    fn write_batch<E: From<StoreError>>(
+        &self,
+        id: &SessionId,
+        create: Option<&SessionHeader>,
+        mode: SeqMode,
+        info: &CommitInfo,
+        mut produce: impl FnMut(&mut BatchSink<'_>) -> Result<(), E>,
+    ) -> Result<AppendOutcome, E> {
+        let _lock = SessionLock::acquire(&self.state_dir, id)?;
+        let name = refs::session_ref(id);
+        for _ in 0..CAS_ATTEMPTS {
+            let tip = self.tip(id)?;
+            let (state, base_tree, agent) = match (tip, create) {
+                (Some(_), Some(_)) => return Err(StoreError::AlreadyExists(id.clone()).into()),
+                (None, None) => {
+                    return Err(StoreError::NotFound {
+                        query: id.to_string(),
+                        suggestions: Vec::new(),
+                    }
+                    .into());
+                }
+                (None, Some(h)) => (
+                    Trailers::default(),
+                    ObjectId::empty_tree(self.repo.object_hash()),
+                    h.agent.clone(),
+                ),
+                (Some(t), None) => (
+                    self.trailers_at(id, t)?,
+                    self.commit_tree(t)?,
+                    self.header_at(id, t)?.agent,
+                ),
+            };
+            let mut sink = BatchSink::new(&self.repo, mode, &state);
+            produce(&mut sink)?;
+            sink.seal_chunk()?;
+            if sink.next_seq == state.events && sink.artifacts.is_empty() && create.is_none() {
+                return Ok(AppendOutcome {
+                    commit: None,
+                    seq: None,
+                    events: state.events,
+                });
+            }
+            let mut editor = self.repo.edit_tree(base_tree).map_err(git)?;
+            if let Some(h) = create {
+                let blob = self.repo.write_blob(h.encode()).map_err(git)?;
+                editor
+                    .upsert(refs::HEADER_PATH, EntryKind::Blob, blob)
+                    .map_err(git)?;
+            }
+            for (path, blob) in &sink.entries {
+                editor
+                    .upsert(path.as_str(), EntryKind::Blob, *blob)
+                    .map_err(git)?;
+            }
+            for (art, blob) in &sink.artifacts {
+                editor
+                    .upsert(artifact_path(art.hex()), EntryKind::Blob, *blob)
+                    .map_err(git)?;
+            }
+            let tree = editor.write().map_err(git)?.detach();
+            let seq = (sink.next_seq > sink.first_seq).then(|| (sink.first_seq, sink.next_seq - 1));
+            let trailers = Trailers {
+                session: id.to_string(),
+                agent: agent.to_string(),
+                seq,
+                events: sink.next_seq,
+                chunks: sink.next_chunk,
+                checksum: sink.prev.clone(),
+                code_commit: info.code_commit,
+                fork: None,
+            };
+            let subject = match (create.is_some(), seq) {
+                (true, Some((a, b))) => format!("create session with {} events", b - a + 1),
+                (true, None) => "create empty session".to_owned(),
+                (false, Some((a, b))) => format!("append {} events (seq {a}..{b})", b - a + 1),
+                (false, None) => "add artifacts".to_owned(),
+            };
+            let message = trailers.to_message(&subject);
+            match self.publish(&name, tip, tree, &message, info)? {
+                Some(commit) => {
+                    return Ok(AppendOutcome {
+                        commit: Some(commit),
+                        seq,
+                        events: sink.next_seq,
+                    });
+                }
+                None if create.is_some() => {
+                    return Err(StoreError::AlreadyExists(id.clone()).into());
+                }
+                None => continue,
+            }
+        }
+        Err(StoreError::Contended(id.clone()).into())
+    }
+
+    /// Writes the commit and moves the ref from `tip` to it.
+    ///
+    /// Returns `None` when the ref moved meanwhile (the caller rebuilds).
+    fn publish(
+        &self,
+        name: &str,
+        tip: Option<ObjectId>,
+        tree: ObjectId,
+        message: &str,
+        info: &CommitInfo,
+    ) -> StoreResult<Option<ObjectId>> {
+        let sig = self.signature(info.time);
+        let mut buf = gix::date::parse::TimeBuf::default();
+        let sig_ref = sig.to_ref(&mut buf);
+        let commit = self
+            .repo
+            .new_commit_as(sig_ref, sig_ref, message, tree, tip)
+            .map_err(git)?
+            .id;
+        let expected = match tip {
+            Some(t) => PreviousValue::MustExistAndMatch(Target::Object(t)),
+            None => PreviousValue::MustNotExist,
+        };
+        let mut stale_lock_cleared = false;
+        loop {
+            match self.repo.reference(name, commit, expected.clone(), message.lines().next().unwrap_or("")) {
+                Ok(_) => return Ok(Some(commit)),
+                Err(e) if e.is_conflict() => return Ok(None),
+                Err(e) if e.is_retryable() && !stale_lock_cleared => {
+                    // We hold the session lock, so no git-session writer owns
+                    // the ref lock: it is left by a killed process, or held
+                    // for a moment by plain git. Clear it only when old.
+                    stale_lock_cleared = true;
+                    self.clear_stale_ref_lock(name);
+                }
+                Err(e) => return Err(git(e)),
+            }
+        }
+    }
+
+    fn clear_stale_ref_lock(&self, name: &str) {
+        let path = self.repo.common_dir().join(format!("{name}.lock"));
+        let old = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age.as_secs() >= 10);
+        if old {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+
+    /// Returns the committer for session commits: the repo's identity, or a
+    /// fixed fallback so that capture works in repos with no `user.name`.
+    fn signature(&self, time: i64) -> gix::actor::Signature {
+        let (name, email) = match self.repo.committer() {
+            Some(Ok(s)) => (s.name.to_owned(), s.email.to_owned()),
+            _ => ("git-session".into(), "git-session@localhost".into()),
+        };
+        gix::actor::Signature {
+            name,
+            email,
+            time: gix::date::Time::new(time, 0),
+        }
+    }
+
+    /// Creates `new_id` as a fork of `id` keeping events `0..=at`.
+    ///
+    /// The fork's first commit has as parent the commit of `id` whose batch
+    /// contains `at`, so the two refs share history up to there and
+    /// `git merge-base` finds the fork point. When `at` falls inside a batch,
+    /// the fork's tree holds a truncated copy of that chunk; the parent's
+    /// chunks are never changed.
+    pub fn fork(
+        &self,
+        id: &SessionId,
+        at: u64,
+        new_id: &SessionId,
+        created: &str,
+        info: &CommitInfo,
+    ) -> StoreResult<(SessionHeader, ObjectId)> {
+        let _lock = SessionLock::acquire(&self.state_dir, new_id)?;
+        if self.tip(new_id)?.is_some() {
+            return Err(StoreError::AlreadyExists(new_id.clone()));
+        }
+        let stat = self.stat(id)?;
+        if at >= stat.events {
+            return Err(StoreError::NoSuchSeq {
+                id: id.clone(),
+                events: stat.events,
+                seq: at,
+            });
+        }
+        let (base, base_trailers) = self.commit_containing(id, stat.tip, at)?;
+        let base_tree = self.commit_tree(base)?;
+        let chunks = self.chunks(id, base_tree)?;
+        let mut editor = self.repo.edit_tree(base_tree).map_err(git)?;
+        let mut kept = 0u64;
+        let mut checksum = base_trailers.checksum.clone();
+        for (i, chunk) in chunks.iter().enumerate() {
+            let next_first = chunks.get(i + 1).map_or(base_trailers.events, |c| c.first_seq);
+            if chunk.first_seq > at {
+                editor.remove(chunk.path.as_str()).map_err(git)?;
+                continue;
+            }
+            kept += 1;
+            if next_first > at + 1 {
+                // `at` is inside this chunk: keep its first lines only.
+                let blob = self.repo.find_blob(chunk.blob).map_err(git)?;
+                let take = usize::try_from(at + 1 - chunk.first_seq).unwrap_or(usize::MAX);
+                let mut end = 0;
+                let mut last = None;
+                for line in blob.data.split_inclusive(|&b| b == b'\n').take(take) {
+                    end += line.len();
+                    last = Some(line);
+                }
+                checksum = last.and_then(split_checksum).map(|(_, s)| s.to_owned());
+                let truncated = self.repo.write_blob(&blob.data[..end]).map_err(git)?;
+                editor
+                    .upsert(chunk.path.as_str(), EntryKind::Blob, truncated)
+                    .map_err(git)?;
+            }
+        }
+        let parent = self.header_at(id, stat.tip)?;
+        let mut header = SessionHeader::new(new_id.clone(), parent.agent.clone(), created);
+        header.native_id = None;
+        header.cwd = parent.cwd.clone();
+        header.title = parent.title.clone();
+        header.lineage = Some(Lineage {
+            parent_session: id.clone(),
+            parent_commit: base.to_string(),
+            fork_seq: at,
+            inherited_events: at + 1,
+            extra: BTreeMap::new(),
+        });
+        let blob = self.repo.write_blob(header.encode()).map_err(git)?;
+        editor
+            .upsert(refs::HEADER_PATH, EntryKind::Blob, blob)
+            .map_err(git)?;
+        let tree = editor.write().map_err(git)?.detach();
+        let trailers = Trailers {
+            session: new_id.to_string(),
+            agent: header.agent.to_string(),
+            seq: None,
+            events: at + 1,
+            chunks: kept,
+            checksum,
+            code_commit: info.code_commit,
+            fork: Some((id.to_string(), at)),
+        };
+        let message = trailers.to_message(&format!("fork {id} at seq {at}"));
+        let name = refs::session_ref(new_id);
+        let sig = self.signature(info.time);
+        let mut buf = gix::date::parse::TimeBuf::default();
+        let sig_ref = sig.to_ref(&mut buf);
+        let commit = self
+            .repo
+            .new_commit_as(sig_ref, sig_ref, &message, tree, [base])
+            .map_err(git)?
+            .id;
+        self.repo
+            .reference(name.as_str(), commit, PreviousValue::MustNotExist, "fork")
+            .map_err(|e| {
+                if e.is_conflict() {
+                    StoreError::AlreadyExists(new_id.clone())
+                } else {
+                    git(e)
+                }
+            })?;
+        Ok((header, commit))
+    }
+
+    /// Finds the first-parent ancestor of `tip` whose batch contains `seq`.
+    fn commit_containing(
+        &self,
+        id: &SessionId,
+        tip: ObjectId,
+        seq: u64,
+    ) -> StoreResult<(ObjectId, Trailers)> {
+        let mut cursor = Some(tip);
+        while let Some(commit) = cursor {
+            let t = self.trailers_at(id, commit)?;
+            let inside = match (t.seq, &t.fork) {
+                (Some((a, b)), _) => a <= seq && seq <= b,
+                // A fork's first commit adds no events; an earlier seq lies
+                // in the inherited history below it.
+                (None, _) => false,
+            };
+            if inside {
+                return Ok((commit, t));
+            }
+            cursor = self
+                .repo
+                .find_commit(commit)
+                .map_err(git)?
+                .parent_ids()
+                .next()
+                .map(|p| p.detach());
+        }
+        Err(StoreError::Corrupt {
+            id: id.clone(),
+            message: format!("no batch commit contains seq {seq}"),
+        })
+    }
+}

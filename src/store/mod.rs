@@ -1,0 +1,376 @@
+//! The git store: the only code that touches git objects and refs.
+//!
+//! Each session is the ref `refs/sessions/<id>`, an orphan history whose
+//! commits are capture batches. A session tree holds `header.json` (written
+//! once), `events/…/<index>-<first-seq>.jsonl` chunks (written once, never
+//! rewritten) and `artifacts/<aa>/<sha256>` blobs. See `docs/FORMAT.md`.
+//!
+//! What it deliberately does not do: touch the index or a work tree (reading
+//! works in bare repos), print, read the environment, or know any agent's
+//! native format. Network sync goes through the `git` binary elsewhere.
+
+mod append;
+mod lock;
+mod read;
+pub mod refs;
+mod trailers;
+mod verify;
+
+use std::path::{Path, PathBuf};
+
+use git_session_schema::{FormatError, SessionHeader, SessionId, header::HeaderError};
+use gix::ObjectId;
+
+pub use append::{AppendOutcome, BatchSink, CommitInfo, SeqMode};
+pub use read::{BatchInfo, StoredLine};
+pub use trailers::Trailers;
+pub use verify::{Problem, VerifyReport};
+
+/// Says what went wrong in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// Not inside a git repository.
+    #[error("not a git repository (or any parent up to the filesystem root): {path}")]
+    NotARepo {
+        /// Where the search started.
+        path: PathBuf,
+    },
+    /// A repository this build cannot write safely.
+    #[error("unsupported repository: {0}")]
+    Unsupported(String),
+    /// No session matches.
+    #[error("no session matches {query:?}")]
+    NotFound {
+        /// What the user asked for.
+        query: String,
+        /// The closest existing ids.
+        suggestions: Vec<SessionId>,
+    },
+    /// Several sessions match a prefix.
+    #[error("session prefix {query:?} is ambiguous")]
+    Ambiguous {
+        /// What the user asked for.
+        query: String,
+        /// Every matching id.
+        candidates: Vec<SessionId>,
+    },
+    /// Creating a session whose ref already exists.
+    #[error("session {0} already exists")]
+    AlreadyExists(SessionId),
+    /// Stored data in a format this build refuses (not corruption).
+    #[error("session {id}: {source}")]
+    Format {
+        /// The session.
+        id: SessionId,
+        /// The direction to go.
+        #[source]
+        source: FormatError,
+    },
+    /// Stored data that does not read back as written.
+    #[error("session {id}: {message}")]
+    Corrupt {
+        /// The session.
+        id: SessionId,
+        /// What is wrong, naming the seq or object.
+        message: String,
+    },
+    /// An exact-seq append that does not continue the log.
+    #[error("expected seq {expected}, found {found}")]
+    SeqMismatch {
+        /// The seq the log needs next.
+        expected: u64,
+        /// The seq offered.
+        found: u64,
+    },
+    /// An event whose given checksum differs from the one its content yields.
+    #[error("seq {seq}: checksum {given} does not match the content ({computed})")]
+    ChecksumMismatch {
+        /// The event.
+        seq: u64,
+        /// The checksum it carried.
+        given: String,
+        /// The checksum its bytes produce here.
+        computed: String,
+    },
+    /// A seq beyond the end of a session.
+    #[error("session {id} has {events} events; there is no seq {seq}")]
+    NoSuchSeq {
+        /// The session.
+        id: SessionId,
+        /// Its event count.
+        events: u64,
+        /// The seq asked for.
+        seq: u64,
+    },
+    /// The ref kept moving under concurrent writers that bypass the lock.
+    #[error("session {0} kept changing while appending; nothing was written, try again")]
+    Contended(SessionId),
+    /// Filesystem trouble in local state.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An error from git object or ref handling.
+    #[error("git: {0}")]
+    Git(#[from] gix::Error),
+}
+
+/// Shorthand for store results.
+pub type StoreResult<T> = Result<T, StoreError>;
+
+pub(crate) fn git<E: Into<gix::Error>>(e: E) -> StoreError {
+    StoreError::Git(e.into())
+}
+
+/// Holds an open repository and the location of its local session state.
+pub struct Store {
+    repo: gix::Repository,
+    state_dir: PathBuf,
+}
+
+/// Holds the cheap facts about one session: header and counts.
+#[derive(Clone, Debug)]
+pub struct SessionStat {
+    /// The immutable header.
+    pub header: SessionHeader,
+    /// The tip commit of the session ref.
+    pub tip: ObjectId,
+    /// Number of events.
+    pub events: u64,
+    /// Commit time of the tip, seconds since the epoch.
+    pub updated: i64,
+    /// The code commit recorded with the last batch, if any.
+    pub code_commit: Option<ObjectId>,
+}
+
+impl Store {
+    /// Opens the repository containing `path`.
+    pub fn discover(path: &Path) -> StoreResult<Store> {
+        let repo = gix::discover(path).map_err(|_| StoreError::NotARepo {
+            path: path.to_owned(),
+        })?;
+        Self::from_repo(repo)
+    }
+
+    /// Wraps an open repository after checking it is one we can write.
+    pub fn from_repo(repo: gix::Repository) -> StoreResult<Store> {
+        let config = repo.config_snapshot();
+        if config
+            .string("extensions.refStorage")
+            .is_some_and(|v| v.as_slice() != b"files")
+        {
+            // gix would write loose ref files that git ignores and say nothing.
+            return Err(StoreError::Unsupported(
+                "reftable ref storage is not supported yet; use a repository with the files backend"
+                    .into(),
+            ));
+        }
+        drop(config);
+        let state_dir = repo.common_dir().join(refs::STATE_DIR);
+        Ok(Store { repo, state_dir })
+    }
+
+    /// Returns the underlying repository.
+    pub fn repo(&self) -> &gix::Repository {
+        &self.repo
+    }
+
+    /// Returns the directory of local, rebuildable state (`.git/session`).
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    /// Creates the local state directory if needed; returns whether it was new.
+    pub fn ensure_state_dir(&self) -> StoreResult<bool> {
+        let existed = self.state_dir.is_dir();
+        std::fs::create_dir_all(&self.state_dir).map_err(|source| StoreError::Io {
+            path: self.state_dir.clone(),
+            source,
+        })?;
+        Ok(!existed)
+    }
+
+    /// Returns the commit `HEAD` points at, or `None` on an unborn branch.
+    pub fn code_head(&self) -> Option<ObjectId> {
+        self.repo.head_id().ok().map(|id| id.detach())
+    }
+
+    /// Returns every session id, sorted.
+    pub fn session_ids(&self) -> StoreResult<Vec<SessionId>> {
+        let platform = self.repo.references().map_err(git)?;
+        let mut ids = Vec::new();
+        for r in platform.prefixed(refs::SESSIONS_PREFIX).map_err(git)? {
+            let r = r.map_err(|e| StoreError::Git(gix::Error::from_error(e)))?;
+            let name = r.name().as_bstr().to_string();
+            // Names that are not valid ids (hand-made refs) are skipped, not fatal.
+            if let Some(id) = name
+                .strip_prefix(refs::SESSIONS_PREFIX)
+                .and_then(|s| SessionId::new(s).ok())
+            {
+                ids.push(id);
+            }
+        }
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// Resolves a full id or a unique prefix, like git's short hashes.
+    pub fn resolve(&self, query: &str) -> StoreResult<SessionId> {
+        let ids = self.session_ids()?;
+        if let Some(exact) = ids.iter().find(|id| id.as_str() == query) {
+            return Ok(exact.clone());
+        }
+        let matches: Vec<SessionId> = ids
+            .iter()
+            .filter(|id| id.as_str().starts_with(query))
+            .cloned()
+            .collect();
+        match matches.len() {
+            1 => Ok(matches.into_iter().next().expect("one match")),
+            0 => Err(StoreError::NotFound {
+                query: query.to_owned(),
+                suggestions: closest(&ids, query),
+            }),
+            _ => Err(StoreError::Ambiguous {
+                query: query.to_owned(),
+                candidates: matches,
+            }),
+        }
+    }
+
+    /// Returns the tip commit of a session, or `None` if it does not exist.
+    pub fn tip(&self, id: &SessionId) -> StoreResult<Option<ObjectId>> {
+        let name = refs::session_ref(id);
+        let Some(mut r) = self.repo.try_find_reference(name.as_str()).map_err(git)? else {
+            return Ok(None);
+        };
+        Ok(Some(r.peel_to_id().map_err(git)?.detach()))
+    }
+
+    fn existing_tip(&self, id: &SessionId) -> StoreResult<ObjectId> {
+        self.tip(id)?.ok_or_else(|| StoreError::NotFound {
+            query: id.to_string(),
+            suggestions: Vec::new(),
+        })
+    }
+
+    /// Reads the header stored in a session commit's tree.
+    pub fn header_at(&self, id: &SessionId, commit: ObjectId) -> StoreResult<SessionHeader> {
+        let tree = self.commit_tree(commit)?;
+        let entry = self
+            .repo
+            .find_tree(tree)
+            .map_err(git)?
+            .lookup_entry_by_path(refs::HEADER_PATH)
+            .map_err(git)?
+            .ok_or_else(|| StoreError::Corrupt {
+                id: id.clone(),
+                message: format!("commit {commit} has no {}", refs::HEADER_PATH),
+            })?;
+        let blob = self.repo.find_blob(entry.object_id()).map_err(git)?;
+        SessionHeader::decode(&blob.data).map_err(|e| match e {
+            HeaderError::Format(source) => StoreError::Format {
+                id: id.clone(),
+                source,
+            },
+            HeaderError::Json(e) => StoreError::Corrupt {
+                id: id.clone(),
+                message: format!("{} does not parse: {e}", refs::HEADER_PATH),
+            },
+        })
+    }
+
+    /// Returns the session's header.
+    pub fn header(&self, id: &SessionId) -> StoreResult<SessionHeader> {
+        let tip = self.existing_tip(id)?;
+        self.header_at(id, tip)
+    }
+
+    pub(crate) fn commit_tree(&self, commit: ObjectId) -> StoreResult<ObjectId> {
+        let c = self.repo.find_commit(commit).map_err(git)?;
+        Ok(c.tree_id().map_err(git)?.detach())
+    }
+
+    pub(crate) fn trailers_at(&self, id: &SessionId, commit: ObjectId) -> StoreResult<Trailers> {
+        let c = self.repo.find_commit(commit).map_err(git)?;
+        let message = c.message_raw().map_err(git)?;
+        Trailers::parse(message).ok_or_else(|| StoreError::Corrupt {
+            id: id.clone(),
+            message: format!("commit {commit} has no session trailers"),
+        })
+    }
+
+    /// Returns header and counts without reading any event.
+    pub fn stat(&self, id: &SessionId) -> StoreResult<SessionStat> {
+        let tip = self.existing_tip(id)?;
+        let commit = self.repo.find_commit(tip).map_err(git)?;
+        let updated = commit.time().map_err(git)?.seconds;
+        let trailers = Trailers::parse(commit.message_raw().map_err(git)?).ok_or_else(|| {
+            StoreError::Corrupt {
+                id: id.clone(),
+                message: format!("commit {tip} has no session trailers"),
+            }
+        })?;
+        Ok(SessionStat {
+            header: self.header_at(id, tip)?,
+            tip,
+            events: trailers.events,
+            updated,
+            code_commit: trailers.code_commit,
+        })
+    }
+
+    /// Returns the stat of every session, sorted by id.
+    pub fn list(&self) -> StoreResult<Vec<SessionStat>> {
+        self.session_ids()?.iter().map(|id| self.stat(id)).collect()
+    }
+}
+
+/// Returns up to three ids closest to `query`, for "did you mean".
+fn closest(ids: &[SessionId], query: &str) -> Vec<SessionId> {
+    let mut scored: Vec<(usize, &SessionId)> = ids
+        .iter()
+        .map(|id| {
+            let probe: String = id.as_str().chars().take(query.chars().count()).collect();
+            (edit_distance(&probe, query), id)
+        })
+        .filter(|(d, _)| *d <= query.len().div_ceil(2))
+        .collect();
+    scored.sort();
+    scored.into_iter().take(3).map(|(_, id)| id.clone()).collect()
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closest_prefers_near_prefixes() {
+        let ids: Vec<SessionId> = ["abc123", "abd999", "zzz"]
+            .iter()
+            .map(|s| SessionId::new(*s).unwrap())
+            .collect();
+        let got = closest(&ids, "abx");
+        assert_eq!(got.len(), 2);
+        assert!(closest(&ids, "qqqqqq").is_empty());
+    }
+}

@@ -1,0 +1,87 @@
+//! Ref names, tree paths and trailer keys: every name the store writes into
+//! git lives here, so the on-disk layout is defined in one place
+//! (`docs/FORMAT.md` describes the same names for humans).
+
+use git_session_schema::SessionId;
+
+/// Every session is one ref under this prefix.
+pub const SESSIONS_PREFIX: &str = "refs/sessions/";
+
+/// The immutable session header inside each session tree.
+pub const HEADER_PATH: &str = "header.json";
+/// Directory of event chunks inside each session tree.
+pub const EVENTS_DIR: &str = "events";
+/// Directory of artifacts inside each session tree.
+pub const ARTIFACTS_DIR: &str = "artifacts";
+
+/// Local, rebuildable state under the git common dir; never pushed.
+pub const STATE_DIR: &str = "session";
+
+/// Trailer naming the session a commit belongs to.
+pub const TRAILER_SESSION: &str = "Session-Id";
+/// Trailer naming the agent the batch came from.
+pub const TRAILER_AGENT: &str = "Session-Agent";
+/// Trailer with the batch's seq range, `first..last` inclusive.
+pub const TRAILER_SEQ: &str = "Session-Seq";
+/// Trailer with the session's event count after this commit.
+pub const TRAILER_EVENTS: &str = "Session-Events";
+/// Trailer with the session's chunk count after this commit.
+pub const TRAILER_CHUNKS: &str = "Session-Chunks";
+/// Trailer with the checksum of the last event after this commit.
+pub const TRAILER_CHECKSUM: &str = "Session-Checksum";
+/// Trailer with the code commit that was `HEAD` when the batch was captured.
+pub const TRAILER_CODE_COMMIT: &str = "Code-Commit";
+/// Trailer on a fork's first commit: the parent session.
+pub const TRAILER_FORK_OF: &str = "Fork-Of";
+/// Trailer on a fork's first commit: the last inherited seq.
+pub const TRAILER_FORK_SEQ: &str = "Fork-Seq";
+
+/// Returns the full ref name of a session.
+pub fn session_ref(id: &SessionId) -> String {
+    format!("{SESSIONS_PREFIX}{id}")
+}
+
+/// Returns the tree path of chunk number `index`, whose first event is `first_seq`.
+///
+/// Chunks fan out by index over three levels of at most 256 entries, so the
+/// trees an append rewrites stay small however long the session grows; the
+/// first seq in the file name makes `git show` listings readable and lets a
+/// range read pick chunks without opening them.
+pub fn chunk_path(index: u64, first_seq: u64) -> String {
+    format!(
+        "{EVENTS_DIR}/{:02x}/{:02x}/{:02x}-{first_seq}.jsonl",
+        index >> 16,
+        (index >> 8) & 0xff,
+        index & 0xff
+    )
+}
+
+/// Parses the parts of a chunk path below `events/` back into (index, first seq).
+pub fn parse_chunk_path(l1: &str, l2: &str, file: &str) -> Option<(u64, u64)> {
+    let hex = |s: &str| u64::from_str_radix(s, 16).ok();
+    let (l3, rest) = file.split_once('-')?;
+    let first_seq = rest.strip_suffix(".jsonl")?.parse().ok()?;
+    let (a, b, c) = (hex(l1)?, hex(l2)?, hex(l3)?);
+    (b < 256 && c < 256 && l2.len() == 2 && l3.len() == 2)
+        .then_some(((a << 16) | (b << 8) | c, first_seq))
+}
+
+/// Returns the tree path of an artifact, fanned out by its first two hex digits.
+pub fn artifact_path(hex: &str) -> String {
+    format!("{ARTIFACTS_DIR}/{}/{hex}", &hex[..2])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_paths_round_trip() {
+        for (i, s) in [(0, 0), (255, 9), (256, 10), (0x12_3456, 77), (0x1_00_00_00, 5)] {
+            let path = chunk_path(i, s);
+            let parts: Vec<&str> = path.split('/').collect();
+            assert_eq!(parse_chunk_path(parts[1], parts[2], parts[3]), Some((i, s)));
+        }
+        assert_eq!(chunk_path(0x0102, 42), "events/00/01/02-42.jsonl");
+    }
+}

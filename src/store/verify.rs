@@ -1,0 +1,289 @@
+//! `verify`: proves a session reads back exactly as it was written.
+//!
+//! Checks, in order: the header (format, id); chunk numbering; every event's
+//! seq and hash-chain link, against the bytes on disk; the tip's trailers
+//! against the log; that each batch commit only added chunks (sealed chunks
+//! are never rewritten) and that their seq ranges are contiguous; and that
+//! artifacts hash to their names and every referenced artifact exists.
+//! A report names the seq of each bad event, the first one first.
+
+use std::collections::BTreeSet;
+
+use git_session_schema::codec::{split_checksum, stored_checksum};
+use git_session_schema::{ArtifactId, SessionId};
+use gix::ObjectId;
+
+use super::refs;
+use super::{Store, StoreResult, git};
+
+/// More problems than this are summarized; the first ones matter most.
+const MAX_PROBLEMS: usize = 20;
+
+/// Describes one thing wrong with a session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The first affected seq, when the problem is in an event.
+    pub seq: Option<u64>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Holds the outcome of verifying one session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// The session.
+    pub id: SessionId,
+    /// Events read.
+    pub events: u64,
+    /// The session's own batch commits.
+    pub batches: u64,
+    /// Everything found wrong; empty when the session is intact.
+    pub problems: Vec<Problem>,
+}
+
+impl VerifyReport {
+    /// Returns whether nothing was found wrong.
+    pub fn is_ok(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    fn problem(&mut self, seq: Option<u64>, message: impl Into<String>) {
+        if self.problems.len() < MAX_PROBLEMS {
+            self.problems.push(Problem {
+                seq,
+                message: message.into(),
+            });
+        }
+    }
+}
+
+impl Store {
+    /// Verifies one session; problems are in the report, not errors.
+    ///
+    /// Errors are only for a session that does not exist or a repository
+    /// that cannot be read at all.
+    pub fn verify(&self, id: &SessionId) -> StoreResult<VerifyReport> {
+        let tip = self.existing_tip(id)?;
+        let mut report = VerifyReport {
+            id: id.clone(),
+            events: 0,
+            batches: 0,
+            problems: Vec::new(),
+        };
+        let header = match self.header_at(id, tip) {
+            Ok(h) => h,
+            Err(e) => {
+                report.problem(None, e.to_string());
+                return Ok(report);
+            }
+        };
+        if header.id != *id {
+            report.problem(None, format!("header names session {}", header.id));
+        }
+        let tree = self.commit_tree(tip)?;
+        let chunks = match self.chunks(id, tree) {
+            Ok(c) => c,
+            Err(e) => {
+                report.problem(None, e.to_string());
+                return Ok(report);
+            }
+        };
+
+        // Events: seq contiguity and the hash chain over the stored bytes.
+        let mut prev: Option<String> = None;
+        let mut count = 0u64;
+        let mut referenced = BTreeSet::new();
+        for (i, chunk) in chunks.iter().enumerate() {
+            if chunk.index != i as u64 || chunk.first_seq != count {
+                report.problem(
+                    Some(count),
+                    format!(
+                        "chunk {} is out of place (expected chunk {i} starting at seq {count})",
+                        chunk.path
+                    ),
+                );
+            }
+            let data = match self.repo.find_blob(chunk.blob) {
+                Ok(b) => b.detach().data,
+                Err(e) => {
+                    report.problem(
+                        Some(chunk.first_seq),
+                        format!("chunk {} cannot be read: {e}", chunk.path),
+                    );
+                    return Ok(report);
+                }
+            };
+            if data.last().is_some_and(|&b| b != b'\n') {
+                report.problem(None, format!("chunk {} lacks its final newline", chunk.path));
+            }
+            for line in data.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                let seq = count;
+                count += 1;
+                let event = match git_session_schema::codec::decode_event(line) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        report.problem(Some(seq), format!("seq {seq}: not a valid event: {e}"));
+                        prev = None;
+                        continue;
+                    }
+                };
+                if event.seq != seq {
+                    report.problem(Some(seq), format!("seq {seq}: event says seq {}", event.seq));
+                }
+                let Some((head, sum)) = split_checksum(line) else {
+                    report.problem(Some(seq), format!("seq {seq}: no checksum at the end of the line"));
+                    prev = None;
+                    continue;
+                };
+                let want = stored_checksum(prev.as_deref(), head);
+                if want != sum {
+                    report.problem(
+                        Some(seq),
+                        format!("seq {seq}: checksum mismatch: the event was changed after it was written"),
+                    );
+                }
+                // Chain on from what is stored, so one bad event is reported
+                // once instead of failing every later link.
+                prev = Some(sum.to_owned());
+                referenced.extend(event.refs.iter().filter_map(|r| ArtifactId::from_ref(r)));
+            }
+        }
+        report.events = count;
+
+        // The tip's trailers must describe the log.
+        match self.trailers_at(id, tip) {
+            Ok(t) => {
+                if t.session != id.as_str() {
+                    report.problem(None, format!("tip commit {tip} belongs to session {}", t.session));
+                }
+                if t.events != count {
+                    report.problem(None, format!("tip commit says {} events, the log has {count}", t.events));
+                }
+                if t.chunks != chunks.len() as u64 {
+                    report.problem(
+                        None,
+                        format!("tip commit says {} chunks, the tree has {}", t.chunks, chunks.len()),
+                    );
+                }
+                if t.checksum != prev {
+                    report.problem(None, "tip commit's checksum is not the last event's".to_owned());
+                }
+            }
+            Err(e) => report.problem(None, e.to_string()),
+        }
+
+        self.verify_history(id, &header, &mut report)?;
+        self.verify_artifacts(tree, &referenced, &mut report)?;
+        Ok(report)
+    }
+
+    fn verify_history(
+        &self,
+        id: &SessionId,
+        header: &git_session_schema::SessionHeader,
+        report: &mut VerifyReport,
+    ) -> StoreResult<()> {
+        let batches = self.batches(id)?;
+        report.batches = batches.len() as u64;
+        let inherited = header.lineage.as_ref().map_or(0, |l| l.inherited_events);
+        let mut expected = inherited;
+        for (i, batch) in batches.iter().enumerate().rev() {
+            let t = &batch.trailers;
+            let c = self.repo.find_commit(batch.commit).map_err(git)?;
+            let parent = c.parent_ids().next().map(|p| p.detach());
+            if let Some((_, at)) = &t.fork {
+                let lineage = header.lineage.as_ref();
+                if lineage.map(|l| l.parent_commit.as_str()) != parent.map(|p| p.to_string()).as_deref()
+                    || lineage.map(|l| l.fork_seq) != Some(*at)
+                {
+                    report.problem(None, format!("fork commit {} disagrees with the header's lineage", batch.commit));
+                }
+            } else if i == batches.len() - 1 && parent.is_some() {
+                report.problem(None, format!("first commit {} has a parent but no fork trailers", batch.commit));
+            }
+            if let Some((a, b)) = t.seq {
+                if a != expected || b < a || t.events != b + 1 {
+                    report.problem(
+                        Some(a),
+                        format!("commit {} covers seq {a}..{b}, expected it to start at {expected}", batch.commit),
+                    );
+                }
+                expected = b + 1;
+            }
+            // Sealed chunks are never rewritten: every chunk of the parent
+            // batch must be in this commit unchanged.
+            if t.fork.is_none()
+                && let Some(p) = parent
+            {
+                let (pt, ct) = (self.commit_tree(p)?, self.commit_tree(batch.commit)?);
+                let (pe, ce) = (self.events_tree(pt)?, self.events_tree(ct)?);
+                if let (Some(pe), Some(ce)) = (pe, ce) {
+                    self.check_kept(pe, ce, refs::EVENTS_DIR, batch.commit, report)?;
+                } else if pe.is_some() {
+                    report.problem(None, format!("commit {} removed the events", batch.commit));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn events_tree(&self, tree: ObjectId) -> StoreResult<Option<ObjectId>> {
+        let root = self.repo.find_tree(tree).map_err(git)?;
+        Ok(root
+            .lookup_entry_by_path(refs::EVENTS_DIR)
+            .map_err(git)?
+            .map(|e| e.object_id()))
+    }
+
+    /// Checks that everything in `old` is in `new` with the same id.
+    fn check_kept(
+        &self,
+        old: ObjectId,
+        new: ObjectId,
+        path: &str,
+        commit: ObjectId,
+        report: &mut VerifyReport,
+    ) -> StoreResult<()> {
+        if old == new {
+            return Ok(());
+        }
+        let old_tree = self.repo.find_tree(old).map_err(git)?;
+        let new_tree = self.repo.find_tree(new).map_err(git)?;
+        let new_entries = new_tree.decode().map_err(git)?.entries;
+        for e in old_tree.decode().map_err(git)?.entries.iter() {
+            let sub = format!("{path}/{}", e.filename);
+            match new_entries.iter().find(|n| n.filename == e.filename) {
+                None => report.problem(None, format!("commit {commit} removed {sub}")),
+                Some(n) if e.mode.is_tree() && n.mode.is_tree() => {
+                    self.check_kept(e.oid.to_owned(), n.oid.to_owned(), &sub, commit, report)?
+                }
+                Some(n) if n.oid != e.oid => {
+                    report.problem(None, format!("commit {commit} rewrote sealed chunk {sub}"))
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn verify_artifacts(
+        &self,
+        tree: ObjectId,
+        referenced: &BTreeSet<ArtifactId>,
+        report: &mut VerifyReport,
+    ) -> StoreResult<()> {
+        let stored = self.artifacts_in(tree)?;
+        for (art, blob) in &stored {
+            match self.repo.find_blob(*blob) {
+                Ok(b) if ArtifactId::of(&b.data) == *art => {}
+                Ok(_) => report.problem(None, format!("artifact {art} does not hash to its name")),
+                Err(e) => report.problem(None, format!("artifact {art} cannot be read: {e}")),
+            }
+        }
+        let have: BTreeSet<&ArtifactId> = stored.iter().map(|(a, _)| a).collect();
+        for art in referenced.iter().filter(|a| !have.contains(a)) {
+            report.problem(None, format!("artifact {art} is referenced but missing"));
+        }
+        Ok(())
+    }
+}
