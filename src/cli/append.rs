@@ -24,7 +24,12 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let id = store.resolve(&args.session)?;
     let s = ops::canonical::append(&store, &env.clock, &id, &args.file)?;
     match (s.commit, s.appended) {
-        (Some(c), n) => status(format!("Appended {n} events to {} (commit {}); {} in all", s.id, short(&c), s.events)),
+        (Some(c), n) => status(format!(
+            "Appended {n} events to {} (commit {}); {} in all",
+            s.id,
+            short(&c),
+            s.events
+        )),
         (None, _) => status(format!("Nothing to append to {}", s.id)),
     }
     writeln!(out, "{}", s.events)?;

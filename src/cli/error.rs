@@ -77,13 +77,17 @@ impl From<StoreError> for CommandError {
                 let list: Vec<&str> = suggestions.iter().map(|s| s.as_str()).collect();
                 err.hint(format!("the closest sessions are: {}", list.join(", ")))
             }
-            StoreError::NotFound { .. } => err.hint("`git session list` shows the sessions of this repository"),
+            StoreError::NotFound { .. } => {
+                err.hint("`git session list` shows the sessions of this repository")
+            }
             StoreError::Ambiguous { candidates, .. } => {
                 let list: Vec<&str> = candidates.iter().take(10).map(|s| s.as_str()).collect();
                 err.hint(format!("it matches: {}", list.join(", ")))
                     .hint("type more characters of the id")
             }
-            StoreError::Corrupt { id, .. } => err.hint(format!("run `git session verify {id}` for a full report")),
+            StoreError::Corrupt { id, .. } => {
+                err.hint(format!("run `git session verify {id}` for a full report"))
+            }
             StoreError::AlreadyExists(_) => err.hint("choose another id"),
             _ => err,
         }
@@ -97,7 +101,12 @@ impl From<OpError> for CommandError {
             OpError::Line { ref hint, .. } | OpError::Conflict { ref hint, .. } => {
                 let hint = hint.clone();
                 let message = match &e {
-                    OpError::Line { path, line, message, .. } => {
+                    OpError::Line {
+                        path,
+                        line,
+                        message,
+                        ..
+                    } => {
                         format!("{}:{line}: {message}; nothing was written", path.display())
                     }
                     _ => e.to_string(),

@@ -30,7 +30,10 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         Some(path) => {
             // Write beside the target and rename, so a failed export never
             // leaves a truncated file under the requested name.
-            let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+            let dir = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(std::path::Path::new("."));
             let mut tmp = tempfile::NamedTempFile::new_in(dir)
                 .map_err(|e| CommandError::failure(format!("{}: {e}", dir.display())))?;
             {

@@ -35,7 +35,10 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             s.skipped,
             short(&c)
         )),
-        None => status(format!("Session {} is up to date ({} events)", s.id, s.events)),
+        None => status(format!(
+            "Session {} is up to date ({} events)",
+            s.id, s.events
+        )),
     }
     writeln!(out, "{}", s.id)?;
     Ok(())

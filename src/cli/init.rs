@@ -15,7 +15,11 @@ pub struct Args {}
 pub fn run(_args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
     let store = env.store()?;
     let created = store.ensure_state_dir()?;
-    let verb = if created { "Initialized" } else { "Already initialized" };
+    let verb = if created {
+        "Initialized"
+    } else {
+        "Already initialized"
+    };
     writeln!(out, "{verb} git-session in {}", store.state_dir().display())?;
     Ok(())
 }

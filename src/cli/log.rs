@@ -53,7 +53,12 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             .code_commit
             .map(|c| format!("  code {}", short(&c)))
             .unwrap_or_default();
-        writeln!(out, "{}  {}  {what}{code}", short(&b.commit), format_time(b.time))?;
+        writeln!(
+            out,
+            "{}  {}  {what}{code}",
+            short(&b.commit),
+            format_time(b.time)
+        )?;
     }
     Ok(())
 }

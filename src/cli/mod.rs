@@ -5,6 +5,7 @@
 //! prints. stdout carries data (text, or JSON with `--json`); stderr carries
 //! status, warnings and errors. Exit codes: 0 success, 1 failure, 2 usage.
 
+mod append;
 mod error;
 mod export;
 mod fork;
@@ -14,7 +15,6 @@ mod list;
 mod log;
 mod show;
 mod verify;
-mod append;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -33,7 +33,12 @@ use crate::store::Store;
 /// forks as branches, synced with ordinary git push and fetch. Session ids may
 /// be abbreviated to any unique prefix.
 #[derive(Debug, Parser)]
-#[command(name = "git session", bin_name = "git session", version, max_term_width = 100)]
+#[command(
+    name = "git session",
+    bin_name = "git session",
+    version,
+    max_term_width = 100
+)]
 pub struct Cli {
     /// Run as if started in this directory.
     #[arg(short = 'C', global = true, value_name = "PATH")]
@@ -65,8 +70,9 @@ impl Env {
     fn from_process(directory: Option<PathBuf>) -> Result<Env, CommandError> {
         let cwd = match directory {
             Some(d) => d,
-            None => std::env::current_dir()
-                .map_err(|e| CommandError::failure(format!("cannot read the current directory: {e}")))?,
+            None => std::env::current_dir().map_err(|e| {
+                CommandError::failure(format!("cannot read the current directory: {e}"))
+            })?,
         };
         let clock = match std::env::var("GIT_SESSION_TIMESTAMP") {
             Ok(text) => Clock::fixed(parse_timestamp(&text).ok_or_else(|| {
@@ -86,9 +92,11 @@ impl Env {
 }
 
 fn parse_timestamp(text: &str) -> Option<jiff::Timestamp> {
-    text.parse::<jiff::Timestamp>()
-        .ok()
-        .or_else(|| text.parse::<i64>().ok().and_then(|s| jiff::Timestamp::from_second(s).ok()))
+    text.parse::<jiff::Timestamp>().ok().or_else(|| {
+        text.parse::<i64>()
+            .ok()
+            .and_then(|s| jiff::Timestamp::from_second(s).ok())
+    })
 }
 
 /// Runs the command line and returns the process exit code.

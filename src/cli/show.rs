@@ -29,7 +29,11 @@ fn parse_range(text: &str) -> Result<(u64, Option<u64>), String> {
         Some((a, b)) => (a, Some(b)),
         None => (text, None),
     };
-    let from = if a.is_empty() { 0 } else { a.parse().map_err(|_| bad())? };
+    let from = if a.is_empty() {
+        0
+    } else {
+        a.parse().map_err(|_| bad())?
+    };
     let to = match b {
         None => Some(from),
         Some("") => None,
@@ -84,14 +88,21 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         let commit = gix::ObjectId::from_hex(l.parent_commit.as_bytes())
             .map(|c| short(&c))
             .unwrap_or_else(|_| l.parent_commit.clone());
-        writeln!(out, "forked   from {} at seq {} (commit {commit})", l.parent_session, l.fork_seq)?;
+        writeln!(
+            out,
+            "forked   from {} at seq {} (commit {commit})",
+            l.parent_session, l.fork_seq
+        )?;
     }
     writeln!(out)?;
     for line in lines {
         let line = line?;
-        let event = line
-            .decode()
-            .map_err(|e| CommandError::failure(format!("seq {}: stored event does not parse: {e}", line.seq)))?;
+        let event = line.decode().map_err(|e| {
+            CommandError::failure(format!(
+                "seq {}: stored event does not parse: {e}",
+                line.seq
+            ))
+        })?;
         writeln!(
             out,
             "{:>6}  {}  {:<18} {:<14} {}",
@@ -107,13 +118,25 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
 
 /// Returns a one-line preview of an event body.
 fn summary(payload: &Value) -> String {
-    let text = ["text", "content", "command", "cmd", "name", "path", "summary"]
-        .iter()
-        .find_map(|k| payload.get(*k).and_then(Value::as_str).map(str::to_owned))
-        .unwrap_or_else(|| match payload {
-            Value::Null => String::new(),
-            other => other.to_string(),
-        });
+    let call = payload
+        .get("name")
+        .and_then(Value::as_str)
+        .zip(payload.get("arguments").or_else(|| payload.get("input")))
+        .map(|(name, args)| format!("{name} {args}"));
+    let text = call
+        .into_iter()
+        .chain(
+            [
+                "text", "content", "command", "cmd", "name", "path", "summary",
+            ]
+            .iter()
+            .filter_map(|k| payload.get(*k).and_then(Value::as_str).map(str::to_owned)),
+        )
+        .next();
+    let text = text.unwrap_or_else(|| match payload {
+        Value::Null => String::new(),
+        other => other.to_string(),
+    });
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() > 80 {
         let mut cut: String = flat.chars().take(79).collect();

@@ -49,7 +49,11 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     } else {
         for r in &reports {
             if r.is_ok() {
-                writeln!(out, "ok      {} ({} events, {} batches)", r.id, r.events, r.batches)?;
+                writeln!(
+                    out,
+                    "ok      {} ({} events, {} batches)",
+                    r.id, r.events, r.batches
+                )?;
             } else {
                 writeln!(out, "FAILED  {}", r.id)?;
                 for p in &r.problems {
@@ -70,7 +74,10 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             },
             None => String::new(),
         };
-        return Err(CommandError::failure(format!("{bad} of {} sessions failed verification{detail}", reports.len())));
+        return Err(CommandError::failure(format!(
+            "{bad} of {} sessions failed verification{detail}",
+            reports.len()
+        )));
     }
     Ok(())
 }

@@ -95,15 +95,22 @@ pub fn import(store: &Store, clock: &Clock, path: &Path, reseal: bool) -> OpResu
                 Record::Event(mut event) => {
                     if let Some(next) = stored.as_mut().and_then(|s| s.next()) {
                         let next = next?;
-                        let mut have = next.decode().map_err(|e| at(format!("stored seq {}: {e}", next.seq), None))?;
+                        let mut have = next
+                            .decode()
+                            .map_err(|e| at(format!("stored seq {}: {e}", next.seq), None))?;
                         if event.checksum.is_none() || reseal {
                             have.checksum = None;
                             event.checksum = None;
                         }
                         if event.seq != next.seq || event != have {
                             return Err(at(
-                                format!("seq {} differs from the event already stored at seq {}", event.seq, next.seq),
-                                Some("the stored session has diverged from this file; fork it and import the rest there"),
+                                format!(
+                                    "seq {} differs from the event already stored at seq {}",
+                                    event.seq, next.seq
+                                ),
+                                Some(
+                                    "the stored session has diverged from this file; fork it and import the rest there",
+                                ),
                             ));
                         }
                         skipped += 1;
@@ -143,38 +150,51 @@ pub fn import(store: &Store, clock: &Clock, path: &Path, reseal: bool) -> OpResu
 /// Appends the events (and artifacts) of a JSONL file to `id` as one batch,
 /// numbering them after the current end; their own seq and checksum, if any,
 /// are ignored.
-pub fn append(store: &Store, clock: &Clock, id: &SessionId, path: &Path) -> OpResult<ImportSummary> {
+pub fn append(
+    store: &Store,
+    clock: &Clock,
+    id: &SessionId,
+    path: &Path,
+) -> OpResult<ImportSummary> {
     let info = commit_info(store, clock);
-    let outcome = store.append(id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| -> OpResult<()> {
-        for_each_line(path, |line_no, line| {
-            let at = |message: String| OpError::Line {
-                path: path.to_owned(),
-                line: line_no,
-                message,
-                hint: None,
-            };
-            match codec::decode_record(line) {
-                Ok(Record::Artifact { data, .. }) => {
-                    sink.add_artifact(&data)?;
-                    return Ok(());
+    let outcome = store.append(
+        id,
+        SeqMode::Assign,
+        &info,
+        |sink: &mut BatchSink<'_>| -> OpResult<()> {
+            for_each_line(path, |line_no, line| {
+                let at = |message: String| OpError::Line {
+                    path: path.to_owned(),
+                    line: line_no,
+                    message,
+                    hint: None,
+                };
+                match codec::decode_record(line) {
+                    Ok(Record::Artifact { data, .. }) => {
+                        sink.add_artifact(&data)?;
+                        return Ok(());
+                    }
+                    Ok(Record::Event(event)) => {
+                        sink.push(event)?;
+                        return Ok(());
+                    }
+                    Ok(Record::Header(_)) => {
+                        return Err(at("a header line; `append` takes events only".into()));
+                    }
+                    // Events written by hand may leave out `seq`: it is assigned anyway.
+                    Err(_) => {}
                 }
-                Ok(Record::Event(event)) => {
-                    sink.push(event)?;
-                    return Ok(());
+                let mut value: Value =
+                    serde_json::from_slice(line).map_err(|e| at(e.to_string()))?;
+                if let Some(obj) = value.as_object_mut() {
+                    obj.entry("seq").or_insert(Value::from(0));
                 }
-                Ok(Record::Header(_)) => return Err(at("a header line; `append` takes events only".into())),
-                // Events written by hand may leave out `seq`: it is assigned anyway.
-                Err(_) => {}
-            }
-            let mut value: Value = serde_json::from_slice(line).map_err(|e| at(e.to_string()))?;
-            if let Some(obj) = value.as_object_mut() {
-                obj.entry("seq").or_insert(Value::from(0));
-            }
-            let event: Event = serde_json::from_value(value).map_err(|e| at(e.to_string()))?;
-            sink.push(event)?;
-            Ok(())
-        })
-    })?;
+                let event: Event = serde_json::from_value(value).map_err(|e| at(e.to_string()))?;
+                sink.push(event)?;
+                Ok(())
+            })
+        },
+    )?;
     Ok(ImportSummary {
         id: id.clone(),
         created: false,

@@ -320,7 +320,12 @@ impl Store {
         };
         let mut stale_lock_cleared = false;
         loop {
-            match self.repo.reference(name, commit, expected.clone(), message.lines().next().unwrap_or("")) {
+            match self.repo.reference(
+                name,
+                commit,
+                expected.clone(),
+                message.lines().next().unwrap_or(""),
+            ) {
                 Ok(_) => return Ok(Some(commit)),
                 Err(e) if e.is_conflict() => return Ok(None),
                 Err(e) if e.is_retryable() && !stale_lock_cleared => {
@@ -395,7 +400,9 @@ impl Store {
         let mut kept = 0u64;
         let mut checksum = base_trailers.checksum.clone();
         for (i, chunk) in chunks.iter().enumerate() {
-            let next_first = chunks.get(i + 1).map_or(base_trailers.events, |c| c.first_seq);
+            let next_first = chunks
+                .get(i + 1)
+                .map_or(base_trailers.events, |c| c.first_seq);
             if chunk.first_seq > at {
                 editor.remove(chunk.path.as_str()).map_err(git)?;
                 continue;

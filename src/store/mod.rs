@@ -158,8 +158,8 @@ impl Store {
 
     /// Wraps an open repository after checking it is one we can write.
     pub fn from_repo(repo: gix::Repository) -> StoreResult<Store> {
-        let config = repo.config_snapshot();
-        if config
+        if repo
+            .config_snapshot()
             .string("extensions.refStorage")
             .is_some_and(|v| v.as_slice() != b"files")
         {
@@ -169,7 +169,6 @@ impl Store {
                     .into(),
             ));
         }
-        drop(config);
         let state_dir = repo.common_dir().join(refs::STATE_DIR);
         Ok(Store { repo, state_dir })
     }
@@ -341,7 +340,11 @@ fn closest(ids: &[SessionId], query: &str) -> Vec<SessionId> {
         .filter(|(d, _)| *d <= query.len().div_ceil(2))
         .collect();
     scored.sort();
-    scored.into_iter().take(3).map(|(_, id)| id.clone()).collect()
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, id)| id.clone())
+        .collect()
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {

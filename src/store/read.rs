@@ -113,7 +113,9 @@ impl Store {
         let chunks = self.chunks(id, self.commit_tree(commit)?)?;
         // Keep the chunk that contains `from` and every later one that can
         // still be inside the range.
-        let start = chunks.partition_point(|c| c.first_seq <= from).saturating_sub(1);
+        let start = chunks
+            .partition_point(|c| c.first_seq <= from)
+            .saturating_sub(1);
         let chunks: Vec<Chunk> = chunks
             .into_iter()
             .skip(start)
@@ -164,7 +166,10 @@ impl Store {
 
     pub(crate) fn artifacts_in(&self, tree: ObjectId) -> StoreResult<Vec<(ArtifactId, ObjectId)>> {
         let root = self.repo.find_tree(tree).map_err(git)?;
-        let Some(dir) = root.lookup_entry_by_path(refs::ARTIFACTS_DIR).map_err(git)? else {
+        let Some(dir) = root
+            .lookup_entry_by_path(refs::ARTIFACTS_DIR)
+            .map_err(git)?
+        else {
             return Ok(Vec::new());
         };
         let mut out = Vec::new();

@@ -77,7 +77,13 @@ mod tests {
 
     #[test]
     fn chunk_paths_round_trip() {
-        for (i, s) in [(0, 0), (255, 9), (256, 10), (0x12_3456, 77), (0x1_00_00_00, 5)] {
+        for (i, s) in [
+            (0, 0),
+            (255, 9),
+            (256, 10),
+            (0x12_3456, 77),
+            (0x1_00_00_00, 5),
+        ] {
             let path = chunk_path(i, s);
             let parts: Vec<&str> = path.split('/').collect();
             assert_eq!(parse_chunk_path(parts[1], parts[2], parts[3]), Some((i, s)));

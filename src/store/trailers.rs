@@ -96,7 +96,9 @@ mod tests {
             events: 20,
             chunks: 2,
             checksum: Some("sha256:ab".into()),
-            code_commit: Some(ObjectId::from_hex(b"0123456789012345678901234567890123456789").unwrap()),
+            code_commit: Some(
+                ObjectId::from_hex(b"0123456789012345678901234567890123456789").unwrap(),
+            ),
             fork: Some(("p".into(), 9)),
         };
         let msg = t.to_message("subject line");

@@ -114,7 +114,10 @@ impl Store {
                 }
             };
             if data.last().is_some_and(|&b| b != b'\n') {
-                report.problem(None, format!("chunk {} lacks its final newline", chunk.path));
+                report.problem(
+                    None,
+                    format!("chunk {} lacks its final newline", chunk.path),
+                );
             }
             for line in data.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
                 let seq = count;
@@ -128,10 +131,16 @@ impl Store {
                     }
                 };
                 if event.seq != seq {
-                    report.problem(Some(seq), format!("seq {seq}: event says seq {}", event.seq));
+                    report.problem(
+                        Some(seq),
+                        format!("seq {seq}: event says seq {}", event.seq),
+                    );
                 }
                 let Some((head, sum)) = split_checksum(line) else {
-                    report.problem(Some(seq), format!("seq {seq}: no checksum at the end of the line"));
+                    report.problem(
+                        Some(seq),
+                        format!("seq {seq}: no checksum at the end of the line"),
+                    );
                     prev = None;
                     continue;
                 };
@@ -154,19 +163,32 @@ impl Store {
         match self.trailers_at(id, tip) {
             Ok(t) => {
                 if t.session != id.as_str() {
-                    report.problem(None, format!("tip commit {tip} belongs to session {}", t.session));
+                    report.problem(
+                        None,
+                        format!("tip commit {tip} belongs to session {}", t.session),
+                    );
                 }
                 if t.events != count {
-                    report.problem(None, format!("tip commit says {} events, the log has {count}", t.events));
+                    report.problem(
+                        None,
+                        format!("tip commit says {} events, the log has {count}", t.events),
+                    );
                 }
                 if t.chunks != chunks.len() as u64 {
                     report.problem(
                         None,
-                        format!("tip commit says {} chunks, the tree has {}", t.chunks, chunks.len()),
+                        format!(
+                            "tip commit says {} chunks, the tree has {}",
+                            t.chunks,
+                            chunks.len()
+                        ),
                     );
                 }
                 if t.checksum != prev {
-                    report.problem(None, "tip commit's checksum is not the last event's".to_owned());
+                    report.problem(
+                        None,
+                        "tip commit's checksum is not the last event's".to_owned(),
+                    );
                 }
             }
             Err(e) => report.problem(None, e.to_string()),
@@ -193,19 +215,35 @@ impl Store {
             let parent = c.parent_ids().next().map(|p| p.detach());
             if let Some((_, at)) = &t.fork {
                 let lineage = header.lineage.as_ref();
-                if lineage.map(|l| l.parent_commit.as_str()) != parent.map(|p| p.to_string()).as_deref()
+                if lineage.map(|l| l.parent_commit.as_str())
+                    != parent.map(|p| p.to_string()).as_deref()
                     || lineage.map(|l| l.fork_seq) != Some(*at)
                 {
-                    report.problem(None, format!("fork commit {} disagrees with the header's lineage", batch.commit));
+                    report.problem(
+                        None,
+                        format!(
+                            "fork commit {} disagrees with the header's lineage",
+                            batch.commit
+                        ),
+                    );
                 }
             } else if i == batches.len() - 1 && parent.is_some() {
-                report.problem(None, format!("first commit {} has a parent but no fork trailers", batch.commit));
+                report.problem(
+                    None,
+                    format!(
+                        "first commit {} has a parent but no fork trailers",
+                        batch.commit
+                    ),
+                );
             }
             if let Some((a, b)) = t.seq {
                 if a != expected || b < a || t.events != b + 1 {
                     report.problem(
                         Some(a),
-                        format!("commit {} covers seq {a}..{b}, expected it to start at {expected}", batch.commit),
+                        format!(
+                            "commit {} covers seq {a}..{b}, expected it to start at {expected}",
+                            batch.commit
+                        ),
                     );
                 }
                 expected = b + 1;

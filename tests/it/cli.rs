@@ -1,0 +1,105 @@
+//! Command-line behaviour: ids by prefix, errors with hints, exit codes.
+
+use crate::support::*;
+
+#[test]
+fn outside_a_repository_says_so_and_exits_1() {
+    let dir = Repo::bare_dir();
+    let err = dir.fails(&["list"], 1);
+    assert!(err.contains("not a git repository"), "{err}");
+    assert!(err.contains("hint:"), "{err}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let repo = Repo::new();
+    repo.fails(&["show"], 2);
+    repo.fails(&["no-such-command"], 2);
+    repo.fails(&["show", "x", "--seq", "5..2"], 2);
+}
+
+#[test]
+fn ids_accept_unique_prefixes_and_unknown_ids_suggest_close_ones() {
+    let repo = Repo::new();
+    repo.import(&repo.write_jsonl("a.jsonl", &session_lines("abc-111", 1)));
+    repo.import(&repo.write_jsonl("b.jsonl", &session_lines("abd-222", 1)));
+    assert!(repo.ok(&["show", "abc"]).contains("session  abc-111"));
+    let err = repo.fails(&["show", "ab"], 1);
+    assert!(
+        err.contains("ambiguous") && err.contains("abc-111") && err.contains("abd-222"),
+        "{err}"
+    );
+    let err = repo.fails(&["show", "abx-111"], 1);
+    assert!(
+        err.contains("no session matches") && err.contains("abc-111"),
+        "{err}"
+    );
+}
+
+#[test]
+fn list_show_and_log_print_text_and_json() {
+    let repo = Repo::new();
+    repo.ok(&["init"]);
+    assert!(repo.ok(&["init"]).contains("Already initialized"));
+    assert_eq!(repo.ok(&["list"]), "");
+    repo.import(&repo.write_jsonl("a.jsonl", &session_lines("s-show", 8)));
+    let list = repo.ok(&["list"]);
+    assert!(
+        list.contains("s-show") && list.contains("8 events") && list.contains("Fix the parser"),
+        "{list}"
+    );
+    let json: serde_json::Value = serde_json::from_str(&repo.ok(&["list", "--json"])).unwrap();
+    assert_eq!(json[0]["events"], 8);
+    assert_eq!(json[0]["agent"], "claude");
+
+    let text = repo.ok(&["show", "s-show", "--seq", "2..3"]);
+    assert!(
+        text.contains("tool.call") && text.contains("cargo test 2"),
+        "{text}"
+    );
+    assert!(!text.contains("please fix bug 0"), "{text}");
+    let shown: serde_json::Value =
+        serde_json::from_str(&repo.ok(&["show", "s-show", "--seq", "5..", "--json"])).unwrap();
+    let seqs: Vec<u64> = shown["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, vec![5, 6, 7]);
+    assert_eq!(shown["events_total"], 8);
+
+    let log: serde_json::Value =
+        serde_json::from_str(&repo.ok(&["log", "s-show", "--json"])).unwrap();
+    assert_eq!(log[0]["seq"], serde_json::json!([0, 7]));
+    assert_eq!(
+        log[0]["code_commit"],
+        repo.git(&["rev-parse", "HEAD"]).as_str()
+    );
+}
+
+#[test]
+fn export_to_a_file_writes_it_whole() {
+    let repo = Repo::new();
+    repo.import(&repo.write_jsonl("a.jsonl", &session_lines("s-out", 3)));
+    let path = repo.outside("out.jsonl");
+    repo.ok(&[
+        "export",
+        "s-out",
+        "--canonical",
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        repo.ok(&["export", "s-out", "--canonical"])
+    );
+}
+
+#[test]
+fn reftable_repositories_are_refused_clearly() {
+    let repo = Repo::bare_dir();
+    repo.git(&["init", "-q", "--ref-format=reftable", "."]);
+    let err = repo.fails(&["list"], 1);
+    assert!(err.contains("reftable"), "{err}");
+}

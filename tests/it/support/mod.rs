@@ -1,0 +1,244 @@
+//! Test repositories with a hermetic environment: a temp HOME, no global or
+//! system git config, fixed identities and dates, and a pinned clock that
+//! advances with every git-session command.
+
+#![allow(dead_code)]
+
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+use serde_json::{Value, json};
+
+/// A temporary git repository and the environment to run commands in it.
+pub struct Repo {
+    _tmp: tempfile::TempDir,
+    pub root: PathBuf,
+    pub home: PathBuf,
+    clock: Cell<i64>,
+}
+
+/// Seconds since the epoch the pinned clock starts at (2026-01-01T00:00:00Z).
+pub const EPOCH: i64 = 1_767_225_600;
+
+impl Repo {
+    /// Creates a repository with one code commit on `main`.
+    pub fn new() -> Repo {
+        let repo = Repo::bare_dir();
+        repo.git(&["init", "-q", "-b", "main", "."]);
+        repo.git(&["config", "user.name", "Test User"]);
+        repo.git(&["config", "user.email", "test@example.com"]);
+        repo.git(&["commit", "-q", "--allow-empty", "-m", "initial"]);
+        repo
+    }
+
+    /// Creates an empty directory with the hermetic environment, no repo yet.
+    pub fn bare_dir() -> Repo {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("repo");
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        Repo {
+            _tmp: tmp,
+            root,
+            home,
+            clock: Cell::new(EPOCH),
+        }
+    }
+
+    /// Returns a path inside the temp dir but outside the repository.
+    pub fn outside(&self, name: &str) -> PathBuf {
+        self.root.parent().unwrap().join(name)
+    }
+
+    fn env(&self, cmd: &mut std::process::Command) {
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("TZ", "UTC")
+            .env("LC_ALL", "C")
+            .env("GIT_AUTHOR_NAME", "Test User")
+            .env("GIT_AUTHOR_EMAIL", "test@example.com")
+            .env("GIT_COMMITTER_NAME", "Test User")
+            .env("GIT_COMMITTER_EMAIL", "test@example.com")
+            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z");
+    }
+
+    /// Returns a plain `git-session` process command in `dir`, clock advanced
+    /// one second (for tests that spawn and kill).
+    pub fn spawnable_in(&self, dir: &Path) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("git-session"));
+        self.env(&mut cmd);
+        let t = self.clock.get() + 1;
+        self.clock.set(t);
+        cmd.env("GIT_SESSION_TIMESTAMP", t.to_string())
+            .current_dir(dir);
+        cmd
+    }
+
+    /// Returns a `git-session` command in `dir`, clock advanced one second.
+    pub fn session_in(&self, dir: &Path) -> Command {
+        Command::from(self.spawnable_in(dir))
+    }
+
+    /// Returns a `git-session` command in the repository.
+    pub fn session(&self) -> Command {
+        self.session_in(&self.root)
+    }
+
+    /// Runs `git-session` with `args` and asserts success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.session().args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "git session {args:?} failed: {}",
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    }
+
+    /// Runs `git-session` with `args`, expects exit code `code`; returns stderr.
+    pub fn fails(&self, args: &[&str], code: i32) -> String {
+        let out = self.session().args(args).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "git session {args:?}: {}",
+            text(&out.stderr)
+        );
+        text(&out.stderr)
+    }
+
+    /// Returns a `git` command in `dir`.
+    pub fn git_in(&self, dir: &Path) -> Command {
+        let mut cmd = std::process::Command::new("git");
+        self.env(&mut cmd);
+        cmd.current_dir(dir);
+        Command::from(cmd)
+    }
+
+    /// Runs git with `args`, asserts success; returns trimmed stdout.
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = self.git_in(&self.root).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?} failed: {}",
+            text(&out.stderr)
+        );
+        text(&out.stdout).trim_end().to_owned()
+    }
+
+    /// Runs git with `args` and `stdin`; returns trimmed stdout.
+    pub fn git_stdin(&self, args: &[&str], stdin: &[u8]) -> String {
+        let out = self
+            .git_in(&self.root)
+            .args(args)
+            .write_stdin(stdin)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?} failed: {}",
+            text(&out.stderr)
+        );
+        text(&out.stdout).trim_end().to_owned()
+    }
+
+    /// Asserts that `git fsck --strict` finds nothing wrong.
+    pub fn fsck(&self) {
+        let out = self
+            .git_in(&self.root)
+            .args(["fsck", "--strict", "--no-dangling"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git fsck failed: {}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+    }
+
+    /// Writes `lines` as a file outside the repository and returns its path.
+    pub fn write_jsonl(&self, name: &str, lines: &[Value]) -> PathBuf {
+        let path = self.outside(name);
+        let mut body = String::new();
+        for l in lines {
+            body.push_str(&l.to_string());
+            body.push('\n');
+        }
+        std::fs::write(&path, body).unwrap();
+        path
+    }
+
+    /// Imports a canonical file, asserting success.
+    pub fn import(&self, path: &Path) -> String {
+        self.ok(&["import", "--canonical", path.to_str().unwrap()])
+            .trim()
+            .to_owned()
+    }
+
+    /// Returns the stored events of a session, as JSON values.
+    pub fn events(&self, id: &str) -> Vec<Value> {
+        let shown: Value = serde_json::from_str(&self.ok(&["show", id, "--json"])).unwrap();
+        shown["events"].as_array().unwrap().clone()
+    }
+}
+
+/// Returns bytes as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Returns whether a command output succeeded.
+pub fn succeeded(out: &Output) -> bool {
+    out.status.success()
+}
+
+/// Returns a canonical header line.
+pub fn header(id: &str) -> Value {
+    json!({"header": {"format": 1, "id": id, "agent": "claude", "native_id": "n-1",
+                      "cwd": "/work/project", "created": "2026-01-01T00:00:00Z", "title": "Fix the parser"}})
+}
+
+/// Returns a realistic event with seq `seq` (no checksum).
+pub fn event(seq: u64) -> Value {
+    let (kind, actor, payload) = match seq % 4 {
+        0 => (
+            "message.user",
+            "user",
+            json!({"text": format!("please fix bug {seq}")}),
+        ),
+        1 => (
+            "message.assistant",
+            "agent:claude",
+            json!({"text": format!("Looking at bug {seq}."), "model": "m"}),
+        ),
+        2 => (
+            "tool.call",
+            "agent:claude",
+            json!({"name": "Bash", "arguments": {"command": format!("cargo test {seq}")}, "tool_use_id": format!("t{seq}")}),
+        ),
+        _ => (
+            "tool.result",
+            "tool",
+            json!({"tool_use_id": format!("t{}", seq - 1), "content": "ok\n".repeat(5), "is_error": false}),
+        ),
+    };
+    json!({"seq": seq, "ts": format!("2026-01-01T00:{:02}:{:02}Z", (seq / 60) % 60, seq % 60),
+           "agent": "claude", "actor": actor, "type": kind, "level": 0, "payload": payload,
+           "origin": {"agent": "claude", "native_id": format!("uuid-{seq}"), "native_seq": seq}})
+}
+
+/// Returns a header line and `n` events.
+pub fn session_lines(id: &str, n: u64) -> Vec<Value> {
+    let mut lines = vec![header(id)];
+    lines.extend((0..n).map(event));
+    lines
+}
