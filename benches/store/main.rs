@@ -1,0 +1,327 @@
+//! Store benchmarks on generated data, release build, real repositories on
+//! disk. Run with `cargo bench --bench store`; the figures go to stdout as a
+//! table and, with `--json FILE`, as JSON.
+//!
+//! Every timed operation runs the installed-style `git-session` binary as a
+//! child process (what a user or a hook pays, process start included) and
+//! reads the child's peak RSS with `getrusage(RUSAGE_CHILDREN)` from a
+//! helper process that has that one child. Times are the median of several
+//! runs on fresh repositories.
+
+#![allow(clippy::print_stdout)] // a bench reports on stdout
+
+mod synth;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use git_session::clock::Clock;
+use git_session::store::{CommitInfo, SeqMode, Store};
+use git_session_schema::{Agent, Event, SessionHeader, SessionId};
+
+const BIN: &str = env!("CARGO_BIN_EXE_git-session");
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    // Helper mode: run one command, print its peak RSS in KiB.
+    if let Some(pos) = args.iter().position(|a| a == "--measure-child") {
+        let status = Command::new(&args[pos + 1])
+            .args(&args[pos + 2..])
+            .status()
+            .expect("spawn");
+        let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+            .expect("getrusage");
+        println!("{} {}", usage.max_rss(), status.success());
+        return;
+    }
+    if args.iter().any(|a| a == "--list") {
+        println!("store: bench");
+        return;
+    }
+    let json_out = args
+        .iter()
+        .position(|a| a == "--json")
+        .map(|i| PathBuf::from(&args[i + 1]));
+    let quick = args.iter().any(|a| a == "--quick");
+    let work = tempfile::tempdir_in(
+        std::env::var_os("BENCH_DIR").unwrap_or_else(|| std::env::temp_dir().into()),
+    )
+    .expect("tempdir");
+    let mut results = Vec::new();
+    let runs = if quick { 1 } else { 3 };
+
+    for n in [10_000u64, 100_000] {
+        let file = work.path().join(format!("gen-{n}.jsonl"));
+        std::fs::write(&file, synth::session_file("bench", n, 7)).expect("write");
+        let raw = std::fs::metadata(&file).expect("stat").len();
+        let mut times = Vec::new();
+        let mut rss = 0;
+        let mut repo = PathBuf::new();
+        for run in 0..runs {
+            repo = fresh_repo(work.path(), &format!("import-{n}-{run}"));
+            let (t, r) = measure(
+                &repo,
+                &["import", "--canonical", file.to_str().expect("utf8")],
+            );
+            times.push(t);
+            rss = rss.max(r);
+        }
+        results.push(row(
+            &format!("import {n} events, one batch"),
+            &times,
+            rss,
+            Some(raw),
+        ));
+
+        let mut times = Vec::new();
+        let mut rss = 0;
+        for _ in 0..runs {
+            let (t, r) = measure(&repo, &["verify", "bench"]);
+            times.push(t);
+            rss = rss.max(r);
+        }
+        results.push(row(&format!("verify {n} events"), &times, rss, None));
+
+        let (t, r) = measure(
+            &repo,
+            &[
+                "export",
+                "bench",
+                "--canonical",
+                "-o",
+                work.path().join("out.jsonl").to_str().expect("utf8"),
+            ],
+        );
+        results.push(row(&format!("export {n} events"), &[t], r, None));
+
+        if n == 100_000 {
+            let (loose, packed, gc_time) = gc_sizes(&repo);
+            results.push(Row {
+                name: format!("repo after import of {n} events: raw JSONL {:.1} MB, loose {:.1} MB, packed after git gc {:.1} MB (gc {:.1} s)", raw as f64 / 1e6, loose as f64 / 1e6, packed as f64 / 1e6, gc_time.as_secs_f64()),
+                median_ms: 0.0,
+                rss_mb: 0.0,
+                bytes: Some(packed),
+            });
+        }
+    }
+
+    // 1000 batches of 100 events through the store API (no process start
+    // per batch, which is what the capture loop of a watcher pays).
+    let batches = if quick { 200 } else { 1000 };
+    let repo = fresh_repo(work.path(), "batches");
+    let store = Store::discover(&repo).expect("open");
+    let clock = Clock::system();
+    let id = SessionId::new("batched").expect("id");
+    let header = SessionHeader::new(id.clone(), Agent::Claude, "2026-01-01T00:00:00.000Z");
+    let info = || CommitInfo {
+        time: clock.now().as_second(),
+        code_commit: None,
+    };
+    store
+        .create(&header, SeqMode::Assign, &info(), |_| {
+            Ok::<_, git_session::store::StoreError>(())
+        })
+        .expect("create");
+    let mut rng = synth::Rng::new(11);
+    let mut line = String::new();
+    let mut per_batch = Vec::with_capacity(batches);
+    let started = Instant::now();
+    for b in 0..batches {
+        let events: Vec<Event> = (0..100)
+            .map(|i| {
+                line.clear();
+                synth::event_line(&mut rng, (b * 100 + i) as u64, &mut line);
+                serde_json::from_str(&line).expect("generated events parse")
+            })
+            .collect();
+        let t = Instant::now();
+        store
+            .append(&id, SeqMode::Assign, &info(), |sink| {
+                for e in &events {
+                    sink.push(e.clone())?;
+                }
+                Ok::<_, git_session::store::StoreError>(())
+            })
+            .expect("append");
+        per_batch.push(t.elapsed());
+    }
+    let total = started.elapsed();
+    // Cost must not grow with history: compare the first and last tenth.
+    let tenth = (batches / 10).max(1);
+    let mean = |d: &[Duration]| ms(d.iter().sum::<Duration>()) / d.len() as f64;
+    let (first, last) = (
+        mean(&per_batch[..tenth]),
+        mean(&per_batch[batches - tenth..]),
+    );
+    per_batch.sort();
+    results.push(Row {
+        name: format!("{batches} batches of 100 events (store API): total {:.2} s, p50 {:.2} ms, p99 {:.2} ms per batch, mean of first tenth {first:.2} ms vs last tenth {last:.2} ms", total.as_secs_f64(), ms(per_batch[batches / 2]), ms(per_batch[batches * 99 / 100])),
+        median_ms: ms(per_batch[batches / 2]),
+        rss_mb: 0.0,
+        bytes: None,
+    });
+    let (loose, packed, gc_time) = gc_sizes(&repo);
+    results.push(Row {
+        name: format!("repo after {batches} batches: loose {:.1} MB, packed after git gc {:.1} MB (gc {:.1} s)", loose as f64 / 1e6, packed as f64 / 1e6, gc_time.as_secs_f64()),
+        median_ms: 0.0,
+        rss_mb: 0.0,
+        bytes: Some(packed),
+    });
+
+    // list of 1000 sessions (each with a few events), loose and packed.
+    let sessions = 1000;
+    let repo = fresh_repo(work.path(), "many");
+    let store = Store::discover(&repo).expect("open");
+    let mut rng = synth::Rng::new(5);
+    for s in 0..sessions {
+        let id = SessionId::new(format!("session-{s:04}")).expect("id");
+        let header = SessionHeader::new(id.clone(), Agent::Claude, "2026-01-01T00:00:00.000Z");
+        store
+            .create(&header, SeqMode::Assign, &info(), |sink| {
+                for seq in 0..5 {
+                    line.clear();
+                    synth::event_line(&mut rng, seq, &mut line);
+                    let e: Event = serde_json::from_str(&line).expect("parse");
+                    sink.push(e)?;
+                }
+                Ok::<_, git_session::store::StoreError>(())
+            })
+            .expect("create");
+    }
+    for packed in [false, true] {
+        if packed {
+            git(&repo, &["gc", "-q"]);
+        }
+        let mut times = Vec::new();
+        let mut rss = 0;
+        for _ in 0..(if quick { 1 } else { 5 }) {
+            let (t, r) = measure(&repo, &["list"]);
+            times.push(t);
+            rss = rss.max(r);
+        }
+        let state = if packed {
+            "after git gc"
+        } else {
+            "loose objects"
+        };
+        results.push(row(
+            &format!("list {sessions} sessions ({state})"),
+            &times,
+            rss,
+            None,
+        ));
+    }
+
+    print_table(&results);
+    if let Some(path) = json_out {
+        let rows: Vec<_> = results
+            .iter()
+            .map(|r| serde_json::json!({"name": r.name, "median_ms": r.median_ms, "peak_rss_mb": r.rss_mb, "bytes": r.bytes}))
+            .collect();
+        std::fs::write(path, serde_json::to_string_pretty(&rows).expect("json"))
+            .expect("write json");
+    }
+}
+
+struct Row {
+    name: String,
+    median_ms: f64,
+    rss_mb: f64,
+    bytes: Option<u64>,
+}
+
+fn row(name: &str, times: &[Duration], rss_kib: u64, bytes: Option<u64>) -> Row {
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    Row {
+        name: name.to_owned(),
+        median_ms: ms(sorted[sorted.len() / 2]),
+        rss_mb: rss_kib as f64 / 1024.0,
+        bytes,
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn print_table(rows: &[Row]) {
+    println!(
+        "{:<70} {:>10} {:>12}",
+        "benchmark", "median ms", "peak RSS MB"
+    );
+    for r in rows {
+        if r.rss_mb == 0.0 {
+            println!("{}", r.name);
+        } else {
+            println!("{:<70} {:>10.1} {:>12.1}", r.name, r.median_ms, r.rss_mb);
+        }
+    }
+}
+
+fn fresh_repo(work: &Path, name: &str) -> PathBuf {
+    let dir = work.join(name);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    git(&dir, &["init", "-q", "-b", "main", "."]);
+    git(&dir, &["config", "user.name", "Bench"]);
+    git(&dir, &["config", "user.email", "bench@example.com"]);
+    git(&dir, &["config", "gc.auto", "0"]);
+    dir
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs `git-session args` in `repo` via the helper; returns time and peak RSS (KiB).
+fn measure(repo: &Path, args: &[&str]) -> (Duration, u64) {
+    let me = std::env::current_exe().expect("exe");
+    let started = Instant::now();
+    let out = Command::new(me)
+        .arg("--measure-child")
+        .arg(BIN)
+        .args(args)
+        .current_dir(repo)
+        .output()
+        .expect("spawn");
+    let elapsed = started.elapsed();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().last().unwrap_or_default();
+    let mut parts = last.split_whitespace();
+    let rss: u64 = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    assert_eq!(
+        parts.next(),
+        Some("true"),
+        "git-session {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (elapsed, rss)
+}
+
+/// Returns (loose bytes, packed bytes after `git gc`, gc time).
+fn gc_sizes(repo: &Path) -> (u64, u64, Duration) {
+    let kib = |text: &str, key: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+            * 1024
+    };
+    let before = git(repo, &["count-objects", "-v"]);
+    let t = Instant::now();
+    git(repo, &["gc", "-q", "--prune=now"]);
+    let gc_time = t.elapsed();
+    let after = git(repo, &["count-objects", "-v"]);
+    (kib(&before, "size:"), kib(&after, "size-pack:"), gc_time)
+}
