@@ -44,6 +44,26 @@ pub struct SessionHeader {
     /// Where this session was forked from, if it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lineage: Option<Lineage>,
+    /// For a sub-agent's transcript: the session that spawned it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawned_by: Option<SpawnedBy>,
+    /// Fields this build does not know, kept verbatim.
+    #[serde(flatten)]
+    #[schemars(skip)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// Links a sub-agent session to the session and tool call that started it.
+///
+/// Unlike [`Lineage`] this is not a fork: the child has its own history and
+/// shares no events with the parent.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, JsonSchema)]
+pub struct SpawnedBy {
+    /// The parent's canonical session id.
+    pub session: SessionId,
+    /// The native id of the tool call in the parent that spawned this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call: Option<String>,
     /// Fields this build does not know, kept verbatim.
     #[serde(flatten)]
     #[schemars(skip)]
@@ -136,6 +156,7 @@ impl SessionHeader {
             created: created.into(),
             title: None,
             lineage: None,
+            spawned_by: None,
             extra: BTreeMap::new(),
         }
     }

@@ -20,7 +20,7 @@ pub use agent::Agent;
 pub use artifact::ArtifactId;
 pub use codec::{CodecError, Record};
 pub use event::{Event, Level, Origin};
-pub use header::{FORMAT_VERSION, FormatError, Lineage, SessionHeader};
+pub use header::{FORMAT_VERSION, FormatError, Lineage, SessionHeader, SpawnedBy};
 pub use id::{IdError, SessionId};
 
 /// Returns the JSON Schema of the canonical format: the event envelope, with

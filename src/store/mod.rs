@@ -193,6 +193,24 @@ impl Store {
         Ok(!existed)
     }
 
+    /// Returns the work trees of this repository: the main one and every
+    /// linked worktree, each as given and canonicalized (sessions record the
+    /// path their agent saw, which may be either).
+    pub fn worktree_paths(&self) -> Vec<PathBuf> {
+        let main = self.repo.main_repo().ok();
+        let main = main.as_ref().unwrap_or(&self.repo);
+        let mut paths: Vec<PathBuf> = main.workdir().map(Path::to_owned).into_iter().collect();
+        paths.extend(self.repo.workdir().map(Path::to_owned));
+        if let Ok(linked) = main.worktrees() {
+            paths.extend(linked.iter().filter_map(|w| w.base().ok()));
+        }
+        let canonical: Vec<PathBuf> = paths.iter().filter_map(|p| p.canonicalize().ok()).collect();
+        paths.extend(canonical);
+        paths.sort();
+        paths.dedup();
+        paths
+    }
+
     /// Returns the commit `HEAD` points at, or `None` on an unborn branch.
     pub fn code_head(&self) -> Option<ObjectId> {
         self.repo.head_id().ok().map(|id| id.detach())
