@@ -16,10 +16,14 @@
 //! calls (tool calls waiting for their results, native ids already mapped to
 //! seqs) keeps it in the state it returns, never in `self`.
 
+pub mod claude;
+
 use std::path::PathBuf;
 
 use git_session_schema::{Agent, ArtifactId, Event, SessionHeader};
 use serde_json::Value;
+
+pub mod codex;
 
 /// Adapter-owned memory carried from one parse of a file to the next.
 ///
@@ -124,6 +128,38 @@ pub struct ChangeSet {
     pub resume_command: String,
     /// What the target cannot hold, one line each (the loss report).
     pub losses: Vec<String>,
+    /// Lines to append to shared index files, relative to the store root
+    /// (created when missing). Each `bytes` is whole lines ending in `\n`;
+    /// `ops` appends them after the `files` are in place, and never
+    /// rewrites what the file already holds (e.g. Codex's
+    /// `session_index.jsonl`, where the newest entry for an id wins).
+    pub appends: Vec<FileWrite>,
+    /// Database rows the target needs to list the session (e.g. the Codex
+    /// `threads` row of `state_5.sqlite`); see [`RowWrite`].
+    pub rows: Vec<RowWrite>,
+}
+
+/// Holds one database row a render wants inserted; the adapter never opens
+/// the database itself.
+///
+/// `ops` inserts the row only when the database file and the table already
+/// exist (otherwise the agent builds its index from the files on first use)
+/// and no row with the same `key` values is there; it never updates or
+/// deletes rows, and backs the database up before writing.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RowWrite {
+    /// The SQLite database, relative to the agent's store root.
+    pub database: PathBuf,
+    /// The table to insert into.
+    pub table: String,
+    /// The columns that identify the row (the primary key).
+    pub key: Vec<String>,
+    /// Column values; columns the table has but this map lacks get the
+    /// table's defaults. Objects and arrays are stored as JSON text.
+    pub columns: serde_json::Map<String, Value>,
+    /// Columns whose string value is a path relative to the store root,
+    /// which `ops` must make absolute (the agent stores absolute paths).
+    pub root_relative: Vec<String>,
 }
 
 /// Holds one file of a [`ChangeSet`].
@@ -141,6 +177,10 @@ pub enum RenderError {
     /// The session has nothing the target can show.
     #[error("nothing to render: {0}")]
     Empty(String),
+    /// The request itself cannot be rendered (e.g. a native id the target
+    /// cannot use as a session id).
+    #[error("invalid render request: {0}")]
+    Request(String),
     /// An event the target needs is malformed.
     #[error("event {seq}: {message}")]
     Event {
@@ -177,9 +217,9 @@ pub trait Adapter {
 /// Returns the adapter for `agent`, or `None` for agents without one yet.
 pub fn adapter(agent: &Agent) -> Option<&'static dyn Adapter> {
     match agent {
-        Agent::Claude
-        | Agent::Codex
-        | Agent::Pi
+        Agent::Claude => Some(&claude::Claude),
+        Agent::Codex => Some(&codex::Codex),
+        Agent::Pi
         | Agent::Hermes
         | Agent::Opencode
         | Agent::Dsh

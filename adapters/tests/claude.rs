@@ -1,0 +1,786 @@
+//! Tests of the Claude Code adapter: goldens and round trips over
+//! `fixtures/claude/<case>/`, then behaviour the fixtures do not pin
+//! (foreign sessions, forks, numbering, bad input).
+//!
+//! Each case has `native/` (a copy of a store root: `projects/<dir>/...`),
+//! a `CASE.md`, and goldens next to it: `canonical.jsonl` for the main
+//! transcript, `canonical.<agent-id>.jsonl` for each sub-agent transcript,
+//! and `facts.json` (session facts and warnings per transcript). Regenerate
+//! the goldens with `UPDATE_GOLDEN=1 cargo test -p git-session-adapters`
+//! and review the diff.
+//!
+//! For every transcript the tests check: parse equals the golden; parsing
+//! in two pieces (at several cut points) gives the same events, artifacts,
+//! facts and warnings as parsing it whole; render(parse) writes the same
+//! path and, line by line, the same JSON as the native file (with
+//! `sessionId` on every line, which render guarantees); parse(render(parse))
+//! gives the same events (L0 round trip); and a render into another
+//! directory moves the project dir and every `cwd`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use git_session_adapters::claude::{Claude, NATIVE_KEY, project_dir_name};
+use git_session_adapters::{Adapter, ParseInput, Parsed, RenderRequest};
+use git_session_schema::{Agent, Event, Level, SessionHeader, SessionId, codec, kinds};
+use serde_json::{Value, json};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/claude")
+}
+
+fn update() -> bool {
+    // Reading the flag is the test harness's business, not the library's.
+    #[allow(clippy::disallowed_methods)]
+    let v = std::env::var_os("UPDATE_GOLDEN");
+    v.is_some_and(|v| v == "1")
+}
+
+/// Returns every file under `dir`, relative to it, sorted.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("fixture dir is readable") {
+            let path = entry.expect("fixture entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(path.strip_prefix(dir).expect("under dir").to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+struct Transcript {
+    case: String,
+    source: String,
+    bytes: Vec<u8>,
+    golden: PathBuf,
+}
+
+fn transcripts() -> Vec<Transcript> {
+    let mut out = Vec::new();
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(fixtures())
+        .expect("fixtures/claude exists")
+        .map(|e| e.expect("case entry").path())
+        .filter(|p| p.join("native").is_dir())
+        .collect();
+    cases.sort();
+    for case in cases {
+        let native = case.join("native");
+        for rel in walk(&native) {
+            if !Claude.is_session_file(&rel) {
+                continue;
+            }
+            let stem = rel
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .expect("utf-8 name");
+            let golden = if rel.components().any(|c| c.as_os_str() == "subagents") {
+                case.join(format!("canonical.{stem}.jsonl"))
+            } else {
+                case.join("canonical.jsonl")
+            };
+            out.push(Transcript {
+                case: case
+                    .file_name()
+                    .and_then(|s| s.to_str())
+                    .expect("case name")
+                    .to_owned(),
+                source: rel.to_str().expect("utf-8 path").replace('\\', "/"),
+                bytes: std::fs::read(native.join(&rel)).expect("fixture readable"),
+                golden,
+            });
+        }
+    }
+    assert!(
+        out.len() >= 8,
+        "expected the fixture cases, found {}",
+        out.len()
+    );
+    out
+}
+
+fn parse(source: &str, bytes: &[u8]) -> Parsed {
+    Claude.parse(ParseInput {
+        bytes,
+        first_line: 0,
+        next_seq: 0,
+        state: None,
+        source,
+    })
+}
+
+fn encode(events: &[Event]) -> String {
+    let mut out = Vec::new();
+    for e in events {
+        codec::encode_event(e, &mut out);
+        out.push(b'\n');
+    }
+    String::from_utf8(out).expect("events encode as UTF-8")
+}
+
+fn facts(parsed: &Parsed) -> Value {
+    let s = &parsed.session;
+    json!({
+        "native_id": s.native_id,
+        "cwd": s.cwd,
+        "title": s.title,
+        "created": s.created,
+        "parent": s.parent.as_ref().map(|p| json!({"native_id": p.native_id, "spawned_by": p.spawned_by})),
+        "artifacts": parsed.artifacts.iter().map(|(id, b)| json!({"id": id.to_string(), "bytes": b.len()})).collect::<Vec<_>>(),
+        "warnings": parsed.warnings.iter().map(|w| json!({"line": w.line, "message": w.message})).collect::<Vec<_>>(),
+    })
+}
+
+fn check_golden(path: &Path, actual: &str, failures: &mut Vec<String>) {
+    if update() {
+        std::fs::write(path, actual).expect("golden writable");
+        return;
+    }
+    match std::fs::read(path) {
+        Ok(expected) if expected == actual.as_bytes() => {}
+        Ok(_) => failures.push(format!(
+            "{} differs (UPDATE_GOLDEN=1 to regenerate)",
+            path.display()
+        )),
+        Err(_) => failures.push(format!(
+            "{} missing (UPDATE_GOLDEN=1 to create)",
+            path.display()
+        )),
+    }
+}
+
+#[test]
+fn parse_matches_goldens() {
+    let mut failures = Vec::new();
+    let mut by_case: BTreeMap<String, serde_json::Map<String, Value>> = BTreeMap::new();
+    for t in transcripts() {
+        let parsed = parse(&t.source, &t.bytes);
+        check_golden(&t.golden, &encode(&parsed.events), &mut failures);
+        by_case
+            .entry(t.case.clone())
+            .or_default()
+            .insert(t.source.clone(), facts(&parsed));
+    }
+    for (case, map) in by_case {
+        let text =
+            serde_json::to_string_pretty(&Value::Object(map)).expect("facts serialize") + "\n";
+        check_golden(
+            &fixtures().join(case).join("facts.json"),
+            &text,
+            &mut failures,
+        );
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn parsing_in_pieces_equals_parsing_whole() {
+    for t in transcripts() {
+        let whole = parse(&t.source, &t.bytes);
+        let ends: Vec<usize> = t
+            .bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .map(|(i, _)| i + 1)
+            .collect();
+        // Every cut for small files, a spread of cuts for large ones.
+        let step = (ends.len() / 12).max(1);
+        for (line, &cut) in ends.iter().enumerate().step_by(step) {
+            let first = parse(&t.source, &t.bytes[..cut]);
+            let second = Claude.parse(ParseInput {
+                bytes: &t.bytes[cut..],
+                first_line: line as u64 + 1,
+                next_seq: first.events.len() as u64,
+                state: Some(first.state.clone()),
+                source: &t.source,
+            });
+            let mut events = first.events.clone();
+            events.extend(second.events.iter().cloned());
+            assert_eq!(events, whole.events, "{}: cut after line {line}", t.source);
+            let mut artifacts = first.artifacts.clone();
+            for a in &second.artifacts {
+                if !artifacts.contains(a) {
+                    artifacts.push(a.clone());
+                }
+            }
+            assert_eq!(
+                artifacts, whole.artifacts,
+                "{}: artifacts, cut after line {line}",
+                t.source
+            );
+            let mut warnings = first.warnings.clone();
+            warnings.extend(second.warnings.iter().cloned());
+            assert_eq!(
+                warnings, whole.warnings,
+                "{}: warnings, cut after line {line}",
+                t.source
+            );
+            assert_eq!(
+                second.session, whole.session,
+                "{}: facts, cut after line {line}",
+                t.source
+            );
+        }
+    }
+}
+
+fn header(parsed: &Parsed) -> SessionHeader {
+    let mut h = SessionHeader::new(
+        SessionId::new("fixture-session").expect("valid id"),
+        Agent::Claude,
+        parsed.session.created.clone().unwrap_or_default(),
+    );
+    h.native_id = parsed.session.native_id.clone();
+    h.cwd = parsed.session.cwd.clone();
+    h.title = parsed.session.title.clone();
+    h
+}
+
+/// Returns the JSON objects of a transcript, skipping what the client
+/// skips too (blank and malformed lines).
+fn json_lines(bytes: &[u8]) -> Vec<Value> {
+    bytes
+        .split(|&b| b == b'\n')
+        .filter_map(|l| serde_json::from_slice::<Value>(l).ok())
+        .filter(Value::is_object)
+        .collect()
+}
+
+/// Removes what a render legitimately changes or cannot reproduce from an
+/// event: `sessionId` inside kept records (render writes it on every line)
+/// and the native line number (render drops blank and malformed lines).
+fn normalized(events: &[Event]) -> Vec<Event> {
+    events
+        .iter()
+        .cloned()
+        .map(|mut e| {
+            if let Some(Value::Object(r)) = e
+                .payload
+                .get_mut(NATIVE_KEY)
+                .and_then(|n| n.get_mut("record"))
+            {
+                r.remove("sessionId");
+            }
+            if let Some(o) = e.origin.as_mut() {
+                o.native_seq = None;
+            }
+            e
+        })
+        .collect()
+}
+
+#[test]
+fn render_reproduces_native_and_parses_back_to_the_same_events() {
+    for t in transcripts() {
+        let parsed = parse(&t.source, &t.bytes);
+        let native_id = parsed
+            .session
+            .native_id
+            .clone()
+            .expect("native id from the path");
+        // The hand-made minimal file records no cwd; its sample was resumed
+        // from this directory.
+        let cwd = parsed
+            .session
+            .cwd
+            .clone()
+            .unwrap_or_else(|| "/tmp/oracle-sample/claude/project".to_owned());
+        let h = header(&parsed);
+        let change = Claude
+            .render(RenderRequest {
+                header: &h,
+                events: &parsed.events,
+                artifacts: &parsed.artifacts,
+                native_id: &native_id,
+                cwd: &cwd,
+                now: "2026-11-29T10:00:00Z",
+            })
+            .unwrap_or_else(|e| panic!("{}: render failed: {e}", t.source));
+        assert_eq!(change.files.len(), 1, "{}", t.source);
+        let file = &change.files[0];
+        assert_eq!(
+            file.path,
+            PathBuf::from(&t.source),
+            "{}: same path",
+            t.source
+        );
+        assert!(
+            file.bytes.ends_with(b"\n"),
+            "{}: trailing newline",
+            t.source
+        );
+        let session_id = native_id.split('/').next().expect("split yields one part");
+        assert_eq!(
+            change.resume_command,
+            format!("claude --resume {session_id}")
+        );
+
+        let expected: Vec<Value> = json_lines(&t.bytes)
+            .into_iter()
+            .map(|mut v| {
+                v["sessionId"] = json!(session_id);
+                v
+            })
+            .collect();
+        let actual = json_lines(&file.bytes);
+        assert_eq!(actual.len(), expected.len(), "{}: line count", t.source);
+        for (i, (a, e)) in actual.iter().zip(&expected).enumerate() {
+            assert_eq!(a, e, "{}: record {i} differs", t.source);
+        }
+
+        let again = parse(&t.source, &file.bytes);
+        assert!(
+            again.warnings.is_empty(),
+            "{}: render wrote bad lines: {:?}",
+            t.source,
+            again.warnings
+        );
+        assert_eq!(
+            normalized(&again.events),
+            normalized(&parsed.events),
+            "{}: L0 round trip",
+            t.source
+        );
+        assert_eq!(
+            again.artifacts, parsed.artifacts,
+            "{}: artifacts round trip",
+            t.source
+        );
+    }
+}
+
+#[test]
+fn render_into_another_directory_moves_project_dir_and_cwd() {
+    for t in transcripts() {
+        let parsed = parse(&t.source, &t.bytes);
+        let native_id = parsed.session.native_id.clone().expect("native id");
+        let old = parsed
+            .session
+            .cwd
+            .clone()
+            .unwrap_or_else(|| "/nowhere".to_owned());
+        let h = header(&parsed);
+        let change = Claude
+            .render(RenderRequest {
+                header: &h,
+                events: &parsed.events,
+                artifacts: &parsed.artifacts,
+                native_id: &native_id,
+                cwd: "/srv/elsewhere/checkout",
+                now: "2026-11-29T10:00:00Z",
+            })
+            .expect("renders");
+        let file = &change.files[0];
+        assert!(
+            file.path.starts_with(
+                Path::new("projects").join(project_dir_name("/srv/elsewhere/checkout"))
+            ),
+            "{}: {:?}",
+            t.source,
+            file.path
+        );
+        for line in json_lines(&file.bytes) {
+            if let Some(cwd) = line.get("cwd").and_then(Value::as_str) {
+                assert!(
+                    !cwd.starts_with(&old),
+                    "{}: cwd {cwd} not remapped",
+                    t.source
+                );
+                assert!(
+                    cwd.starts_with("/srv/elsewhere/checkout"),
+                    "{}: cwd {cwd}",
+                    t.source
+                );
+            }
+        }
+    }
+}
+
+fn render_events(
+    h: &SessionHeader,
+    events: &[Event],
+    native_id: &str,
+) -> git_session_adapters::ChangeSet {
+    Claude
+        .render(RenderRequest {
+            header: h,
+            events,
+            artifacts: &[],
+            native_id,
+            cwd: "/work/repo",
+            now: "2026-11-29T10:00:00Z",
+        })
+        .expect("renders")
+}
+
+/// Returns a session as another agent would have captured it: no Claude
+/// records, tool ids Claude would not write, reasoning, a derived event.
+fn foreign_events() -> Vec<Event> {
+    let mut events = Vec::new();
+    let mut push = |kind: &str, actor: &str, payload: Value| {
+        let seq = events.len() as u64;
+        let ts = format!("2026-11-29T09:00:{seq:02}Z");
+        events.push(Event::new(
+            seq,
+            ts,
+            Agent::Codex,
+            actor,
+            kind,
+            Level::History,
+            payload,
+        ));
+    };
+    push(
+        kinds::MESSAGE_USER,
+        "user",
+        json!({"text": "Q1: list the files"}),
+    );
+    push(
+        kinds::MESSAGE_THINKING,
+        "agent:codex",
+        json!({"text": "private reasoning"}),
+    );
+    push(
+        kinds::MESSAGE_ASSISTANT,
+        "agent:codex",
+        json!({"text": "A1: running ls"}),
+    );
+    push(
+        kinds::TOOL_CALL,
+        "agent:codex",
+        json!({"call_id": "call.1", "name": "shell", "arguments": "{\"command\":[\"ls\"]}"}),
+    );
+    push(
+        kinds::TOOL_RESULT,
+        "tool",
+        json!({"call_id": "call.1", "output": "README.md", "is_error": false}),
+    );
+    push(
+        kinds::COMMAND_RUN,
+        "tool",
+        json!({"command": "ls", "exit_code": 0}),
+    );
+    // The same foreign id again, for a different call.
+    push(
+        kinds::TOOL_CALL,
+        "agent:codex",
+        json!({"call_id": "call.1", "name": "shell", "arguments": {"command": ["pwd"]}}),
+    );
+    push(
+        kinds::TOOL_RESULT,
+        "tool",
+        json!({"call_id": "call.1", "output": "/work/repo", "is_error": true}),
+    );
+    push(
+        kinds::MESSAGE_ASSISTANT,
+        "agent:codex",
+        json!({"text": "A2: done"}),
+    );
+    push(
+        kinds::TOOL_CALL,
+        "agent:codex",
+        json!({"call_id": "call_2", "name": "shell", "arguments": {}}),
+    );
+    push(kinds::MESSAGE_USER, "user", json!({"text": "Q2: and now?"}));
+    push(
+        kinds::DECISION,
+        "agent:codex",
+        json!({"conclusion": "stop"}),
+    );
+    events
+}
+
+#[test]
+fn foreign_session_renders_a_minimal_linked_transcript() {
+    let mut h = SessionHeader::new(
+        SessionId::new("s1").expect("valid"),
+        Agent::Codex,
+        "2026-11-29T09:00:00Z",
+    );
+    h.title = Some("handed over".into());
+    let id = "7d6c5b4a-3928-4716-a5b4-c3d2e1f0a9b8";
+    let change = render_events(&h, &foreign_events(), id);
+    assert_eq!(
+        change.files[0].path,
+        PathBuf::from(format!("projects/-work-repo/{id}.jsonl"))
+    );
+    assert_eq!(change.resume_command, format!("claude --resume {id}"));
+    let bytes = &change.files[0].bytes;
+    assert!(bytes.ends_with(b"\n"));
+    let lines = json_lines(bytes);
+    assert_eq!(
+        lines.len(),
+        bytes.iter().filter(|b| **b == b'\n').count(),
+        "one JSON object per line"
+    );
+
+    // sessionId everywhere, and an unbroken chain from a single root.
+    let mut previous: Option<String> = None;
+    for line in &lines {
+        assert_eq!(line["sessionId"], json!(id));
+        if let Some(uuid) = line.get("uuid").and_then(Value::as_str) {
+            assert_eq!(
+                line["parentUuid"].as_str().map(str::to_owned),
+                previous,
+                "{line}"
+            );
+            previous = Some(uuid.to_owned());
+        }
+    }
+    // Tool ids are unique, API-safe, and every tool_use is answered.
+    let blocks: Vec<&Value> = lines
+        .iter()
+        .filter_map(|l| l["message"]["content"].as_array())
+        .flatten()
+        .collect();
+    let uses: Vec<&str> = blocks
+        .iter()
+        .filter(|b| b["type"] == "tool_use")
+        .filter_map(|b| b["id"].as_str())
+        .collect();
+    let results: Vec<&str> = blocks
+        .iter()
+        .filter(|b| b["type"] == "tool_result")
+        .filter_map(|b| b["tool_use_id"].as_str())
+        .collect();
+    assert_eq!(uses.len(), 3);
+    let unique: std::collections::BTreeSet<&str> = uses.iter().copied().collect();
+    assert_eq!(unique.len(), uses.len(), "{uses:?}");
+    assert!(uses.iter().all(|u| {
+        u.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    }));
+    assert_eq!(results, uses, "each call answered, in order");
+    assert!(
+        !blocks.iter().any(|b| b["type"] == "thinking"),
+        "foreign reasoning is not sent as thinking"
+    );
+    assert_eq!(
+        lines.last().map(|l| l["customTitle"].clone()),
+        Some(json!("handed over"))
+    );
+    assert!(
+        change.losses.iter().any(|l| l.contains("message.thinking")),
+        "{:?}",
+        change.losses
+    );
+    assert!(
+        change.losses.iter().any(|l| l.contains("decision")),
+        "{:?}",
+        change.losses
+    );
+    assert!(
+        !change.losses.iter().any(|l| l.contains("command.run")),
+        "derived events are covered by their call"
+    );
+
+    // L0: what Claude gets back parses to the same conversation.
+    let parsed = parse(&change.files[0].path.to_string_lossy(), bytes);
+    assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+    let texts = |events: &[Event]| -> Vec<(String, Value)> {
+        events
+            .iter()
+            .filter_map(|e| {
+                let p = &e.payload;
+                let body = match e.kind.as_str() {
+                    kinds::MESSAGE_USER | kinds::MESSAGE_ASSISTANT => p["text"].clone(),
+                    kinds::TOOL_CALL => json!([p["name"], p["arguments"]]),
+                    kinds::TOOL_RESULT => json!([p["output"], p["is_error"]]),
+                    _ => return None,
+                };
+                Some((e.kind.clone(), body))
+            })
+            .collect()
+    };
+    let mut expected = texts(&foreign_events());
+    // Arguments given as a JSON string arrive as the object they spell.
+    expected[2].1 = json!(["shell", {"command": ["ls"]}]);
+    // The call left open before the next prompt gets a synthetic answer.
+    expected.insert(
+        8,
+        (
+            kinds::TOOL_RESULT.to_owned(),
+            json!(["[no result was recorded for this call]", true]),
+        ),
+    );
+    assert_eq!(texts(&parsed.events), expected);
+}
+
+#[test]
+fn fork_renders_under_the_new_id() {
+    let fixture = fixtures().join("roundtrip/native/projects/-tmp-oracle-sample-claude-project");
+    let source =
+        "projects/-tmp-oracle-sample-claude-project/d05046d2-74b1-4451-90dc-37fbd42c25e6.jsonl";
+    let bytes =
+        std::fs::read(fixture.join("d05046d2-74b1-4451-90dc-37fbd42c25e6.jsonl")).expect("fixture");
+    let parsed = parse(source, &bytes);
+    let fork = "11111111-2222-4333-8444-555555555555";
+    let change = render_events(&header(&parsed), &parsed.events, fork);
+    assert_eq!(
+        change.files[0].path,
+        PathBuf::from(format!("projects/-work-repo/{fork}.jsonl"))
+    );
+    for line in json_lines(&change.files[0].bytes) {
+        assert_eq!(line["sessionId"], json!(fork));
+    }
+}
+
+#[test]
+fn seqs_are_contiguous_from_next_seq_and_parents_point_back() {
+    let fixture = fixtures().join("crafted-rich/native/projects/-home-dev-proj");
+    let name = "5f0c1a2b-3c4d-4e5f-8a6b-7c8d9e0f1a2b.jsonl";
+    let bytes = std::fs::read(fixture.join(name)).expect("fixture");
+    let parsed = Claude.parse(ParseInput {
+        bytes: &bytes,
+        first_line: 40,
+        next_seq: 100,
+        state: None,
+        source: &format!("projects/-home-dev-proj/{name}"),
+    });
+    for (i, e) in parsed.events.iter().enumerate() {
+        assert_eq!(e.seq, 100 + i as u64);
+        if let Some(p) = e.parent_seq {
+            assert!((100..e.seq).contains(&p), "event {} parent {p}", e.seq);
+        }
+        let line = e
+            .origin
+            .as_ref()
+            .and_then(|o| o.native_seq)
+            .expect("native line");
+        assert!(line >= 40, "line numbers start at first_line");
+    }
+    assert_eq!(parsed.warnings.len(), 1);
+    assert_eq!(
+        parsed.warnings[0].line, 46,
+        "the bad line is named by its number in the file"
+    );
+}
+
+#[test]
+fn bad_lines_are_warnings_and_the_rest_is_kept() {
+    let bytes = b"{\"type\":\"user\",\"uuid\":\"u1\",\"parentUuid\":null,\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n[1,2]\n{\"type\":\"user\",\"message\":{\"content\":7}}\n\n{\"type\":\"assistant\",\"uuid\":5}\n{\"type\":\"assistant\",\"uuid\":\"a1\",\"parentUuid\":\"u1\",\"message\":{\"role\":\"assistant\",\"content\":\"yo\"}}\n";
+    let parsed = parse("projects/-p/s.jsonl", bytes);
+    let lines: Vec<u64> = parsed.warnings.iter().map(|w| w.line).collect();
+    assert_eq!(lines, [1, 4], "{:?}", parsed.warnings);
+    let kinds: Vec<&str> = parsed.events.iter().map(|e| e.kind.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            kinds::MESSAGE_USER,
+            kinds::META,
+            kinds::META,
+            kinds::MESSAGE_ASSISTANT
+        ]
+    );
+    assert_eq!(parsed.events[3].parent_seq, Some(0));
+}
+
+#[test]
+fn a_session_without_messages_is_not_rendered() {
+    let h = SessionHeader::new(
+        SessionId::new("s1").expect("valid"),
+        Agent::Codex,
+        "2026-11-29T09:00:00Z",
+    );
+    let events = vec![Event::new(
+        0,
+        "2026-11-29T09:00:00Z",
+        Agent::Codex,
+        "system",
+        kinds::META,
+        Level::Native,
+        json!({}),
+    )];
+    let err = Claude
+        .render(RenderRequest {
+            header: &h,
+            events: &events,
+            artifacts: &[],
+            native_id: "7d6c5b4a-3928-4716-a5b4-c3d2e1f0a9b8",
+            cwd: "/w",
+            now: "2026-11-29T10:00:00Z",
+        })
+        .expect_err("nothing to write");
+    assert!(matches!(err, git_session_adapters::RenderError::Empty(_)));
+}
+
+#[test]
+fn a_session_id_the_client_would_refuse_is_an_error() {
+    let h = SessionHeader::new(
+        SessionId::new("s1").expect("valid"),
+        Agent::Codex,
+        "2026-11-29T09:00:00Z",
+    );
+    let err = Claude
+        .render(RenderRequest {
+            header: &h,
+            events: &foreign_events(),
+            artifacts: &[],
+            native_id: "my-crafted-session",
+            cwd: "/w",
+            now: "2026-11-29T10:00:00Z",
+        })
+        .expect_err("not a UUID");
+    assert!(
+        matches!(err, git_session_adapters::RenderError::Request(_)),
+        "{err}"
+    );
+}
+
+#[test]
+fn render_into_a_subdirectory_of_the_old_cwd_moves_each_cwd_once() {
+    let fixture = fixtures().join("crafted-rich/native/projects/-home-dev-proj");
+    let name = "5f0c1a2b-3c4d-4e5f-8a6b-7c8d9e0f1a2b.jsonl";
+    let bytes = std::fs::read(fixture.join(name)).expect("fixture");
+    let parsed = parse(&format!("projects/-home-dev-proj/{name}"), &bytes);
+    let mut events = parsed.events.clone();
+    // A message appended by another agent after the Claude part.
+    let seq = events.len() as u64;
+    events.push(Event::new(
+        seq,
+        "2026-11-29T09:00:00Z",
+        Agent::Codex,
+        "user",
+        kinds::MESSAGE_USER,
+        Level::History,
+        json!({"text": "more"}),
+    ));
+    let change = Claude
+        .render(RenderRequest {
+            header: &header(&parsed),
+            events: &events,
+            artifacts: &parsed.artifacts,
+            native_id: "5f0c1a2b-3c4d-4e5f-8a6b-7c8d9e0f1a2b",
+            cwd: "/home/dev/proj/sub",
+            now: "2026-11-29T10:00:00Z",
+        })
+        .expect("renders");
+    let lines = json_lines(&change.files[0].bytes);
+    for line in &lines {
+        if let Some(cwd) = line.get("cwd") {
+            assert_eq!(cwd, &json!("/home/dev/proj/sub"));
+        }
+    }
+    let last = lines
+        .iter()
+        .rev()
+        .find(|l| l.get("uuid").is_some())
+        .expect("a chain line");
+    assert_eq!(last["message"]["content"], json!("more"));
+    let leaf = lines
+        .iter()
+        .rev()
+        .filter(|l| l.get("uuid").is_some())
+        .nth(1)
+        .expect("the Claude leaf");
+    assert_eq!(
+        last["parentUuid"], leaf["uuid"],
+        "appended message continues the Claude chain"
+    );
+}
