@@ -3,43 +3,131 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use git_session_schema::Agent;
+
 use super::{CommandError, Env, short, status};
 use crate::ops;
+use crate::ops::capture::CaptureRequest;
 
-/// Import a session from a canonical JSONL file.
+/// Capture the agent sessions that ran in this repository, or import a
+/// canonical file.
 ///
-/// The file is what `git session export --canonical` writes: a header line,
-/// then artifact and event lines. The whole file is one batch: a bad line
-/// aborts the import naming file:line, and nothing is written. Importing a
-/// file again is a no-op; a file that continues a stored session appends
-/// only the new events.
+/// Without --canonical, reads each agent's own session store (Claude Code:
+/// $CLAUDE_CONFIG_DIR or ~/.claude; Codex: $CODEX_HOME or ~/.codex), picks
+/// the sessions whose working directory is this repository, a subdirectory
+/// or a linked worktree, and appends what is new since the last capture:
+/// one batch commit per changed session. Agent stores are only read. Running
+/// it again with nothing new writes nothing.
+///
+/// With --canonical FILE, imports what `git session export --canonical`
+/// wrote: the whole file is one batch, a bad line aborts it naming
+/// file:line, and importing it again is a no-op.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The canonical interchange file to import.
-    #[arg(long, value_name = "FILE", required = true)]
-    canonical: PathBuf,
-    /// Recompute checksums instead of requiring the file's to match.
-    #[arg(long)]
+    /// Only capture these agents (repeatable): claude, codex.
+    #[arg(long = "agent", value_name = "AGENT", conflicts_with = "canonical")]
+    agents: Vec<String>,
+    /// Home directory whose agent stores are read (default: $HOME).
+    #[arg(long, value_name = "DIR", conflicts_with = "canonical")]
+    home: Option<PathBuf>,
+    /// Import this canonical interchange file instead.
+    #[arg(long, value_name = "FILE")]
+    canonical: Option<PathBuf>,
+    /// With --canonical: recompute checksums instead of requiring the file's.
+    #[arg(long, requires = "canonical")]
     reseal: bool,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
     let store = env.store()?;
-    let s = ops::canonical::import(&store, &env.clock, &args.canonical, args.reseal)?;
-    match s.commit {
-        Some(c) => status(format!(
-            "{} session {}: {} new events, {} already stored (commit {})",
-            if s.created { "Created" } else { "Updated" },
-            s.id,
-            s.appended,
-            s.skipped,
-            short(&c)
-        )),
-        None => status(format!(
-            "Session {} is up to date ({} events)",
-            s.id, s.events
-        )),
+    if let Some(file) = &args.canonical {
+        let s = ops::canonical::import(&store, &env.clock, file, args.reseal)?;
+        match s.commit {
+            Some(c) => status(format!(
+                "{} session {}: {} new events, {} already stored (commit {})",
+                if s.created { "Created" } else { "Updated" },
+                s.id,
+                s.appended,
+                s.skipped,
+                short(&c)
+            )),
+            None => status(format!(
+                "Session {} is up to date ({} events)",
+                s.id, s.events
+            )),
+        }
+        writeln!(out, "{}", s.id)?;
+        return Ok(());
     }
-    writeln!(out, "{}", s.id)?;
+    let mut agents = Vec::new();
+    for name in &args.agents {
+        let agent = Agent::parse(name);
+        if git_session_adapters::adapter(&agent).is_none() {
+            return Err(
+                CommandError::usage(format!("no adapter for agent {name:?} yet"))
+                    .hint("agents with an adapter: claude, codex"),
+            );
+        }
+        agents.push(agent);
+    }
+    let home = match args
+        .home
+        .or_else(|| std::env::var_os("HOME").map(PathBuf::from))
+    {
+        Some(h) => h,
+        None => return Err(CommandError::usage("HOME is not set").hint("pass --home DIR")),
+    };
+    let lookup = |name: &str| std::env::var(name).ok();
+    let report = ops::capture::capture(
+        &store,
+        &env.clock,
+        &CaptureRequest {
+            agents,
+            home,
+            env: &lookup,
+        },
+    )?;
+    for w in &report.warnings {
+        status(format!(
+            "warning: {}:{}: {}",
+            w.path.display(),
+            w.line,
+            w.message
+        ));
+    }
+    for s in &report.sessions {
+        let verb = if s.created { "new" } else { "+" };
+        writeln!(
+            out,
+            "{}  {:<7} {verb} {} events ({} in all)",
+            s.id,
+            s.agent.as_str(),
+            s.appended,
+            s.events
+        )?;
+    }
+    status(format!(
+        "Captured {} sessions; {} unchanged{}",
+        report.sessions.len(),
+        report.unchanged,
+        if report.skipped.is_empty() {
+            String::new()
+        } else {
+            format!("; {} files skipped", report.skipped.len())
+        }
+    ));
+    if let Some(first) = report.skipped.first() {
+        for s in &report.skipped {
+            status(format!("skipped {}: {}", s.path.display(), s.reason));
+        }
+        return Err(CommandError::failure(format!(
+            "{} native files could not be captured (first: {})",
+            report.skipped.len(),
+            first.path.display()
+        ))
+        .hint(
+            "the other sessions were captured; fix or remove the files above and run import again",
+        ));
+    }
     Ok(())
 }

@@ -3,6 +3,8 @@
 //! [`Clock`](crate::clock::Clock) and plain values, and get results back.
 
 pub mod canonical;
+pub mod capture;
+pub mod cursor;
 pub mod fork;
 
 use std::path::PathBuf;

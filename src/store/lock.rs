@@ -9,7 +9,8 @@ use git_session_schema::SessionId;
 
 use super::{StoreError, StoreResult};
 
-/// Holds the exclusive right to append to one session until dropped.
+/// Holds an exclusive lock (a session's writer lock, or a lock on some
+/// local state) until dropped.
 pub struct SessionLock {
     _file: File,
 }
@@ -17,13 +18,19 @@ pub struct SessionLock {
 impl SessionLock {
     /// Blocks until this process is the only writer of `id`.
     pub fn acquire(state_dir: &Path, id: &SessionId) -> StoreResult<SessionLock> {
+        Self::named(state_dir, &format!("{id}.lock"))
+    }
+
+    /// Blocks until this process holds the lock file `locks/<name>`.
+    pub fn named(state_dir: &Path, name: &str) -> StoreResult<SessionLock> {
         let dir = state_dir.join("locks");
         let io = |path: &Path| {
             let path = path.to_owned();
             move |source| StoreError::Io { path, source }
         };
+        let path = dir.join(name);
+        let dir = path.parent().unwrap_or(&dir).to_owned();
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
-        let path = dir.join(format!("{id}.lock"));
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)

@@ -22,6 +22,7 @@ use git_session_schema::{FormatError, SessionHeader, SessionId, header::HeaderEr
 use gix::ObjectId;
 
 pub use append::{AppendOutcome, BatchSink, CommitInfo, SeqMode};
+pub use lock::SessionLock as StateLock;
 pub use read::{BatchInfo, StoredLine};
 pub use trailers::Trailers;
 pub use verify::{Problem, VerifyReport};
@@ -191,6 +192,13 @@ impl Store {
             source,
         })?;
         Ok(!existed)
+    }
+
+    /// Blocks until this process holds the local lock `name` (for state
+    /// outside the session refs, such as capture cursors).
+    pub fn lock_state(&self, name: &str) -> StoreResult<StateLock> {
+        // A subdirectory, so no session id (which has no '/') can collide.
+        StateLock::named(&self.state_dir, &format!("state/{name}.lock"))
     }
 
     /// Returns the work trees of this repository: the main one and every

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod capture;
 mod cli;
 mod concurrency;
 mod fork;

@@ -1,0 +1,123 @@
+//! Capture cursors: how far each native file has been read, kept as local,
+//! rebuildable state under `<git common dir>/session/capture/<agent>/`.
+//!
+//! `index.json` holds one small entry per native file (so an unchanged
+//! store costs one `stat` per file); each captured file's adapter state
+//! lives in its own file under `state/`, read only when the file grew.
+//! Losing any of it is safe: capture falls back to re-reading the file and
+//! reconciling by native ids, so nothing is appended twice.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::{OpError, OpResult};
+
+/// Bytes before the cursor that are hashed to notice a rewritten file.
+pub const TAIL_BYTES: u64 = 4096;
+
+/// Records what is known about one native file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FileCursor {
+    /// File size when last looked at.
+    pub size: u64,
+    /// Modification time when last looked at, nanoseconds since the epoch.
+    pub mtime_ns: i128,
+    /// Bytes consumed: everything up to the last complete line.
+    pub offset: u64,
+    /// Lines consumed.
+    pub lines: u64,
+    /// SHA-256 (hex) of up to [`TAIL_BYTES`] bytes before `offset`.
+    pub tail: String,
+    /// The canonical session it feeds; `None` for a file of another project.
+    pub session: Option<String>,
+    /// The session's event count right after this file's last batch.
+    pub events: u64,
+}
+
+/// Holds the cursors of one agent.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct CursorIndex {
+    /// Cursor format; other values are discarded (state is rebuildable).
+    pub version: u32,
+    /// Cursors by path relative to the agent's store root.
+    pub files: BTreeMap<String, FileCursor>,
+    #[serde(skip)]
+    dir: PathBuf,
+}
+
+const VERSION: u32 = 1;
+
+impl CursorIndex {
+    /// Loads the index for `agent`, or an empty one when missing or unreadable.
+    pub fn load(state_dir: &Path, agent: &str) -> CursorIndex {
+        let dir = state_dir.join("capture").join(agent);
+        let mut index = std::fs::read(dir.join("index.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<CursorIndex>(&b).ok())
+            .filter(|i| i.version == VERSION)
+            .unwrap_or_default();
+        index.version = VERSION;
+        index.dir = dir;
+        index
+    }
+
+    /// Writes the index atomically.
+    pub fn save(&self) -> OpResult<()> {
+        write_atomic(
+            &self.dir.join("index.json"),
+            &serde_json::to_vec(self).expect("cursors serialize"),
+        )
+    }
+
+    /// Returns the saved adapter state of a file, if any.
+    pub fn load_state(&self, rel: &str) -> Option<Value> {
+        let bytes = std::fs::read(self.state_path(rel)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Saves the adapter state of a file atomically.
+    pub fn save_state(&self, rel: &str, state: &Value) -> OpResult<()> {
+        write_atomic(
+            &self.state_path(rel),
+            &serde_json::to_vec(state).expect("state serializes"),
+        )
+    }
+
+    fn state_path(&self, rel: &str) -> PathBuf {
+        let digest = Sha256::digest(rel.as_bytes());
+        let name: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        self.dir.join("state").join(format!("{name}.json"))
+    }
+}
+
+/// Returns the hex SHA-256 of up to [`TAIL_BYTES`] bytes of `path` before `offset`.
+pub fn tail_hash(path: &Path, offset: u64) -> OpResult<String> {
+    let start = offset.saturating_sub(TAIL_BYTES);
+    let mut file = std::fs::File::open(path).map_err(OpError::io(path))?;
+    file.seek(SeekFrom::Start(start))
+        .map_err(OpError::io(path))?;
+    let mut buf = vec![0; (offset - start) as usize];
+    file.read_exact(&mut buf).map_err(OpError::io(path))?;
+    Ok(Sha256::digest(&buf)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> OpResult<()> {
+    let dir = path.parent().expect("state files live in a directory");
+    std::fs::create_dir_all(dir).map_err(OpError::io(dir))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(OpError::io(dir))?;
+    std::io::Write::write_all(&mut tmp, bytes).map_err(OpError::io(path))?;
+    tmp.persist(path).map_err(|e| OpError::Io {
+        path: path.to_owned(),
+        source: e.error,
+    })?;
+    Ok(())
+}

@@ -1,0 +1,365 @@
+//! Native capture (`git session import`) from fake agent stores built from
+//! `fixtures/`: only this repository's sessions, read-only sources,
+//! incremental and idempotent, torn tails and rewritten files.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::support::*;
+
+const CLAUDE_CWD: &str = "/tmp/oracle-sample/claude/project";
+const CODEX_CWD: &str = "/tmp/oracle-sample/codex/project";
+const ROUNDTRIP: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+/// Copies `fixtures/<from>` into `to`, replacing the recorded cwd.
+fn copy_tree(from: &Path, to: &Path, old_cwd: &str, new_cwd: &str) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target, old_cwd, new_cwd);
+        } else {
+            let text = std::fs::read_to_string(entry.path()).unwrap();
+            std::fs::write(&target, text.replace(old_cwd, new_cwd)).unwrap();
+        }
+    }
+}
+
+/// Returns every file under `dir` with the SHA-256 of its bytes.
+fn hash_tree(dir: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(entry.path());
+            } else {
+                let digest = Sha256::digest(std::fs::read(entry.path()).unwrap());
+                out.insert(entry.path(), format!("{digest:x}"));
+            }
+        }
+    }
+    out
+}
+
+fn claude_home(repo: &Repo) -> PathBuf {
+    repo.home.join(".claude")
+}
+
+fn capture(repo: &Repo) -> String {
+    repo.ok(&["import", "--home", repo.home.to_str().unwrap()])
+}
+
+fn session_refs(repo: &Repo) -> String {
+    repo.git(&[
+        "for-each-ref",
+        "--format=%(refname) %(objectname)",
+        "refs/sessions/",
+    ])
+}
+
+#[test]
+fn captures_only_this_repositorys_sessions_and_never_writes_the_store() {
+    let repo = Repo::new();
+    let root = repo.root.to_str().unwrap().to_owned();
+    let store = claude_home(&repo);
+    std::fs::create_dir_all(store.join("projects")).unwrap();
+    // Ours: a session at the root, and one with a sub-agent started in a
+    // subdirectory.
+    copy_tree(
+        &fixtures().join("claude/roundtrip/native"),
+        &store,
+        CLAUDE_CWD,
+        &root,
+    );
+    copy_tree(
+        &fixtures().join("claude/subagent/native"),
+        &store,
+        CLAUDE_CWD,
+        &format!("{root}/sub"),
+    );
+    // Another project's session, and a project whose path only shares a prefix.
+    copy_tree(
+        &fixtures().join("claude/named/native"),
+        &store,
+        CLAUDE_CWD,
+        "/elsewhere/project",
+    );
+    let other = store.join("projects/-other");
+    std::fs::create_dir_all(&other).unwrap();
+    copy_tree(
+        &fixtures().join("claude/crafted-minimal/native/projects"),
+        &other.parent().unwrap().join("x"),
+        CLAUDE_CWD,
+        &format!("{root}-sibling"),
+    );
+    let before = hash_tree(&repo.home);
+
+    let out = capture(&repo);
+    assert_eq!(
+        hash_tree(&repo.home),
+        before,
+        "capture wrote into the agent store"
+    );
+    let ids: Vec<&str> = out
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 3, "{out}");
+    assert!(
+        ids.contains(&ROUNDTRIP) && ids.contains(&"60a416f8-90ad-40ae-b345-680a6c3b3c64"),
+        "{out}"
+    );
+    let child = ids
+        .iter()
+        .find(|i| i.contains("agent-a3be7a38af014e4b8"))
+        .expect("sub-agent session");
+    let shown: serde_json::Value =
+        serde_json::from_str(&repo.ok(&["show", child, "--json"])).unwrap();
+    assert_eq!(
+        shown["header"]["spawned_by"]["session"],
+        "60a416f8-90ad-40ae-b345-680a6c3b3c64"
+    );
+    assert_eq!(shown["header"]["cwd"], format!("{root}/sub"));
+
+    // The captured events are the adapter's parse of the file.
+    let golden =
+        std::fs::read_to_string(fixtures().join("claude/roundtrip/canonical.jsonl")).unwrap();
+    let events = repo.events(ROUNDTRIP);
+    assert_eq!(events.len(), golden.lines().count());
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    for kind in [
+        "message.user",
+        "message.assistant",
+        "message.thinking",
+        "tool.call",
+        "tool.result",
+        "command.run",
+        "meta",
+    ] {
+        assert!(types.contains(&kind), "no {kind} in {types:?}");
+    }
+    repo.ok(&["verify"]);
+    repo.fsck();
+
+    // Nothing new: nothing written.
+    let refs = session_refs(&repo);
+    assert_eq!(capture(&repo), "");
+    assert_eq!(session_refs(&repo), refs);
+}
+
+#[test]
+fn incremental_capture_appends_only_new_records_as_one_batch() {
+    let repo = Repo::new();
+    let root = repo.root.to_str().unwrap().to_owned();
+    let store = claude_home(&repo);
+    copy_tree(
+        &fixtures().join("claude/roundtrip/native"),
+        &store,
+        CLAUDE_CWD,
+        &root,
+    );
+    let file = store.join(format!(
+        "projects/-tmp-oracle-sample-claude-project/{ROUNDTRIP}.jsonl"
+    ));
+    capture(&repo);
+    let first = repo.events(ROUNDTRIP).len();
+
+    // The agent appends a turn, the last line still being written.
+    let full = std::fs::read_to_string(fixtures().join("capture/claude-resumed.jsonl"))
+        .unwrap()
+        .replace(CLAUDE_CWD, &root);
+    let cut = full.trim_end().rfind('\n').unwrap() + 20;
+    std::fs::write(&file, &full[..cut]).unwrap();
+    let out = capture(&repo);
+    assert!(out.contains(ROUNDTRIP), "{out}");
+    let partial = repo.events(ROUNDTRIP).len();
+    assert!(partial > first);
+    assert_eq!(
+        repo.git(&["rev-list", "--count", &format!("refs/sessions/{ROUNDTRIP}")]),
+        "2"
+    );
+
+    // The line is finished: only it is added.
+    std::fs::write(&file, &full).unwrap();
+    capture(&repo);
+    assert_eq!(
+        repo.git(&["rev-list", "--count", &format!("refs/sessions/{ROUNDTRIP}")]),
+        "3"
+    );
+
+    // Same result as capturing the finished file in one go.
+    let other = Repo::new();
+    let other_root = other.root.to_str().unwrap().to_owned();
+    let other_store = claude_home(&other);
+    copy_tree(
+        &fixtures().join("claude/roundtrip/native"),
+        &other_store,
+        CLAUDE_CWD,
+        &other_root,
+    );
+    let other_file = other_store.join(format!(
+        "projects/-tmp-oracle-sample-claude-project/{ROUNDTRIP}.jsonl"
+    ));
+    std::fs::write(&other_file, full.replace(&root, &other_root)).unwrap();
+    capture(&other);
+    let strip = |events: Vec<serde_json::Value>, root: &str| -> Vec<String> {
+        events
+            .into_iter()
+            .map(|mut e| {
+                e.as_object_mut().unwrap().remove("checksum");
+                e.to_string().replace(root, "[ROOT]")
+            })
+            .collect()
+    };
+    assert_eq!(
+        strip(repo.events(ROUNDTRIP), &root),
+        strip(other.events(ROUNDTRIP), &other_root)
+    );
+    repo.ok(&["verify"]);
+}
+
+#[test]
+fn a_rewritten_file_or_lost_cursors_never_duplicate_events() {
+    let repo = Repo::new();
+    let root = repo.root.to_str().unwrap().to_owned();
+    let store = claude_home(&repo);
+    copy_tree(
+        &fixtures().join("claude/roundtrip/native"),
+        &store,
+        CLAUDE_CWD,
+        &root,
+    );
+    let file = store.join(format!(
+        "projects/-tmp-oracle-sample-claude-project/{ROUNDTRIP}.jsonl"
+    ));
+    capture(&repo);
+    let n = repo.events(ROUNDTRIP).len();
+
+    // Local state is rebuildable: without cursors, nothing is added twice.
+    std::fs::remove_dir_all(repo.root.join(".git/session/capture")).unwrap();
+    capture(&repo);
+    assert_eq!(repo.events(ROUNDTRIP).len(), n);
+
+    // The file is rewritten with the resumed version (same prefix, different
+    // bytes before the cursor because of a changed first line).
+    let full = std::fs::read_to_string(fixtures().join("capture/claude-resumed.jsonl"))
+        .unwrap()
+        .replace(CLAUDE_CWD, &root);
+    let mut lines: Vec<&str> = full.lines().collect();
+    lines.remove(1);
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    capture(&repo);
+    let events = repo.events(ROUNDTRIP);
+    let mut origins: Vec<String> = events.iter().map(|e| e["origin"].to_string()).collect();
+    let total = origins.len();
+    origins.sort();
+    origins.dedup();
+    assert_eq!(origins.len(), total, "an event was captured twice");
+    assert!(total > n);
+    repo.ok(&["verify"]);
+}
+
+#[test]
+fn captures_codex_rollouts_from_codex_home() {
+    let repo = Repo::new();
+    let root = repo.root.to_str().unwrap().to_owned();
+    let codex_home = repo.outside("codex-home");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    copy_tree(
+        &fixtures().join("codex/function-tools/native"),
+        &codex_home,
+        CODEX_CWD,
+        &root,
+    );
+    copy_tree(
+        &fixtures().join("codex/default-model-roundtrip/native"),
+        &codex_home,
+        CODEX_CWD,
+        "/somewhere/else",
+    );
+    let before = hash_tree(&codex_home);
+    let out = repo
+        .session()
+        .env("CODEX_HOME", &codex_home)
+        .args([
+            "import",
+            "--agent",
+            "codex",
+            "--home",
+            repo.home.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stdout.starts_with("01a22641-1298-70e1-90e6-4b6faeb436bb  codex"),
+        "{stdout}"
+    );
+    assert_eq!(hash_tree(&codex_home), before);
+    let golden =
+        std::fs::read_to_string(fixtures().join("codex/function-tools/canonical.jsonl")).unwrap();
+    assert_eq!(repo.events("01a22641").len(), golden.lines().count());
+    repo.ok(&["verify"]);
+}
+
+#[test]
+fn sessions_in_a_linked_worktree_belong_to_the_repository() {
+    let repo = Repo::new();
+    let wt = repo.outside("feature-wt");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        wt.to_str().unwrap(),
+        "-b",
+        "feature",
+    ]);
+    let store = claude_home(&repo);
+    copy_tree(
+        &fixtures().join("claude/roundtrip/native"),
+        &store,
+        CLAUDE_CWD,
+        wt.to_str().unwrap(),
+    );
+    let out = capture(&repo);
+    assert!(out.contains(ROUNDTRIP), "{out}");
+}
+
+#[test]
+fn a_bad_native_line_is_a_warning_not_a_lost_session() {
+    let repo = Repo::new();
+    let root = repo.root.to_str().unwrap().to_owned();
+    let store = claude_home(&repo);
+    copy_tree(
+        &fixtures().join("claude/roundtrip/native"),
+        &store,
+        CLAUDE_CWD,
+        &root,
+    );
+    let file = store.join(format!(
+        "projects/-tmp-oracle-sample-claude-project/{ROUNDTRIP}.jsonl"
+    ));
+    let mut text_ = std::fs::read_to_string(&file).unwrap();
+    text_.insert_str(text_.find('\n').unwrap() + 1, "{this is not json\n");
+    std::fs::write(&file, text_).unwrap();
+    let out = repo
+        .session()
+        .args(["import", "--home", repo.home.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains(&format!("{ROUNDTRIP}.jsonl:2:")), "{err}");
+    assert!(repo.events(ROUNDTRIP).len() > 10);
+}
