@@ -13,6 +13,7 @@ mod import;
 mod init;
 mod list;
 mod log;
+mod resume;
 mod show;
 mod verify;
 
@@ -58,6 +59,7 @@ enum Command {
     Import(import::Args),
     Export(export::Args),
     Append(append::Args),
+    Resume(resume::Args),
 }
 
 /// Holds what every command needs from the process: where it runs and the clock.
@@ -133,6 +135,7 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Import(args) => import::run(args, env, out),
         Command::Export(args) => export::run(args, env, out),
         Command::Append(args) => append::run(args, env, out),
+        Command::Resume(args) => resume::run(args, env, out),
     }
 }
 

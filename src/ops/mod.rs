@@ -6,6 +6,7 @@ pub mod canonical;
 pub mod capture;
 pub mod cursor;
 pub mod fork;
+pub mod resume;
 
 use std::path::PathBuf;
 

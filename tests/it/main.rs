@@ -9,6 +9,8 @@ mod concurrency;
 mod fork;
 mod import_export;
 mod layout;
+mod oracle;
+mod resume;
 mod verify;
 
 #[test]

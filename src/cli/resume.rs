@@ -1,0 +1,92 @@
+//! `git session resume`: write a session back for its agent.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use git_session_schema::Agent;
+
+use super::{CommandError, Env, status};
+use crate::ops;
+use crate::ops::resume::ResumeRequest;
+
+/// Write a session into an agent's own store so the agent resumes it.
+///
+/// Renders the canonical session in the agent's native format (Claude Code:
+/// a transcript under ~/.claude/projects; Codex: a rollout under
+/// ~/.codex/sessions plus its index entries) with this machine's repository
+/// as the working directory, and prints the command that continues it.
+/// Never overwrites a native session: one that exists with other content is
+/// refused unless --fork writes it under a new id, recorded as a fork.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Session id or unique prefix.
+    session: String,
+    /// Agent to write for (default: the session's own agent): claude, codex.
+    #[arg(long, value_name = "AGENT")]
+    agent: Option<String>,
+    /// Home directory whose agent store is written (default: $HOME).
+    #[arg(long, value_name = "DIR")]
+    home: Option<PathBuf>,
+    /// Write under a new native id and record it as a fork of the session.
+    #[arg(long)]
+    fork: bool,
+}
+
+pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
+    let store = env.store()?;
+    let id = store.resolve(&args.session)?;
+    let home = match args
+        .home
+        .or_else(|| std::env::var_os("HOME").map(PathBuf::from))
+    {
+        Some(h) => h,
+        None => return Err(CommandError::usage("HOME is not set").hint("pass --home DIR")),
+    };
+    let lookup = |name: &str| std::env::var(name).ok();
+    let request = ResumeRequest {
+        id,
+        agent: args.agent.as_deref().map(Agent::parse),
+        home,
+        env: &lookup,
+        fork: args.fork,
+    };
+    let outcome = ops::resume::resume(&store, &env.clock, &request)?;
+    if outcome.unchanged {
+        status(format!(
+            "{} session {} is already in place",
+            outcome.agent, outcome.native_id
+        ));
+    } else {
+        for path in &outcome.written {
+            status(format!("wrote {}", path.display()));
+        }
+    }
+    if outcome.session.as_str() != args.session && args.fork {
+        status(format!("recorded as fork {}", outcome.session));
+    }
+    for loss in &outcome.losses {
+        status(format!("not carried over: {loss}"));
+    }
+    for skipped in &outcome.skipped_rows {
+        status(format!("warning: {skipped}"));
+    }
+    status("Continue with:");
+    writeln!(
+        out,
+        "cd {} && {}",
+        shell_quote(&outcome.cwd.to_string_lossy()),
+        outcome.command
+    )?;
+    Ok(())
+}
+
+fn shell_quote(text: &str) -> String {
+    if text
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b))
+    {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}

@@ -1,0 +1,421 @@
+//! Write-back (`git session resume`): render a canonical session into an
+//! agent's native store so that the agent's own resume continues it.
+//!
+//! Never overwrites: a native session that already exists with the same
+//! bytes is left alone (resuming twice is a no-op); one with different bytes
+//! is refused unless the caller asks for a fork, which writes the session
+//! under a new id and records that fork in the canonical log. Files are
+//! written through a temporary file and a rename that refuses to replace.
+//! Database rows (Codex's `threads`) go only into an existing database, not
+//! while another process has it open, after a backup, and never replace a
+//! row.
+
+use std::path::{Path, PathBuf};
+
+use git_session_adapters::{Adapter, ChangeSet, RenderRequest, RowWrite};
+use git_session_schema::{Agent, ArtifactId, Event, SessionHeader, SessionId};
+use serde_json::Value;
+
+use super::{OpError, OpResult};
+use crate::clock::Clock;
+use crate::store::{Store, StoreError};
+
+/// Says what to resume where.
+pub struct ResumeRequest<'a> {
+    /// The canonical session.
+    pub id: SessionId,
+    /// The agent to write for (default: the session's own agent).
+    pub agent: Option<Agent>,
+    /// The user's home directory (agent stores default to it).
+    pub home: PathBuf,
+    /// Looks up an environment variable (e.g. `CODEX_HOME`).
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// Write under a new native id, recorded as a fork.
+    pub fork: bool,
+}
+
+/// Reports a write-back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResumeOutcome {
+    /// The agent written for.
+    pub agent: Agent,
+    /// The canonical session written (the fork, when one was made).
+    pub session: SessionId,
+    /// The native session id to resume.
+    pub native_id: String,
+    /// Files created, absolute.
+    pub written: Vec<PathBuf>,
+    /// Whether the native session was already there, identical.
+    pub unchanged: bool,
+    /// The directory to run the agent from.
+    pub cwd: PathBuf,
+    /// The agent's resume command.
+    pub command: String,
+    /// What the target cannot hold.
+    pub losses: Vec<String>,
+    /// Database rows skipped, with the reason (the session still resumes by id).
+    pub skipped_rows: Vec<String>,
+}
+
+/// Renders `request.id` into the agent's store.
+pub fn resume(
+    store: &Store,
+    clock: &Clock,
+    request: &ResumeRequest<'_>,
+) -> OpResult<ResumeOutcome> {
+    let header = store.header(&request.id)?;
+    let agent = request
+        .agent
+        .clone()
+        .unwrap_or_else(|| header.agent.clone());
+    let adapter = git_session_adapters::adapter(&agent).ok_or_else(|| OpError::Conflict {
+        message: format!("no adapter can write {agent} sessions yet"),
+        hint: Some("agents with an adapter: claude, codex".into()),
+    })?;
+    let root = adapter.store_root(request.env, &request.home);
+    let cwd = target_cwd(store, &header)?;
+    let same_agent_native = header
+        .native_id
+        .clone()
+        .filter(|_| header.agent == agent && !request.fork);
+    let native_id = same_agent_native.unwrap_or_else(|| new_native_id(clock));
+    let (events, artifacts) = load(store, &request.id)?;
+    let changes = render(
+        adapter, &header, &events, &artifacts, &native_id, &cwd, clock,
+    )?;
+    let conflicts = conflicting(&root, &changes)?;
+    if !conflicts.is_empty() {
+        return Err(OpError::Conflict {
+            message: format!(
+                "a different native session {native_id} already exists: {}",
+                conflicts[0].display()
+            ),
+            hint: Some(format!(
+                "git session resume {} --fork writes it under a new id (recorded as a fork)",
+                request.id
+            )),
+        });
+    }
+    let (session, changes) = if request.fork {
+        // The fork gets the new native id as its canonical id too, so
+        // `git session show <id>` and the agent's resume name the same thing.
+        let fork_id = SessionId::new(native_id.clone()).expect("a uuid is a valid session id");
+        super::fork::fork(store, clock, &request.id, None, Some(fork_id.clone()))?;
+        (fork_id, changes)
+    } else {
+        (request.id.clone(), changes)
+    };
+    let unchanged = changes.files.iter().all(|f| root.join(&f.path).is_file());
+    let mut written = Vec::new();
+    let mut skipped_rows = Vec::new();
+    if !unchanged {
+        for f in &changes.files {
+            let path = root.join(&f.path);
+            if !path.is_file() {
+                write_new(&path, &f.bytes)?;
+                written.push(path);
+            }
+        }
+        for a in &changes.appends {
+            append(&root.join(&a.path), &a.bytes)?;
+        }
+        for row in &changes.rows {
+            if let Some(reason) = insert_row(store, clock, &root, row)? {
+                skipped_rows.push(reason);
+            }
+        }
+    }
+    Ok(ResumeOutcome {
+        agent,
+        session,
+        native_id,
+        written,
+        unchanged,
+        cwd,
+        command: changes.resume_command.clone(),
+        losses: changes.losses.clone(),
+        skipped_rows,
+    })
+}
+
+/// Returns the directory the agent should run in on this machine: the
+/// recorded cwd when it is inside this repository, else this work tree.
+fn target_cwd(store: &Store, header: &SessionHeader) -> OpResult<PathBuf> {
+    let worktrees = store.worktree_paths();
+    if let Some(cwd) = header.cwd.as_deref().map(Path::new)
+        && worktrees.iter().any(|w| cwd.starts_with(w))
+    {
+        return Ok(cwd.to_owned());
+    }
+    store
+        .repo()
+        .workdir()
+        .map(Path::to_owned)
+        .ok_or_else(|| OpError::Conflict {
+            message: "this repository has no work tree to resume a session in".into(),
+            hint: Some("run git session resume in a clone with a work tree".into()),
+        })
+}
+
+fn new_native_id(clock: &Clock) -> String {
+    super::fork::new_session_id(clock).to_string()
+}
+
+type Artifacts = Vec<(ArtifactId, Vec<u8>)>;
+
+fn load(store: &Store, id: &SessionId) -> OpResult<(Vec<Event>, Artifacts)> {
+    let mut events = Vec::new();
+    for line in store.lines(id, 0, None)? {
+        let line = line?;
+        events.push(line.decode().map_err(|e| StoreError::Corrupt {
+            id: id.clone(),
+            message: format!("seq {}: {e}", line.seq),
+        })?);
+    }
+    let mut artifacts = Vec::new();
+    for (art, blob) in store.artifacts(id)? {
+        artifacts.push((art, store.blob(blob)?));
+    }
+    Ok((events, artifacts))
+}
+
+fn render(
+    adapter: &dyn Adapter,
+    header: &SessionHeader,
+    events: &[Event],
+    artifacts: &[(ArtifactId, Vec<u8>)],
+    native_id: &str,
+    cwd: &Path,
+    clock: &Clock,
+) -> OpResult<ChangeSet> {
+    let cwd_text = cwd.to_string_lossy();
+    let now = clock.now_rfc3339();
+    adapter
+        .render(RenderRequest {
+            header,
+            events,
+            artifacts,
+            native_id,
+            cwd: &cwd_text,
+            now: &now,
+        })
+        .map_err(|e| OpError::Conflict {
+            message: format!(
+                "cannot write {} as a {} session: {e}",
+                header.id,
+                adapter.agent()
+            ),
+            hint: None,
+        })
+}
+
+/// Returns the files of `changes` that exist with different content.
+fn conflicting(root: &Path, changes: &ChangeSet) -> OpResult<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for f in &changes.files {
+        let path = root.join(&f.path);
+        match std::fs::read(&path) {
+            Ok(bytes) if bytes == f.bytes => {}
+            Ok(_) => out.push(path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(OpError::Io { path, source: e }),
+        }
+    }
+    Ok(out)
+}
+
+/// Creates `path` with `bytes` atomically; fails if it appeared meanwhile.
+fn write_new(path: &Path, bytes: &[u8]) -> OpResult<()> {
+    let dir = path.parent().expect("native files live in a directory");
+    std::fs::create_dir_all(dir).map_err(OpError::io(dir))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".git-session-")
+        .tempfile_in(dir)
+        .map_err(OpError::io(dir))?;
+    std::io::Write::write_all(&mut tmp, bytes).map_err(OpError::io(path))?;
+    tmp.as_file().sync_all().map_err(OpError::io(path))?;
+    tmp.persist_noclobber(path).map_err(|e| OpError::Io {
+        path: path.to_owned(),
+        source: e.error,
+    })?;
+    Ok(())
+}
+
+/// Appends whole lines to an index file, creating it if needed.
+fn append(path: &Path, bytes: &[u8]) -> OpResult<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(OpError::io(dir))?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(OpError::io(path))?;
+    // An index whose last line lacks its newline would glue our line to it.
+    let len = file.metadata().map_err(OpError::io(path))?.len();
+    let mut data = Vec::with_capacity(bytes.len() + 1);
+    if len > 0 {
+        let mut last = [0u8; 1];
+        use std::io::{Read, Seek, SeekFrom};
+        let mut reader = std::fs::File::open(path).map_err(OpError::io(path))?;
+        reader
+            .seek(SeekFrom::Start(len - 1))
+            .map_err(OpError::io(path))?;
+        reader.read_exact(&mut last).map_err(OpError::io(path))?;
+        if last[0] != b'\n' {
+            data.push(b'\n');
+        }
+    }
+    data.extend_from_slice(bytes);
+    std::io::Write::write_all(&mut file, &data).map_err(OpError::io(path))
+}
+
+/// Inserts one row; returns why it was skipped, if it was.
+fn insert_row(
+    store: &Store,
+    clock: &Clock,
+    root: &Path,
+    row: &RowWrite,
+) -> OpResult<Option<String>> {
+    let db = root.join(&row.database);
+    if !db.is_file() {
+        // The agent indexes the files it finds when it creates the database.
+        return Ok(None);
+    }
+    if let Some(pid) = open_by_other_process(&db) {
+        return Ok(Some(format!(
+            "{} is open in process {pid}; the session resumes by id, but appears in the picker only after that process exits and you run resume again",
+            db.display()
+        )));
+    }
+    let sql = |e: rusqlite::Error| OpError::Conflict {
+        message: format!("{}: {e}", db.display()),
+        hint: None,
+    };
+    let conn = rusqlite::Connection::open(&db).map_err(sql)?;
+    let columns: Vec<String> = {
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT name FROM pragma_table_info({})",
+                quote_literal(&row.table)
+            ))
+            .map_err(sql)?;
+        let names = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(sql)?;
+        names.collect::<Result<_, _>>().map_err(sql)?
+    };
+    if columns.is_empty() {
+        return Ok(Some(format!("{} has no table {}", db.display(), row.table)));
+    }
+    let value_of = |name: &str| -> Option<rusqlite::types::Value> {
+        let v = row.columns.get(name)?;
+        let v = match v {
+            Value::String(s) if row.root_relative.iter().any(|c| c == name) => {
+                Value::String(root.join(s).to_string_lossy().into_owned())
+            }
+            other => other.clone(),
+        };
+        Some(match v {
+            Value::Null => rusqlite::types::Value::Null,
+            Value::Bool(b) => rusqlite::types::Value::Integer(i64::from(b)),
+            Value::Number(n) => match n.as_i64() {
+                Some(i) => rusqlite::types::Value::Integer(i),
+                None => rusqlite::types::Value::Real(n.as_f64().unwrap_or(0.0)),
+            },
+            Value::String(s) => rusqlite::types::Value::Text(s),
+            other => rusqlite::types::Value::Text(other.to_string()),
+        })
+    };
+    let key_values: Vec<rusqlite::types::Value> =
+        row.key.iter().filter_map(|k| value_of(k)).collect();
+    let exists_sql = format!(
+        "SELECT 1 FROM {} WHERE {}",
+        quote_ident(&row.table),
+        row.key
+            .iter()
+            .map(|k| format!("{} = ?", quote_ident(k)))
+            .collect::<Vec<_>>()
+            .join(" AND ")
+    );
+    let exists = conn
+        .prepare(&exists_sql)
+        .and_then(|mut s| s.exists(rusqlite::params_from_iter(key_values.iter())))
+        .map_err(sql)?;
+    if exists {
+        return Ok(None);
+    }
+    backup(store, clock, &conn, &db)?;
+    let used: Vec<&String> = columns
+        .iter()
+        .filter(|c| row.columns.contains_key(c.as_str()))
+        .collect();
+    let insert = format!(
+        "INSERT INTO {} ({}) VALUES ({})",
+        quote_ident(&row.table),
+        used.iter()
+            .map(|c| quote_ident(c))
+            .collect::<Vec<_>>()
+            .join(", "),
+        vec!["?"; used.len()].join(", ")
+    );
+    let values: Vec<rusqlite::types::Value> = used.iter().filter_map(|c| value_of(c)).collect();
+    conn.execute(&insert, rusqlite::params_from_iter(values.iter()))
+        .map_err(sql)?;
+    Ok(None)
+}
+
+/// Copies the database into local state before the first write to it.
+fn backup(store: &Store, clock: &Clock, conn: &rusqlite::Connection, db: &Path) -> OpResult<()> {
+    let dir = store.state_dir().join("backups");
+    std::fs::create_dir_all(&dir).map_err(OpError::io(&dir))?;
+    let name = db
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let target = dir.join(format!("{name}.{}", clock.now().as_millisecond()));
+    conn.execute("VACUUM INTO ?1", [target.to_string_lossy()])
+        .map_err(|e| OpError::Conflict {
+            message: format!(
+                "could not back up {} before writing to it: {e}",
+                db.display()
+            ),
+            hint: None,
+        })?;
+    Ok(())
+}
+
+/// Returns a process (other than this one) that has `db` or its WAL open.
+///
+/// Reads `/proc/*/fd` (Linux); elsewhere it finds nothing and relies on
+/// SQLite's own locking.
+fn open_by_other_process(db: &Path) -> Option<u32> {
+    let db = db.canonicalize().ok()?;
+    let wal = PathBuf::from(format!("{}-wal", db.display()));
+    let me = std::process::id();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            if let Ok(target) = std::fs::read_link(fd.path())
+                && (target == db || target == wal)
+            {
+                return Some(pid);
+            }
+        }
+    }
+    None
+}
+
+fn quote_ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+fn quote_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}

@@ -1,0 +1,356 @@
+//! Write-back checked by the real clients (`shared/oracle/`): a session is
+//! captured from a native store, written back into a fresh HOME by
+//! `git session resume`, and resumed by the real Claude Code / Codex CLI
+//! against the mock model. The history the client sends (`turns`) must
+//! equal what it sends when resuming the original file.
+//!
+//! The clients are installed once, pinned, into `GIT_SESSION_ORACLE_PREFIX`
+//! (default `~/.cache/git-session-oracle`) by `shared/oracle/install-all.sh`;
+//! a client that cannot be had fails the tests loudly.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::support::*;
+
+fn shared_oracle() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/oracle");
+    assert!(
+        dir.join("install-all.sh").is_file(),
+        "the oracle harness is missing: expected shared/ beside the project at {}",
+        dir.display()
+    );
+    dir
+}
+
+/// Returns the prefix holding the pinned clients, installing them once.
+fn prefix() -> &'static Path {
+    static PREFIX: OnceLock<PathBuf> = OnceLock::new();
+    PREFIX.get_or_init(|| {
+        let prefix = std::env::var_os("GIT_SESSION_ORACLE_PREFIX")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                let home = std::env::var_os("HOME")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(std::env::temp_dir);
+                home.join(".cache/git-session-oracle")
+            });
+        std::fs::create_dir_all(&prefix).unwrap();
+        // One installer at a time across test processes too.
+        let lock = std::fs::File::create(prefix.join(".install.lock")).unwrap();
+        lock.lock().unwrap();
+        let out = Command::new("bash")
+            .arg(shared_oracle().join("install-all.sh"))
+            .arg(&prefix)
+            .args(["claude", "codex"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "installing the oracle clients into {} failed:\n{}{}",
+            prefix.display(),
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        prefix
+    })
+}
+
+/// Runs `<agent>-resume-check.sh` and returns its report.
+fn resume_check(agent: &str, home: &Path, session: &str, project: &Path) -> Value {
+    let out = Command::new("bash")
+        .arg(shared_oracle().join(format!("{agent}-resume-check.sh")))
+        .arg(home)
+        .arg(session)
+        .arg(project)
+        .env("ORACLE_PREFIX", prefix())
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{agent} resume check printed no report ({e}): {}",
+            text(&out.stderr)
+        )
+    });
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{agent} did not resume {session} with history: {report:#}"
+    );
+    report
+}
+
+/// Returns the turns of a check, comparable across locations.
+fn turns(report: &Value, roots: &[&Path]) -> Vec<String> {
+    report["turns"]
+        .as_array()
+        .expect("a report has turns")
+        .iter()
+        .map(|t| {
+            let mut line = format!(
+                "{} | {} | {} | {}",
+                t["kind"], t["tool"], t["text"], t["input"]
+            );
+            for root in roots {
+                line = line.replace(&root.to_string_lossy().into_owned(), "[ROOT]");
+            }
+            line
+        })
+        .collect()
+}
+
+/// Copies a fixture's native store, moving its recorded cwd to `cwd`.
+fn place(fixture: &Path, store: &Path, old_cwd: &str, cwd: &Path, claude: bool) {
+    let cwd_text = cwd.to_string_lossy().into_owned();
+    let old_dir = git_session_adapters::claude::project_dir_name(old_cwd);
+    let new_dir = git_session_adapters::claude::project_dir_name(&cwd_text);
+    let mut stack = vec![fixture.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(entry.path());
+                continue;
+            }
+            let rel = entry
+                .path()
+                .strip_prefix(fixture)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let rel = if claude {
+                rel.replace(&old_dir, &new_dir)
+            } else {
+                rel
+            };
+            let target = store.join(rel);
+            std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+            let body = std::fs::read_to_string(entry.path()).unwrap();
+            std::fs::write(target, body.replace(old_cwd, &cwd_text)).unwrap();
+        }
+    }
+}
+
+/// Returns the first cwd recorded in a fixture's files.
+fn recorded_cwd(fixture: &Path) -> String {
+    let mut stack = vec![fixture.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let body = std::fs::read_to_string(&path).unwrap();
+                for line in body.lines() {
+                    let Ok(record) = serde_json::from_str::<Value>(line) else {
+                        continue;
+                    };
+                    let cwd = record.get("cwd").or_else(|| record.pointer("/payload/cwd"));
+                    if let Some(cwd) = cwd.and_then(Value::as_str) {
+                        return cwd.to_owned();
+                    }
+                }
+            }
+        }
+    }
+    panic!("no cwd recorded under {}", fixture.display())
+}
+
+/// Captures a fixture's sessions into a repo, resumes each into a fresh
+/// HOME, and compares what the client sends with the original's.
+fn round_trip(agent: &str, case: &str) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(agent)
+        .join(case)
+        .join("native");
+    let claude = agent == "claude";
+    let dot = if claude { ".claude" } else { ".codex" };
+    let old_cwd = recorded_cwd(&fixture);
+    let sessions: Vec<String> = session_ids(&fixture, claude);
+    assert!(!sessions.is_empty());
+
+    // The original, moved to a scratch project.
+    let repo = Repo::new();
+    let original_home = repo.outside("original-home");
+    let original_project = repo.outside("original-project");
+    std::fs::create_dir_all(&original_project).unwrap();
+    place(
+        &fixture,
+        &original_home.join(dot),
+        &old_cwd,
+        &original_project,
+        claude,
+    );
+
+    // Ours: captured from a store whose sessions ran in the repo, written
+    // into a fresh HOME.
+    let source_home = repo.outside("source-home");
+    place(
+        &fixture,
+        &source_home.join(dot),
+        &old_cwd,
+        &repo.root,
+        claude,
+    );
+    let captured = repo.ok(&[
+        "import",
+        "--agent",
+        agent,
+        "--home",
+        source_home.to_str().unwrap(),
+    ]);
+    let fresh_home = repo.outside("fresh-home");
+    std::fs::create_dir_all(&fresh_home).unwrap();
+    for line in captured.lines() {
+        let id = line.split_whitespace().next().unwrap();
+        if id.contains("agent-") {
+            continue; // sub-agent transcripts are read through their parent
+        }
+        let printed = repo.ok(&["resume", id, "--home", fresh_home.to_str().unwrap()]);
+        assert!(
+            printed.contains(&format!("--resume {id}"))
+                || printed.contains(&format!("resume {id}")),
+            "{printed}"
+        );
+    }
+    for session in &sessions {
+        let want = resume_check(agent, &original_home, session, &original_project);
+        let got = resume_check(agent, &fresh_home, session, &repo.root);
+        let roots = [original_project.as_path(), repo.root.as_path()];
+        assert_eq!(
+            turns(&got, &roots),
+            turns(&want, &roots),
+            "{agent}/{case} session {session}: history differs"
+        );
+        assert!(!turns(&want, &roots).is_empty());
+    }
+}
+
+fn session_ids(fixture: &Path, claude: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![fixture.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if name != "subagents" {
+                    stack.push(path);
+                }
+            } else if let Some(stem) = name.strip_suffix(".jsonl") {
+                out.push(if claude {
+                    stem.to_owned()
+                } else {
+                    stem[stem.len() - 36..].to_owned()
+                });
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+macro_rules! oracle_cases {
+    ($($name:ident: $agent:literal / $case:literal;)*) => {
+        $(
+            #[test]
+            fn $name() {
+                round_trip($agent, $case);
+            }
+        )*
+    };
+}
+
+oracle_cases! {
+    claude_roundtrip_resumes_with_the_same_history: "claude" / "roundtrip";
+    claude_compacted_resumes_with_the_same_history: "claude" / "compacted";
+    claude_named_resumes_with_the_same_history: "claude" / "named";
+    claude_subagent_resumes_with_the_same_history: "claude" / "subagent";
+    claude_crafted_rich_resumes_with_the_same_history: "claude" / "crafted-rich";
+    claude_public_tools_resumes_with_the_same_history: "claude" / "public-git-ai-tools";
+    claude_public_thinking_resumes_with_the_same_history: "claude" / "public-git-ai-thinking";
+    claude_public_subagent_resumes_with_the_same_history: "claude" / "public-moredip-subagent";
+    codex_roundtrip_resumes_with_the_same_history: "codex" / "default-model-roundtrip";
+    codex_function_tools_resumes_with_the_same_history: "codex" / "function-tools";
+    codex_compacted_remote_resumes_with_the_same_history: "codex" / "compacted-remote";
+    codex_compacted_local_resumes_with_the_same_history: "codex" / "compacted-local";
+    codex_crafted_minimal_resumes_with_the_same_history: "codex" / "crafted-minimal";
+    codex_resumed_legacy_resumes_with_the_same_history: "codex" / "crafted-resumed-legacy";
+}
+
+/// A session made now by the real client in the repository: capture,
+/// resume into a fresh HOME, same history.
+fn fresh_session(agent: &str) {
+    let repo = Repo::new();
+    let home = repo.outside("agent-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let out = Command::new("bash")
+        .arg(shared_oracle().join(format!("{agent}-roundtrip.sh")))
+        .arg(&home)
+        .arg(&repo.root)
+        .env("ORACLE_PREFIX", prefix())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{agent} roundtrip failed: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let made: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let session = made["session_id"].as_str().unwrap().to_owned();
+    let captured = repo.ok(&["import", "--agent", agent, "--home", home.to_str().unwrap()]);
+    assert!(captured.contains(&session), "{captured}");
+    let fresh = repo.outside("fresh-home");
+    std::fs::create_dir_all(&fresh).unwrap();
+    repo.ok(&["resume", &session, "--home", fresh.to_str().unwrap()]);
+    // Resuming again before the agent ran is a no-op.
+    repo.ok(&["resume", &session, "--home", fresh.to_str().unwrap()]);
+    let want = resume_check(agent, &home, &session, &repo.root);
+    let got = resume_check(agent, &fresh, &session, &repo.root);
+    let roots = [repo.root.as_path()];
+    let want = turns(&want, &roots);
+    assert_eq!(turns(&got, &roots), want);
+    assert!(
+        want.iter().any(|t| t.contains("echo hello > note.txt")),
+        "{want:?}"
+    );
+
+    // The client appended to the written session; it is never overwritten,
+    // and --fork writes the history under a new id that resumes too.
+    let err = repo.fails(&["resume", &session, "--home", fresh.to_str().unwrap()], 1);
+    assert!(
+        err.contains("already exists") && err.contains("--fork"),
+        "{err}"
+    );
+    let printed = repo.ok(&[
+        "resume",
+        &session,
+        "--fork",
+        "--home",
+        fresh.to_str().unwrap(),
+    ]);
+    let fork = printed.trim().rsplit(' ').next().unwrap().to_owned();
+    assert_ne!(fork, session);
+    let shown: Value = serde_json::from_str(&repo.ok(&["show", &fork, "--json"])).unwrap();
+    assert_eq!(
+        shown["header"]["lineage"]["parent_session"],
+        session.as_str()
+    );
+    let forked = resume_check(agent, &fresh, &fork, &repo.root);
+    assert_eq!(turns(&forked, &roots), want);
+}
+
+#[test]
+fn claude_fresh_session_survives_capture_and_resume() {
+    fresh_session("claude");
+}
+
+#[test]
+fn codex_fresh_session_survives_capture_and_resume() {
+    fresh_session("codex");
+}
