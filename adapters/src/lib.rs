@@ -99,7 +99,67 @@ pub struct Warning {
     pub message: String,
 }
 
-/// Holds what a render needs besides the events.
+/// Holds what a streaming render needs besides the events.
+///
+/// Events come separately, as an iterator, so that a render never needs the
+/// whole session in memory; artifacts are looked up when an event needs one.
+#[derive(Clone, Copy)]
+pub struct RenderHead<'a> {
+    /// The canonical session's header.
+    pub header: &'a SessionHeader,
+    /// Returns the bytes of an artifact the events reference.
+    pub artifact: &'a dyn Fn(&ArtifactId) -> Option<Vec<u8>>,
+    /// The native session id to write under (the original one, or a new id
+    /// for a fork).
+    pub native_id: &'a str,
+    /// The working directory to record: this machine's repo location, which
+    /// may differ from the captured `cwd`.
+    pub cwd: &'a str,
+    /// When the render happens, RFC 3339 UTC, for any timestamp the format
+    /// needs that the events do not supply.
+    pub now: &'a str,
+}
+
+/// Receives the files of a render as they are produced.
+///
+/// `ops` implements it with temporary files it renames into place once the
+/// render succeeded; [`MemorySink`] collects them for tests.
+pub trait FileSink {
+    /// Starts the file `path` (relative to the agent's store root); the
+    /// following writes go to it.
+    fn begin(&mut self, path: &std::path::Path) -> Result<(), String>;
+    /// Appends bytes to the current file.
+    fn write(&mut self, bytes: &[u8]) -> Result<(), String>;
+}
+
+/// Collects rendered files in memory.
+#[derive(Debug, Default)]
+pub struct MemorySink {
+    /// The files, in the order they were begun.
+    pub files: Vec<FileWrite>,
+}
+
+impl FileSink for MemorySink {
+    fn begin(&mut self, path: &std::path::Path) -> Result<(), String> {
+        self.files.push(FileWrite {
+            path: path.to_owned(),
+            bytes: Vec::new(),
+        });
+        Ok(())
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
+        match self.files.last_mut() {
+            Some(f) => {
+                f.bytes.extend_from_slice(bytes);
+                Ok(())
+            }
+            None => Err("write before begin".into()),
+        }
+    }
+}
+
+/// Holds a whole session for an in-memory render (tests, small sessions).
 #[derive(Clone, Debug)]
 pub struct RenderRequest<'a> {
     /// The canonical session's header.
@@ -119,10 +179,12 @@ pub struct RenderRequest<'a> {
     pub now: &'a str,
 }
 
-/// Holds the files a render wants written; `ops` writes them atomically.
+/// Holds what a render wants done besides the files it streamed.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ChangeSet {
-    /// Files to create, relative to the agent's store root.
+    /// Files to create, relative to the agent's store root: filled by the
+    /// in-memory [`Adapter::render`]; a streaming render leaves it empty
+    /// and sends the files to its [`FileSink`].
     pub files: Vec<FileWrite>,
     /// The command that resumes the session, e.g. `claude --resume <id>`.
     pub resume_command: String,
@@ -181,6 +243,9 @@ pub enum RenderError {
     /// cannot use as a session id).
     #[error("invalid render request: {0}")]
     Request(String),
+    /// The sink could not take a file.
+    #[error("writing the native files failed: {0}")]
+    Sink(String),
     /// An event the target needs is malformed.
     #[error("event {seq}: {message}")]
     Event {
@@ -210,8 +275,68 @@ pub trait Adapter {
     /// Maps native records to canonical events.
     fn parse(&self, input: ParseInput<'_>) -> Parsed;
 
-    /// Renders a canonical session as native files.
-    fn render(&self, request: RenderRequest<'_>) -> Result<ChangeSet, RenderError>;
+    /// Renders a canonical session as native files, streaming: events are
+    /// consumed once, in seq order, and files go to `out` as they are made.
+    fn render_to(
+        &self,
+        head: RenderHead<'_>,
+        events: &mut dyn Iterator<Item = Event>,
+        out: &mut dyn FileSink,
+    ) -> Result<ChangeSet, RenderError>;
+
+    /// Renders a whole in-memory session; the files come back in
+    /// [`ChangeSet::files`]. Built on [`Adapter::render_to`].
+    fn render(&self, request: RenderRequest<'_>) -> Result<ChangeSet, RenderError> {
+        let lookup = |id: &ArtifactId| {
+            request
+                .artifacts
+                .iter()
+                .find(|(a, _)| a == id)
+                .map(|(_, bytes)| bytes.clone())
+        };
+        let head = RenderHead {
+            header: request.header,
+            artifact: &lookup,
+            native_id: request.native_id,
+            cwd: request.cwd,
+            now: request.now,
+        };
+        let mut sink = MemorySink::default();
+        let mut changes = self.render_to(head, &mut request.events.iter().cloned(), &mut sink)?;
+        changes.files = sink.files;
+        Ok(changes)
+    }
+}
+
+/// Collects a streamed session back into memory, for adapters whose render
+/// still needs the whole session: the events, and the artifacts they refer to.
+pub fn collect(
+    head: &RenderHead<'_>,
+    events: &mut dyn Iterator<Item = Event>,
+) -> (Vec<Event>, Vec<(ArtifactId, Vec<u8>)>) {
+    let events: Vec<Event> = events.collect();
+    let mut artifacts: Vec<(ArtifactId, Vec<u8>)> = Vec::new();
+    for id in events
+        .iter()
+        .flat_map(|e| e.refs.iter())
+        .filter_map(|r| ArtifactId::from_ref(r))
+    {
+        if !artifacts.iter().any(|(a, _)| *a == id)
+            && let Some(bytes) = (head.artifact)(&id)
+        {
+            artifacts.push((id, bytes));
+        }
+    }
+    (events, artifacts)
+}
+
+/// Sends the files of an in-memory render to a sink.
+pub fn emit(changes: &mut ChangeSet, out: &mut dyn FileSink) -> Result<(), RenderError> {
+    for f in std::mem::take(&mut changes.files) {
+        out.begin(&f.path).map_err(RenderError::Sink)?;
+        out.write(&f.bytes).map_err(RenderError::Sink)?;
+    }
+    Ok(())
 }
 
 /// Returns the adapter for `agent`, or `None` for agents without one yet.

@@ -12,8 +12,8 @@
 
 use std::path::{Path, PathBuf};
 
-use git_session_adapters::{Adapter, ChangeSet, RenderRequest, RowWrite};
-use git_session_schema::{Agent, ArtifactId, Event, SessionHeader, SessionId};
+use git_session_adapters::{ChangeSet, FileSink, RenderHead, RowWrite};
+use git_session_schema::{Agent, Event, SessionHeader, SessionId};
 use serde_json::Value;
 
 use super::{OpError, OpResult};
@@ -68,10 +68,7 @@ pub fn resume(
         .agent
         .clone()
         .unwrap_or_else(|| header.agent.clone());
-    let adapter = git_session_adapters::adapter(&agent).ok_or_else(|| OpError::Conflict {
-        message: format!("no adapter can write {agent} sessions yet"),
-        hint: Some("agents with an adapter: claude, codex".into()),
-    })?;
+    let adapter = adapter_for(&agent)?;
     let root = adapter.store_root(request.env, &request.home);
     let cwd = target_cwd(store, &header)?;
     let same_agent_native = header
@@ -79,11 +76,18 @@ pub fn resume(
         .clone()
         .filter(|_| header.agent == agent && !request.fork);
     let native_id = same_agent_native.unwrap_or_else(|| new_native_id(clock));
-    let (events, artifacts) = load(store, &request.id)?;
+    let mut files = TempFiles::new(&root);
     let changes = render(
-        adapter, &header, &events, &artifacts, &native_id, &cwd, clock,
+        store,
+        clock,
+        adapter,
+        &header,
+        &request.id,
+        &native_id,
+        &cwd,
+        &mut files,
     )?;
-    let conflicts = conflicting(&root, &changes)?;
+    let conflicts = files.conflicting()?;
     if !conflicts.is_empty() {
         return Err(OpError::Conflict {
             message: format!(
@@ -96,26 +100,19 @@ pub fn resume(
             )),
         });
     }
-    let (session, changes) = if request.fork {
+    let session = if request.fork {
         // The fork gets the new native id as its canonical id too, so
         // `git session show <id>` and the agent's resume name the same thing.
         let fork_id = SessionId::new(native_id.clone()).expect("a uuid is a valid session id");
         super::fork::fork(store, clock, &request.id, None, Some(fork_id.clone()))?;
-        (fork_id, changes)
+        fork_id
     } else {
-        (request.id.clone(), changes)
+        request.id.clone()
     };
-    let unchanged = changes.files.iter().all(|f| root.join(&f.path).is_file());
-    let mut written = Vec::new();
+    let unchanged = files.all_present();
+    let written = files.persist()?;
     let mut skipped_rows = Vec::new();
     if !unchanged {
-        for f in &changes.files {
-            let path = root.join(&f.path);
-            if !path.is_file() {
-                write_new(&path, &f.bytes)?;
-                written.push(path);
-            }
-        }
         for a in &changes.appends {
             append(&root.join(&a.path), &a.bytes)?;
         }
@@ -161,84 +158,179 @@ fn new_native_id(clock: &Clock) -> String {
     super::fork::new_session_id(clock).to_string()
 }
 
-type Artifacts = Vec<(ArtifactId, Vec<u8>)>;
-
-fn load(store: &Store, id: &SessionId) -> OpResult<(Vec<Event>, Artifacts)> {
-    let mut events = Vec::new();
-    for line in store.lines(id, 0, None)? {
-        let line = line?;
-        events.push(line.decode().map_err(|e| StoreError::Corrupt {
-            id: id.clone(),
-            message: format!("seq {}: {e}", line.seq),
-        })?);
-    }
-    let mut artifacts = Vec::new();
-    for (art, blob) in store.artifacts(id)? {
-        artifacts.push((art, store.blob(blob)?));
-    }
-    Ok((events, artifacts))
+fn adapter_for(agent: &Agent) -> OpResult<&'static dyn git_session_adapters::Adapter> {
+    git_session_adapters::adapter(agent).ok_or_else(|| OpError::Conflict {
+        message: format!("no adapter can write {agent} sessions yet"),
+        hint: Some("agents with an adapter: claude, codex".into()),
+    })
 }
 
+/// Streams the session's events from the store through the adapter into `out`.
+#[allow(clippy::too_many_arguments)]
 fn render(
-    adapter: &dyn Adapter,
+    store: &Store,
+    clock: &Clock,
+    adapter: &dyn git_session_adapters::Adapter,
     header: &SessionHeader,
-    events: &[Event],
-    artifacts: &[(ArtifactId, Vec<u8>)],
+    id: &SessionId,
     native_id: &str,
     cwd: &Path,
-    clock: &Clock,
+    out: &mut dyn FileSink,
 ) -> OpResult<ChangeSet> {
+    let blobs: std::collections::HashMap<_, _> = store.artifacts(id)?.into_iter().collect();
+    let artifact =
+        |a: &git_session_schema::ArtifactId| blobs.get(a).and_then(|b| store.blob(*b).ok());
     let cwd_text = cwd.to_string_lossy();
     let now = clock.now_rfc3339();
-    adapter
-        .render(RenderRequest {
-            header,
-            events,
-            artifacts,
-            native_id,
-            cwd: &cwd_text,
-            now: &now,
-        })
-        .map_err(|e| OpError::Conflict {
-            message: format!(
-                "cannot write {} as a {} session: {e}",
-                header.id,
-                adapter.agent()
-            ),
-            hint: None,
-        })
+    let head = RenderHead {
+        header,
+        artifact: &artifact,
+        native_id,
+        cwd: &cwd_text,
+        now: &now,
+    };
+    let mut events = StoredEvents {
+        lines: store.lines(id, 0, None)?,
+        id: id.clone(),
+        error: None,
+    };
+    let result = adapter.render_to(head, &mut events, out);
+    if let Some(e) = events.error {
+        return Err(e);
+    }
+    result.map_err(|e| OpError::Conflict {
+        message: format!("cannot write {id} as a {} session: {e}", adapter.agent()),
+        hint: None,
+    })
 }
 
-/// Returns the files of `changes` that exist with different content.
-fn conflicting(root: &Path, changes: &ChangeSet) -> OpResult<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    for f in &changes.files {
-        let path = root.join(&f.path);
-        match std::fs::read(&path) {
-            Ok(bytes) if bytes == f.bytes => {}
-            Ok(_) => out.push(path),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(OpError::Io { path, source: e }),
+/// Decodes stored lines one at a time; the first error ends the stream and
+/// is kept for the caller.
+struct StoredEvents<'s> {
+    lines: crate::store::LineIter<'s>,
+    id: SessionId,
+    error: Option<OpError>,
+}
+
+impl Iterator for StoredEvents<'_> {
+    type Item = Event;
+
+    fn next(&mut self) -> Option<Event> {
+        if self.error.is_some() {
+            return None;
+        }
+        let decoded = match self.lines.next()? {
+            Ok(line) => line.decode().map_err(|e| {
+                OpError::from(StoreError::Corrupt {
+                    id: self.id.clone(),
+                    message: format!("seq {}: {e}", line.seq),
+                })
+            }),
+            Err(e) => Err(e.into()),
+        };
+        match decoded {
+            Ok(event) => Some(event),
+            Err(e) => {
+                self.error = Some(e);
+                None
+            }
         }
     }
-    Ok(out)
 }
 
-/// Creates `path` with `bytes` atomically; fails if it appeared meanwhile.
-fn write_new(path: &Path, bytes: &[u8]) -> OpResult<()> {
-    let dir = path.parent().expect("native files live in a directory");
-    std::fs::create_dir_all(dir).map_err(OpError::io(dir))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".git-session-")
-        .tempfile_in(dir)
-        .map_err(OpError::io(dir))?;
-    std::io::Write::write_all(&mut tmp, bytes).map_err(OpError::io(path))?;
-    tmp.as_file().sync_all().map_err(OpError::io(path))?;
-    tmp.persist_noclobber(path).map_err(|e| OpError::Io {
-        path: path.to_owned(),
-        source: e.error,
-    })?;
-    Ok(())
+/// Receives rendered files as temporary files beside their targets; they
+/// are compared with what exists and renamed into place only at the end.
+struct TempFiles {
+    root: PathBuf,
+    files: Vec<(PathBuf, tempfile::NamedTempFile)>,
+}
+
+impl TempFiles {
+    fn new(root: &Path) -> TempFiles {
+        TempFiles {
+            root: root.to_owned(),
+            files: Vec::new(),
+        }
+    }
+
+    /// Returns the targets that exist with different content.
+    fn conflicting(&mut self) -> OpResult<Vec<PathBuf>> {
+        let mut out = Vec::new();
+        for (path, tmp) in &mut self.files {
+            if !path.exists() {
+                continue;
+            }
+            if !same_content(path, tmp.path())? {
+                out.push(path.clone());
+            }
+        }
+        Ok(out)
+    }
+
+    fn all_present(&self) -> bool {
+        self.files.iter().all(|(p, _)| p.is_file())
+    }
+
+    /// Moves every file whose target does not exist yet into place.
+    fn persist(self) -> OpResult<Vec<PathBuf>> {
+        let mut written = Vec::new();
+        for (path, tmp) in self.files {
+            if path.exists() {
+                continue;
+            }
+            tmp.as_file().sync_all().map_err(OpError::io(&path))?;
+            tmp.persist_noclobber(&path).map_err(|e| OpError::Io {
+                path: path.clone(),
+                source: e.error,
+            })?;
+            written.push(path);
+        }
+        Ok(written)
+    }
+}
+
+impl FileSink for TempFiles {
+    fn begin(&mut self, path: &Path) -> Result<(), String> {
+        let target = self.root.join(path);
+        let dir = target.parent().ok_or("a native file needs a directory")?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let tmp = tempfile::Builder::new()
+            .prefix(".git-session-")
+            .tempfile_in(dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+        self.files.push((target, tmp));
+        Ok(())
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
+        let (path, tmp) = self.files.last_mut().ok_or("write before begin")?;
+        std::io::Write::write_all(tmp, bytes).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// Compares two files by content, streaming.
+fn same_content(a: &Path, b: &Path) -> OpResult<bool> {
+    use std::io::Read;
+    let (ma, mb) = (
+        std::fs::metadata(a).map_err(OpError::io(a))?,
+        std::fs::metadata(b).map_err(OpError::io(b))?,
+    );
+    if ma.len() != mb.len() {
+        return Ok(false);
+    }
+    let mut ra = std::io::BufReader::new(std::fs::File::open(a).map_err(OpError::io(a))?);
+    let mut rb = std::io::BufReader::new(std::fs::File::open(b).map_err(OpError::io(b))?);
+    let (mut ba, mut bb) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
+    loop {
+        let n = ra.read(&mut ba).map_err(OpError::io(a))?;
+        if n == 0 {
+            return Ok(true);
+        }
+        rb.read_exact(&mut bb[..n]).map_err(OpError::io(b))?;
+        if ba[..n] != bb[..n] {
+            return Ok(false);
+        }
+    }
 }
 
 /// Appends whole lines to an index file, creating it if needed.

@@ -23,7 +23,7 @@ use gix::ObjectId;
 
 pub use append::{AppendOutcome, BatchSink, CommitInfo, SeqMode};
 pub use lock::SessionLock as StateLock;
-pub use read::{BatchInfo, StoredLine};
+pub use read::{BatchInfo, LineIter, StoredLine};
 pub use trailers::Trailers;
 pub use verify::{Problem, VerifyReport};
 

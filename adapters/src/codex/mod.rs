@@ -209,8 +209,24 @@ impl Adapter for Codex {
         parse(input)
     }
 
-    fn render(&self, request: RenderRequest<'_>) -> Result<ChangeSet, RenderError> {
-        render(request)
+    fn render_to(
+        &self,
+        head: crate::RenderHead<'_>,
+        events: &mut dyn Iterator<Item = git_session_schema::Event>,
+        out: &mut dyn crate::FileSink,
+    ) -> Result<ChangeSet, RenderError> {
+        // Not streaming yet: the render needs the whole session.
+        let (events, artifacts) = crate::collect(&head, events);
+        let mut changes = render(RenderRequest {
+            header: head.header,
+            events: &events,
+            artifacts: &artifacts,
+            native_id: head.native_id,
+            cwd: head.cwd,
+            now: head.now,
+        })?;
+        crate::emit(&mut changes, out)?;
+        Ok(changes)
     }
 }
 

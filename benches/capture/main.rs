@@ -1,0 +1,351 @@
+//! Capture and write-back benchmarks on generated native sessions: a
+//! 100k-record Claude Code transcript and a 100k-line Codex rollout.
+//! Run with `cargo bench --bench capture` (`--quick` for 20k records).
+//!
+//! The files are made by replicating the records of real sessions in
+//! `fixtures/` (the roundtrip transcript, the function-tools rollout) with
+//! fresh ids, a continuous uuid chain and tool outputs of realistic length
+//! (most a few hundred bytes, one in ten several kilobytes). Each figure is
+//! the release `git-session` binary run as a child process, process start
+//! included; peak RSS is the child's `ru_maxrss`.
+
+#![allow(clippy::print_stdout)] // a bench reports on stdout
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_git-session");
+const CLAUDE_TEMPLATE: &str = "fixtures/claude/roundtrip/native/projects/-tmp-oracle-sample-claude-project/d05046d2-74b1-4451-90dc-37fbd42c25e6.jsonl";
+const CODEX_DIR: &str = "fixtures/codex/function-tools/native/sessions/2026/11/29";
+const OLD_CWD_CLAUDE: &str = "/tmp/oracle-sample/claude/project";
+const OLD_CWD_CODEX: &str = "/tmp/oracle-sample/codex/project";
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(pos) = args.iter().position(|a| a == "--measure-child") {
+        let status = Command::new(&args[pos + 1])
+            .args(&args[pos + 2..])
+            .status()
+            .expect("spawn");
+        let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+            .expect("getrusage");
+        println!("{} {}", usage.max_rss(), status.success());
+        return;
+    }
+    if args.iter().any(|a| a == "--list") {
+        println!("capture: bench");
+        return;
+    }
+    let records: usize = if args.iter().any(|a| a == "--quick") {
+        20_000
+    } else {
+        100_000
+    };
+    let work = tempfile::tempdir_in(
+        std::env::var_os("BENCH_DIR").unwrap_or_else(|| std::env::temp_dir().into()),
+    )
+    .expect("tempdir");
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    println!("{:<64} {:>10} {:>12}", "benchmark", "ms", "peak RSS MB");
+
+    // Claude Code.
+    let repo = fresh_repo(work.path(), "claude-repo");
+    let cwd = repo.to_string_lossy().into_owned();
+    let template = std::fs::read_to_string(manifest.join(CLAUDE_TEMPLATE))
+        .expect("template")
+        .replace(OLD_CWD_CLAUDE, &cwd);
+    let (lines, extra) = replicate(
+        &template,
+        records,
+        100,
+        &[
+            "uuid",
+            "parentUuid",
+            "id",
+            "tool_use_id",
+            "promptId",
+            "sourceToolAssistantUUID",
+            "messageId",
+            "leafUuid",
+        ],
+        true,
+    );
+    let home = work.path().join("claude-home");
+    let project = home
+        .join(".claude/projects")
+        .join(git_session_adapters::claude::project_dir_name(&cwd));
+    std::fs::create_dir_all(&project).expect("mkdir");
+    let file = project.join("d05046d2-74b1-4451-90dc-37fbd42c25e6.jsonl");
+    std::fs::write(&file, lines.concat()).expect("write");
+    run_all(
+        &repo,
+        &home,
+        &file,
+        &extra,
+        "claude",
+        "d05046d2-74b1-4451-90dc-37fbd42c25e6",
+        records,
+        work.path(),
+    );
+
+    // Codex CLI.
+    let repo = fresh_repo(work.path(), "codex-repo");
+    let cwd = repo.to_string_lossy().into_owned();
+    let rollout = std::fs::read_dir(manifest.join(CODEX_DIR))
+        .expect("dir")
+        .next()
+        .expect("a rollout")
+        .expect("entry")
+        .path();
+    let template = std::fs::read_to_string(&rollout)
+        .expect("template")
+        .replace(OLD_CWD_CODEX, &cwd);
+    let (lines, extra) = replicate(
+        &template,
+        records,
+        100,
+        &["call_id", "id", "turn_id", "item_id"],
+        false,
+    );
+    let home = work.path().join("codex-home");
+    let dir = home.join(".codex/sessions/2026/11/29");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let file = dir.join(rollout.file_name().expect("name"));
+    std::fs::write(&file, lines.concat()).expect("write");
+    run_all(
+        &repo,
+        &home,
+        &file,
+        &extra,
+        "codex",
+        "01a22641-1298-70e1-90e6-4b6faeb436bb",
+        records,
+        work.path(),
+    );
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_all(
+    repo: &Path,
+    home: &Path,
+    file: &Path,
+    extra: &[String],
+    agent: &str,
+    id: &str,
+    records: usize,
+    work: &Path,
+) {
+    let size = std::fs::metadata(file).expect("stat").len();
+    let home_arg = home.to_str().expect("utf8");
+    let (t, rss) = measure(repo, &["import", "--agent", agent, "--home", home_arg]);
+    report(
+        &format!(
+            "{agent}: import {records} records ({:.0} MB), full",
+            size as f64 / 1e6
+        ),
+        t,
+        rss,
+    );
+    let (t, rss) = measure(repo, &["import", "--agent", agent, "--home", home_arg]);
+    report(&format!("{agent}: import again, nothing new"), t, rss);
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(file)
+        .expect("open");
+    std::io::Write::write_all(&mut f, extra.concat().as_bytes()).expect("append");
+    drop(f);
+    let (t, rss) = measure(repo, &["import", "--agent", agent, "--home", home_arg]);
+    report(
+        &format!(
+            "{agent}: incremental import of {} appended records",
+            extra.len()
+        ),
+        t,
+        rss,
+    );
+    let target = work.join(format!("{agent}-resume-home"));
+    std::fs::create_dir_all(&target).expect("mkdir");
+    let (t, rss) = measure(
+        repo,
+        &["resume", id, "--home", target.to_str().expect("utf8")],
+    );
+    report(
+        &format!(
+            "{agent}: resume (render and write) {} records",
+            records + extra.len()
+        ),
+        t,
+        rss,
+    );
+}
+
+fn report(name: &str, t: Duration, rss_kib: u64) {
+    println!(
+        "{name:<64} {:>10.1} {:>12.1}",
+        t.as_secs_f64() * 1000.0,
+        rss_kib as f64 / 1024.0
+    );
+}
+
+/// Returns `n` lines made by repeating the template's records after its
+/// first line, then `more` lines continuing the same way. Ids under `keys`
+/// get a per-copy suffix; with `chain`, the first record of each copy
+/// continues the previous copy's last uuid.
+fn replicate(
+    template: &str,
+    n: usize,
+    more: usize,
+    keys: &[&str],
+    chain: bool,
+) -> (Vec<String>, Vec<String>) {
+    let records: Vec<Value> = template
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("template json"))
+        .collect();
+    let (head, body) = records.split_at(1);
+    let mut ids = HashSet::new();
+    for r in body {
+        collect_ids(r, keys, &mut ids);
+    }
+    let mut out = vec![format!("{}\n", head[0])];
+    let mut last_uuid: Option<String> = head[0]
+        .get("uuid")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let mut copy = 0usize;
+    let mut filler = 0u64;
+    while out.len() < n + more {
+        for r in body {
+            let mut r = r.clone();
+            rename_ids(&mut r, &ids, copy);
+            if chain && r.get("parentUuid").is_some_and(Value::is_null) && r.get("uuid").is_some() {
+                r["parentUuid"] = last_uuid.clone().map_or(Value::Null, Value::String);
+            }
+            lengthen_outputs(&mut r, &mut filler);
+            if let Some(u) = r.get("uuid").and_then(Value::as_str) {
+                last_uuid = Some(u.to_owned());
+            }
+            out.push(format!("{r}\n"));
+            if out.len() == n + more {
+                break;
+            }
+        }
+        copy += 1;
+    }
+    let extra = out.split_off(n);
+    (out, extra)
+}
+
+fn collect_ids(v: &Value, keys: &[&str], ids: &mut HashSet<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                if keys.contains(&k.as_str())
+                    && let Some(s) = v.as_str()
+                {
+                    ids.insert(s.to_owned());
+                }
+                collect_ids(v, keys, ids);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|v| collect_ids(v, keys, ids)),
+        _ => {}
+    }
+}
+
+fn rename_ids(v: &mut Value, ids: &HashSet<String>, copy: usize) {
+    match v {
+        Value::String(s) if ids.contains(s.as_str()) => {
+            // Same length keeps uuids well-formed: replace the tail.
+            let tag = format!("{copy:08x}");
+            if s.len() > 12 {
+                s.replace_range(s.len() - 8.., &tag);
+            } else {
+                s.push_str(&tag);
+            }
+        }
+        Value::Object(m) => m.values_mut().for_each(|v| rename_ids(v, ids, copy)),
+        Value::Array(a) => a.iter_mut().for_each(|v| rename_ids(v, ids, copy)),
+        _ => {}
+    }
+}
+
+/// Makes tool outputs realistic: a few hundred bytes, one in ten a few KB.
+fn lengthen_outputs(v: &mut Value, counter: &mut u64) {
+    match v {
+        Value::Object(m) => {
+            let is_result = m
+                .get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t == "tool_result" || t == "function_call_output");
+            for (k, v) in m.iter_mut() {
+                if is_result && (k == "content" || k == "output") && v.is_string() {
+                    *counter += 1;
+                    let lines = if (*counter).is_multiple_of(10) { 60 } else { 6 };
+                    let mut text = v.as_str().unwrap_or_default().to_owned();
+                    for i in 0..lines {
+                        text.push_str(&format!(
+                            "\ntest module_{i}::case_{} ... ok (0.0{}s)",
+                            *counter,
+                            i % 9
+                        ));
+                    }
+                    *v = Value::String(text);
+                } else {
+                    lengthen_outputs(v, counter);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(|v| lengthen_outputs(v, counter)),
+        _ => {}
+    }
+}
+
+fn fresh_repo(work: &Path, name: &str) -> PathBuf {
+    let dir = work.join(name);
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    for args in [
+        &["init", "-q", "-b", "main", "."][..],
+        &["config", "user.name", "Bench"],
+        &["config", "user.email", "b@example.com"],
+        &["config", "gc.auto", "0"],
+    ] {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .expect("git");
+        assert!(out.status.success());
+    }
+    dir.canonicalize().expect("canonical")
+}
+
+fn measure(repo: &Path, args: &[&str]) -> (Duration, u64) {
+    let me = std::env::current_exe().expect("exe");
+    let started = Instant::now();
+    let out = Command::new(me)
+        .arg("--measure-child")
+        .arg(BIN)
+        .args(args)
+        .current_dir(repo)
+        .env_remove("CODEX_HOME")
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .output()
+        .expect("spawn");
+    let elapsed = started.elapsed();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().last().unwrap_or_default();
+    let mut parts = last.split_whitespace();
+    let rss: u64 = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    assert_eq!(
+        parts.next(),
+        Some("true"),
+        "git-session {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (elapsed, rss)
+}
