@@ -49,11 +49,18 @@ fn main() {
         std::env::var_os("BENCH_DIR").unwrap_or_else(|| std::env::temp_dir().into()),
     )
     .expect("tempdir");
+    // `--generate DIR` only writes the repositories and agent homes into DIR
+    // and keeps them, for profiling one command by hand.
+    let generate = args
+        .iter()
+        .position(|a| a == "--generate")
+        .map(|i| PathBuf::from(&args[i + 1]));
+    let work_dir = generate.clone().unwrap_or_else(|| work.path().to_owned());
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     println!("{:<64} {:>10} {:>12}", "benchmark", "ms", "peak RSS MB");
 
     // Claude Code.
-    let repo = fresh_repo(work.path(), "claude-repo");
+    let repo = fresh_repo(&work_dir, "claude-repo");
     let cwd = repo.to_string_lossy().into_owned();
     let template = std::fs::read_to_string(manifest.join(CLAUDE_TEMPLATE))
         .expect("template")
@@ -74,26 +81,30 @@ fn main() {
         ],
         true,
     );
-    let home = work.path().join("claude-home");
+    let home = &work_dir.join("claude-home");
     let project = home
         .join(".claude/projects")
         .join(git_session_adapters::claude::project_dir_name(&cwd));
     std::fs::create_dir_all(&project).expect("mkdir");
     let file = project.join("d05046d2-74b1-4451-90dc-37fbd42c25e6.jsonl");
     std::fs::write(&file, lines.concat()).expect("write");
-    run_all(
-        &repo,
-        &home,
-        &file,
-        &extra,
-        "claude",
-        "d05046d2-74b1-4451-90dc-37fbd42c25e6",
-        records,
-        work.path(),
-    );
+    if generate.is_some() {
+        std::fs::write(work_dir.join("claude-extra.jsonl"), extra.concat()).expect("write");
+    } else {
+        run_all(
+            &repo,
+            &home,
+            &file,
+            &extra,
+            "claude",
+            "d05046d2-74b1-4451-90dc-37fbd42c25e6",
+            records,
+            &work_dir,
+        );
+    }
 
     // Codex CLI.
-    let repo = fresh_repo(work.path(), "codex-repo");
+    let repo = fresh_repo(&work_dir, "codex-repo");
     let cwd = repo.to_string_lossy().into_owned();
     let rollout = std::fs::read_dir(manifest.join(CODEX_DIR))
         .expect("dir")
@@ -111,21 +122,26 @@ fn main() {
         &["call_id", "id", "turn_id", "item_id"],
         false,
     );
-    let home = work.path().join("codex-home");
+    let home = &work_dir.join("codex-home");
     let dir = home.join(".codex/sessions/2026/11/29");
     std::fs::create_dir_all(&dir).expect("mkdir");
     let file = dir.join(rollout.file_name().expect("name"));
     std::fs::write(&file, lines.concat()).expect("write");
-    run_all(
-        &repo,
-        &home,
-        &file,
-        &extra,
-        "codex",
-        "01a22641-1298-70e1-90e6-4b6faeb436bb",
-        records,
-        work.path(),
-    );
+    if generate.is_some() {
+        std::fs::write(work_dir.join("codex-extra.jsonl"), extra.concat()).expect("write");
+        println!("generated under {}", work_dir.display());
+    } else {
+        run_all(
+            &repo,
+            &home,
+            &file,
+            &extra,
+            "codex",
+            "01a22641-1298-70e1-90e6-4b6faeb436bb",
+            records,
+            &work_dir,
+        );
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -219,11 +235,38 @@ fn replicate(
     let mut copy = 0usize;
     let mut filler = 0u64;
     while out.len() < n + more {
+        // A long session re-sends the big per-prompt records (attachments,
+        // prompt snapshots, request shapes) once per prompt, not once per
+        // tool call: keep them in every 20th copy only, relinking children
+        // of a dropped record to its parent.
+        let mut dropped: std::collections::HashMap<String, Value> =
+            std::collections::HashMap::new();
         for r in body {
             let mut r = r.clone();
             rename_ids(&mut r, &ids, copy);
             if chain && r.get("parentUuid").is_some_and(Value::is_null) && r.get("uuid").is_some() {
                 r["parentUuid"] = last_uuid.clone().map_or(Value::Null, Value::String);
+            }
+            while let Some(parent) = r
+                .get("parentUuid")
+                .and_then(Value::as_str)
+                .and_then(|p| dropped.get(p))
+                .cloned()
+            {
+                r["parentUuid"] = parent;
+            }
+            let heavy = matches!(
+                r.get("type").and_then(Value::as_str),
+                Some("attachment" | "api-request-shape" | "api-request-blob")
+            );
+            if chain && heavy && copy % 20 != 0 {
+                if let Some(u) = r.get("uuid").and_then(Value::as_str) {
+                    dropped.insert(
+                        u.to_owned(),
+                        r.get("parentUuid").cloned().unwrap_or(Value::Null),
+                    );
+                }
+                continue;
             }
             lengthen_outputs(&mut r, &mut filler);
             if let Some(u) = r.get("uuid").and_then(Value::as_str) {

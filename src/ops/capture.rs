@@ -29,7 +29,7 @@ use crate::store::{BatchSink, SeqMode, Store, StoreError};
 /// How much of a new file is read to learn which project it belongs to.
 const PEEK_BYTES: u64 = 1 << 20;
 /// Native bytes handed to the adapter per parse call (whole lines).
-const BLOCK_BYTES: usize = 8 << 20;
+const BLOCK_BYTES: usize = 1 << 20;
 /// How deep under an agent's store root session files are looked for.
 const MAX_DEPTH: usize = 8;
 
