@@ -81,7 +81,7 @@ fn main() {
         ],
         true,
     );
-    let home = &work_dir.join("claude-home");
+    let home = work_dir.join("claude-home");
     let project = home
         .join(".claude/projects")
         .join(git_session_adapters::claude::project_dir_name(&cwd));
@@ -122,7 +122,7 @@ fn main() {
         &["call_id", "id", "turn_id", "item_id"],
         false,
     );
-    let home = &work_dir.join("codex-home");
+    let home = work_dir.join("codex-home");
     let dir = home.join(".codex/sessions/2026/11/29");
     std::fs::create_dir_all(&dir).expect("mkdir");
     let file = dir.join(rollout.file_name().expect("name"));
@@ -259,7 +259,7 @@ fn replicate(
                 r.get("type").and_then(Value::as_str),
                 Some("attachment" | "api-request-shape" | "api-request-blob")
             );
-            if chain && heavy && copy % 20 != 0 {
+            if chain && heavy && !copy.is_multiple_of(20) {
                 if let Some(u) = r.get("uuid").and_then(Value::as_str) {
                     dropped.insert(
                         u.to_owned(),
