@@ -260,7 +260,7 @@ pub enum RenderError {
 ///
 /// Implementations are stateless values; all per-file memory travels in
 /// [`ParseState`].
-pub trait Adapter {
+pub trait Adapter: Sync {
     /// Returns the agent this adapter speaks for.
     fn agent(&self) -> Agent;
 

@@ -87,6 +87,9 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             env: &lookup,
         },
     )?;
+    for (agent, root) in &report.missing {
+        status(format!("no {agent} sessions here: {} does not exist", root.display()));
+    }
     for w in &report.warnings {
         status(format!(
             "warning: {}:{}: {}",

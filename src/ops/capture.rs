@@ -93,6 +93,8 @@ pub struct CaptureReport {
     pub skipped: Vec<SkippedFile>,
     /// Records kept out of the log with a reason.
     pub warnings: Vec<CaptureWarning>,
+    /// Agent stores that do not exist here (nothing to capture from them).
+    pub missing: Vec<(Agent, PathBuf)>,
 }
 
 /// Captures the sessions of every requested agent that ran in this repository.
@@ -114,6 +116,7 @@ pub fn capture(
         };
         let root = adapter.store_root(request.env, &request.home);
         if !root.is_dir() {
+            report.missing.push((agent.clone(), root));
             continue;
         }
         store.ensure_state_dir()?;
@@ -449,67 +452,136 @@ impl FileJob<'_> {
     /// Reads the file from `offset` in blocks of whole lines, parses them
     /// and pushes the events into `sink`; with `skip`, events whose key is
     /// in it are left out (reconciling a re-read file).
+    ///
+    /// Reading and parsing run on a second thread, one block ahead of the
+    /// sealing and writing here, so the two halves of a capture share the
+    /// machine's cores. The bounded channel keeps at most two parsed blocks
+    /// in memory.
     fn feed(
         &self,
         sink: &mut BatchSink<'_>,
         offset: u64,
         first_line: u64,
-        mut state: Option<Value>,
+        state: Option<Value>,
         skip: Option<&HashSet<String>>,
     ) -> OpResult<Fed> {
-        let mut file = File::open(self.abs).map_err(OpError::io(self.abs))?;
-        file.seek(SeekFrom::Start(offset))
-            .map_err(OpError::io(self.abs))?;
-        let mut consumed = offset;
-        let mut lines = first_line;
-        let mut warnings = Vec::new();
-        let mut buf: Vec<u8> = Vec::with_capacity(BLOCK_BYTES);
-        let mut eof = false;
         // A re-read is numbered as the first read of the file was, from 0,
         // so the events it keeps point at the stored seqs of their parents;
         // the store then renumbers what is kept after the current end.
-        let mut parse_next = if skip.is_some() { 0 } else { sink.next_seq() };
+        let first_seq = if skip.is_some() { 0 } else { sink.next_seq() };
+        let reader = BlockReader {
+            adapter: self.adapter,
+            path: self.abs,
+            rel: self.rel,
+            offset,
+            first_line,
+            first_seq,
+        };
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel(2);
+            let producer = scope.spawn(move || reader.run(state, &tx));
+            let mut warnings = Vec::new();
+            let mut failed = None;
+            for parsed in rx {
+                let parsed: git_session_adapters::Parsed = parsed;
+                if let Err(e) = self.push_block(sink, parsed.artifacts, parsed.events, skip) {
+                    // Dropping the receiver stops the reader at its next block.
+                    failed = Some(e);
+                    break;
+                }
+                warnings.extend(parsed.warnings);
+            }
+            let read = producer.join().expect("the block reader does not panic");
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            let (offset, lines, state) = read?;
+            Ok(Fed {
+                offset,
+                lines,
+                state,
+                warnings,
+            })
+        })
+    }
+
+    fn push_block(
+        &self,
+        sink: &mut BatchSink<'_>,
+        artifacts: Vec<(git_session_schema::ArtifactId, Vec<u8>)>,
+        events: Vec<Event>,
+        skip: Option<&HashSet<String>>,
+    ) -> OpResult<()> {
+        for (id, bytes) in &artifacts {
+            let stored = sink.add_artifact(bytes)?;
+            debug_assert_eq!(&stored, id);
+        }
+        for event in events {
+            if skip.is_some_and(|s| s.contains(&dedup_key(&event))) {
+                continue;
+            }
+            sink.push(event)?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads a native file from an offset in blocks of whole lines and parses
+/// them in order, carrying the adapter's state from block to block.
+struct BlockReader<'a> {
+    adapter: &'a dyn Adapter,
+    path: &'a Path,
+    rel: &'a str,
+    offset: u64,
+    first_line: u64,
+    first_seq: u64,
+}
+
+impl BlockReader<'_> {
+    /// Sends each block's parse to `tx`; returns the bytes and lines
+    /// consumed (complete lines only) and the final state.
+    fn run(
+        self,
+        mut state: Option<Value>,
+        tx: &std::sync::mpsc::SyncSender<git_session_adapters::Parsed>,
+    ) -> OpResult<(u64, u64, Value)> {
+        let mut file = File::open(self.path).map_err(OpError::io(self.path))?;
+        file.seek(SeekFrom::Start(self.offset))
+            .map_err(OpError::io(self.path))?;
+        let mut consumed = self.offset;
+        let mut lines = self.first_line;
+        let mut next_seq = self.first_seq;
+        let mut buf: Vec<u8> = Vec::with_capacity(BLOCK_BYTES);
+        let mut eof = false;
         while !eof {
             let want = BLOCK_BYTES.saturating_sub(buf.len()).max(1 << 16);
             let n = (&mut file)
                 .take(want as u64)
                 .read_to_end(&mut buf)
-                .map_err(OpError::io(self.abs))?;
+                .map_err(OpError::io(self.path))?;
             eof = n == 0;
             let Some(end) = buf.iter().rposition(|&b| b == b'\n') else {
                 continue;
             };
             let block = &buf[..=end];
-            let parsed = self.adapter.parse(ParseInput {
+            let mut parsed = self.adapter.parse(ParseInput {
                 bytes: block,
                 first_line: lines,
-                next_seq: parse_next,
+                next_seq,
                 state: state.take(),
                 source: self.rel,
             });
             lines += block.iter().filter(|&&b| b == b'\n').count() as u64;
             consumed += block.len() as u64;
-            for (id, bytes) in &parsed.artifacts {
-                let stored = sink.add_artifact(bytes)?;
-                debug_assert_eq!(&stored, id);
-            }
-            parse_next += parsed.events.len() as u64;
-            for event in parsed.events {
-                if skip.is_some_and(|s| s.contains(&dedup_key(&event))) {
-                    continue;
-                }
-                sink.push(event)?;
-            }
-            warnings.extend(parsed.warnings);
-            state = Some(parsed.state);
+            next_seq += parsed.events.len() as u64;
+            state = Some(std::mem::take(&mut parsed.state));
             buf.drain(..=end);
+            if tx.send(parsed).is_err() {
+                // The writer stopped; its error is the one reported.
+                break;
+            }
         }
-        Ok(Fed {
-            offset: consumed,
-            lines,
-            state: state.unwrap_or(Value::Null),
-            warnings,
-        })
+        Ok((consumed, lines, state.unwrap_or(Value::Null)))
     }
 }
 
