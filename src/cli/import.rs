@@ -88,7 +88,10 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         },
     )?;
     for (agent, root) in &report.missing {
-        status(format!("no {agent} sessions here: {} does not exist", root.display()));
+        status(format!(
+            "no {agent} sessions here: {} does not exist",
+            root.display()
+        ));
     }
     for w in &report.warnings {
         status(format!(

@@ -8,13 +8,16 @@
 mod append;
 mod error;
 mod export;
+mod fetch;
 mod fork;
 mod import;
 mod init;
 mod list;
 mod log;
+mod push;
 mod resume;
 mod show;
+mod sync;
 mod verify;
 
 use std::io::Write;
@@ -60,6 +63,9 @@ enum Command {
     Export(export::Args),
     Append(append::Args),
     Resume(resume::Args),
+    Push(push::Args),
+    Fetch(fetch::Args),
+    Sync(sync::Args),
 }
 
 /// Holds what every command needs from the process: where it runs and the clock.
@@ -136,6 +142,9 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Export(args) => export::run(args, env, out),
         Command::Append(args) => append::run(args, env, out),
         Command::Resume(args) => resume::run(args, env, out),
+        Command::Push(args) => push::run(args, env, out),
+        Command::Fetch(args) => fetch::run(args, env, out),
+        Command::Sync(args) => sync::run(args, env, out),
     }
 }
 

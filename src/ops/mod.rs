@@ -7,6 +7,7 @@ pub mod capture;
 pub mod cursor;
 pub mod fork;
 pub mod resume;
+pub mod sync;
 
 use std::path::PathBuf;
 

@@ -13,6 +13,7 @@ mod append;
 mod lock;
 mod read;
 pub mod refs;
+mod sync;
 mod trailers;
 mod verify;
 
@@ -24,6 +25,7 @@ use gix::ObjectId;
 pub use append::{AppendOutcome, BatchSink, CommitInfo, SeqMode};
 pub use lock::SessionLock as StateLock;
 pub use read::{BatchInfo, LineIter, StoredLine};
+pub use sync::{PushRejection, Reconciled, tracking_name};
 pub use trailers::Trailers;
 pub use verify::{Problem, VerifyReport};
 
@@ -103,6 +105,9 @@ pub enum StoreError {
         /// The seq asked for.
         seq: u64,
     },
+    /// A remote could not be reached or refused the operation.
+    #[error("{0}")]
+    Remote(String),
     /// The ref kept moving under concurrent writers that bypass the lock.
     #[error("session {0} kept changing while appending; nothing was written, try again")]
     Contended(SessionId),

@@ -7,6 +7,31 @@ use git_session_schema::SessionId;
 /// Every session is one ref under this prefix.
 pub const SESSIONS_PREFIX: &str = "refs/sessions/";
 
+/// Notes ref holding signed handoff receipts, on session commits only.
+pub const RECEIPTS_NOTES_REF: &str = "refs/notes/git-session/receipts";
+
+/// Where fetched session refs of `remote` land before reconciliation.
+pub fn tracking_prefix(remote: &str) -> String {
+    format!("refs/remotes/{remote}/sessions/")
+}
+
+/// Where fetched git-session notes of `remote` land.
+pub fn tracking_notes_prefix(remote: &str) -> String {
+    format!("refs/notes/remotes/{remote}/git-session/")
+}
+
+/// Fetch refspecs for sessions and receipts of `remote` (globs only: an
+/// exact refspec for a ref the remote lacks makes every `git fetch` fail).
+pub fn fetch_refspecs(remote: &str) -> [String; 2] {
+    [
+        format!("+{SESSIONS_PREFIX}*:{}*", tracking_prefix(remote)),
+        format!(
+            "+refs/notes/git-session/*:{}*",
+            tracking_notes_prefix(remote)
+        ),
+    ]
+}
+
 /// The immutable session header inside each session tree.
 pub const HEADER_PATH: &str = "header.json";
 /// Directory of event chunks inside each session tree.

@@ -367,10 +367,17 @@ fn a_bad_native_line_is_a_warning_not_a_lost_session() {
 #[test]
 fn missing_stores_mean_nothing_to_capture() {
     let repo = Repo::new();
-    let out = repo.session().args(["import", "--home", repo.home.to_str().unwrap()]).output().unwrap();
+    let out = repo
+        .session()
+        .args(["import", "--home", repo.home.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let err = text(&out.stderr);
-    assert!(err.contains("no claude sessions here") && err.contains(".claude does not exist"), "{err}");
+    assert!(
+        err.contains("no claude sessions here") && err.contains(".claude does not exist"),
+        "{err}"
+    );
     assert!(err.contains("no codex sessions here"), "{err}");
     assert_eq!(text(&out.stdout), "");
     assert_eq!(session_refs(&repo), "");

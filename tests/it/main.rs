@@ -11,6 +11,7 @@ mod import_export;
 mod layout;
 mod oracle;
 mod resume;
+mod sync;
 mod verify;
 
 #[test]

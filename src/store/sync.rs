@@ -1,0 +1,427 @@
+//! Sync with ordinary git remotes: the `git` binary moves refs (gix cannot
+//! push, and git honours the user's credentials, ssh config and insteadOf),
+//! and reconciliation turns fetched session refs into local ones.
+//!
+//! Conflict-free by construction: a fetched session that extends the local
+//! one fast-forwards it; one the local side extends waits for the push; and
+//! when both appended (a divergence) the remote's history keeps the session
+//! id while the local tail becomes a fork session. The fork's commits are
+//! built only from the diverged commits themselves (their trees, trailers,
+//! author and time, with a fixed committer), so every clone that does the
+//! same reconciliation gets byte-identical commits. Nothing is ever
+//! force-pushed: the remote's events stay where they are, ours move to the
+//! fork, and both end up everywhere.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::process::Command;
+
+use git_session_schema::{Lineage, SessionHeader, SessionId};
+use gix::ObjectId;
+use gix::objs::tree::EntryKind;
+use gix::refs::Target;
+use gix::refs::transaction::PreviousValue;
+
+use super::lock::SessionLock;
+use super::refs;
+use super::trailers::Trailers;
+use super::{Store, StoreError, StoreResult, git};
+
+/// Says what reconciling one fetched session did locally.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reconciled {
+    /// The session was new here and was created from the remote.
+    Created,
+    /// Both sides are the same.
+    Unchanged,
+    /// The remote had more; the local ref moved forward.
+    FastForwarded,
+    /// The local side has more; a push will send it.
+    LocalAhead,
+    /// Both appended: the local tail is now the fork session `fork`, and the
+    /// session itself follows the remote.
+    Diverged {
+        /// The fork holding the local tail.
+        fork: SessionId,
+    },
+}
+
+/// Says how a push went for one ref.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PushRejection {
+    /// The ref the remote refused.
+    pub refname: String,
+    /// git's reason, e.g. `fetch first`.
+    pub reason: String,
+}
+
+impl Store {
+    /// Returns a `git` command for this repository, without a work tree
+    /// dependency (`--git-dir`), so it works in bare repos and worktrees.
+    pub fn git_command(&self) -> Command {
+        let mut cmd = Command::new("git");
+        cmd.arg("--git-dir").arg(self.repo.git_dir());
+        cmd
+    }
+
+    fn run_git(&self, args: &[String]) -> StoreResult<std::process::Output> {
+        let out = self
+            .git_command()
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|source| StoreError::Io {
+                path: PathBuf::from("git"),
+                source,
+            })?;
+        Ok(out)
+    }
+
+    /// Fetches `remote`'s sessions and receipts into the tracking namespace.
+    pub fn fetch_sessions(&self, remote: &str) -> StoreResult<()> {
+        let mut args = vec![
+            "fetch".to_owned(),
+            "--quiet".to_owned(),
+            "--no-write-fetch-head".to_owned(),
+            remote.to_owned(),
+        ];
+        args.extend(refs::fetch_refspecs(&tracking_name(remote)));
+        let out = self.run_git(&args)?;
+        if !out.status.success() {
+            return Err(StoreError::Remote(format!(
+                "git fetch {remote} failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Returns the fetched session refs of `remote`: id and tip.
+    pub fn tracking_sessions(&self, remote: &str) -> StoreResult<Vec<(SessionId, ObjectId)>> {
+        let prefix = refs::tracking_prefix(&tracking_name(remote));
+        let platform = self.repo.references().map_err(git)?;
+        let mut out = Vec::new();
+        for r in platform.prefixed(prefix.as_str()).map_err(git)? {
+            let mut r = r.map_err(|e| StoreError::Git(gix::Error::from_error(e)))?;
+            let name = r.name().as_bstr().to_string();
+            let Some(id) = name
+                .strip_prefix(&prefix)
+                .and_then(|s| SessionId::new(s).ok())
+            else {
+                continue;
+            };
+            out.push((id, r.peel_to_id().map_err(git)?.detach()));
+        }
+        Ok(out)
+    }
+
+    /// Pushes every local session (and the receipts notes, if any) to
+    /// `remote` without force; returns the refs the remote refused.
+    pub fn push_sessions(&self, remote: &str) -> StoreResult<Vec<PushRejection>> {
+        let mut args = vec![
+            "push".to_owned(),
+            "--porcelain".to_owned(),
+            remote.to_owned(),
+            format!("{0}*:{0}*", refs::SESSIONS_PREFIX),
+        ];
+        if self
+            .repo
+            .try_find_reference(refs::RECEIPTS_NOTES_REF)
+            .map_err(git)?
+            .is_some()
+        {
+            args.push(format!("{0}:{0}", refs::RECEIPTS_NOTES_REF));
+        }
+        let out = self.run_git(&args)?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let rejected: Vec<PushRejection> = stdout
+            .lines()
+            .filter(|l| l.starts_with('!'))
+            .filter_map(|l| {
+                let mut parts = l.split('\t');
+                let _flag = parts.next()?;
+                let spec = parts.next()?;
+                let reason = parts.next().unwrap_or("").to_owned();
+                Some(PushRejection {
+                    refname: spec.split(':').nth(1).unwrap_or(spec).to_owned(),
+                    reason,
+                })
+            })
+            .collect();
+        if !out.status.success() && rejected.is_empty() {
+            return Err(StoreError::Remote(format!(
+                "git push {remote} failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(rejected)
+    }
+
+    /// Merges the remote's receipts notes into ours (union of both; git's
+    /// `cat_sort_uniq` strategy, so no note is ever overwritten).
+    pub fn merge_notes(&self, remote: &str) -> StoreResult<()> {
+        let theirs = format!(
+            "{}receipts",
+            refs::tracking_notes_prefix(&tracking_name(remote))
+        );
+        let Some(mut theirs_ref) = self.repo.try_find_reference(theirs.as_str()).map_err(git)?
+        else {
+            return Ok(());
+        };
+        let theirs_id = theirs_ref.peel_to_id().map_err(git)?.detach();
+        let ours = self
+            .repo
+            .try_find_reference(refs::RECEIPTS_NOTES_REF)
+            .map_err(git)?;
+        let Some(mut ours) = ours else {
+            self.repo
+                .reference(
+                    refs::RECEIPTS_NOTES_REF,
+                    theirs_id,
+                    PreviousValue::MustNotExist,
+                    "git session: receipts from remote",
+                )
+                .map_err(git)?;
+            return Ok(());
+        };
+        let ours_id = ours.peel_to_id().map_err(git)?.detach();
+        if ours_id == theirs_id {
+            return Ok(());
+        }
+        let notes_ref = refs::RECEIPTS_NOTES_REF.trim_start_matches("refs/notes/");
+        let out = self.run_git(&[
+            "-c".into(),
+            "user.name=git-session".into(),
+            "-c".into(),
+            "user.email=git-session@localhost".into(),
+            "notes".into(),
+            format!("--ref={notes_ref}"),
+            "merge".into(),
+            "--quiet".into(),
+            "-s".into(),
+            "cat_sort_uniq".into(),
+            theirs,
+        ])?;
+        if !out.status.success() {
+            return Err(StoreError::Remote(format!(
+                "merging fetched receipts failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Brings the local session `id` in line with a fetched tip.
+    pub fn reconcile(&self, id: &SessionId, theirs: ObjectId) -> StoreResult<Reconciled> {
+        let _lock = SessionLock::acquire(&self.state_dir, id)?;
+        let name = refs::session_ref(id);
+        let Some(ours) = self.tip(id)? else {
+            self.repo
+                .reference(
+                    name.as_str(),
+                    theirs,
+                    PreviousValue::MustNotExist,
+                    "git session: fetched",
+                )
+                .map_err(git)?;
+            return Ok(Reconciled::Created);
+        };
+        if ours == theirs {
+            return Ok(Reconciled::Unchanged);
+        }
+        let ours_chain: HashSet<ObjectId> = self.first_parent_chain(ours)?.into_iter().collect();
+        if ours_chain.contains(&theirs) {
+            return Ok(Reconciled::LocalAhead);
+        }
+        let theirs_chain = self.first_parent_chain(theirs)?;
+        let expected = PreviousValue::MustExistAndMatch(Target::Object(ours));
+        if theirs_chain.contains(&ours) {
+            self.repo
+                .reference(
+                    name.as_str(),
+                    theirs,
+                    expected,
+                    "git session: fast-forward from remote",
+                )
+                .map_err(git)?;
+            return Ok(Reconciled::FastForwarded);
+        }
+        // The newest commit of theirs that we have too: where the two split.
+        let base = theirs_chain
+            .iter()
+            .find(|c| ours_chain.contains(*c))
+            .copied();
+        let fork = self.fork_divergence(id, ours, base)?;
+        self.repo
+            .reference(
+                name.as_str(),
+                theirs,
+                expected,
+                "git session: follow remote after divergence",
+            )
+            .map_err(git)?;
+        Ok(Reconciled::Diverged { fork })
+    }
+
+    /// Returns `tip` and its first-parent ancestors, newest first. Session
+    /// histories are linear, so this is the whole history.
+    fn first_parent_chain(&self, tip: ObjectId) -> StoreResult<Vec<ObjectId>> {
+        let mut seen = Vec::new();
+        let mut cursor = Some(tip);
+        while let Some(c) = cursor {
+            seen.push(c);
+            cursor = self
+                .repo
+                .find_commit(c)
+                .map_err(git)?
+                .parent_ids()
+                .next()
+                .map(|p| p.detach());
+        }
+        Ok(seen)
+    }
+
+    /// Writes the local tail `ours` (since `base`) as a fork session and
+    /// returns its id. Deterministic: the same inputs give the same commits.
+    fn fork_divergence(
+        &self,
+        id: &SessionId,
+        ours: ObjectId,
+        base: Option<ObjectId>,
+    ) -> StoreResult<SessionId> {
+        let tip_commit = self.repo.find_commit(ours).map_err(git)?;
+        let signature = {
+            let author = tip_commit.author().map_err(git)?;
+            gix::actor::Signature {
+                name: "git-session".into(),
+                email: "git-session@localhost".into(),
+                time: author
+                    .time()
+                    .map_err(|e| StoreError::Git(gix::Error::from_error(e)))?,
+            }
+        };
+        let hex = ours.to_hex().to_string();
+        let stem: String = id.as_str().chars().take(SessionId::MAX_LEN - 18).collect();
+        let fork = SessionId::new(format!("{stem}-fork-{}", &hex[..12]))
+            .expect("an id stem, a word and hex make an id");
+        if let Some(existing) = self.tip(&fork)? {
+            // Reconciled before (or by another clone that pushed it): the
+            // fork holds exactly this tail already.
+            let _ = existing;
+            return Ok(fork);
+        }
+        let parent_header = self.header_at(id, ours)?;
+        let tip = self.trailers_at(id, ours)?;
+        let base_state = base
+            .map(|b| self.trailers_at(id, b).map(|t| (b, t)))
+            .transpose()?
+            .filter(|(_, t)| t.events > 0);
+        let mut header = SessionHeader::new(
+            fork.clone(),
+            parent_header.agent.clone(),
+            parent_header.created.clone(),
+        );
+        header.native_id = parent_header.native_id.clone();
+        header.cwd = parent_header.cwd.clone();
+        header.title = parent_header.title.clone();
+        header.spawned_by = parent_header.spawned_by.clone();
+        header.lineage = base_state.as_ref().map(|(b, t)| Lineage {
+            parent_session: id.clone(),
+            parent_commit: b.to_string(),
+            fork_seq: t.events - 1,
+            inherited_events: t.events,
+            extra: Default::default(),
+        });
+        if base_state.is_none() {
+            header.extra.insert(
+                "diverged_from".into(),
+                serde_json::Value::String(id.to_string()),
+            );
+        }
+        let header_blob = self.repo.write_blob(header.encode()).map_err(git)?.detach();
+        let with_header = |commit: ObjectId| -> StoreResult<ObjectId> {
+            let tree = self.commit_tree(commit)?;
+            let mut editor = self.repo.edit_tree(tree).map_err(git)?;
+            editor
+                .upsert(refs::HEADER_PATH, EntryKind::Blob, header_blob)
+                .map_err(git)?;
+            Ok(editor.write().map_err(git)?.detach())
+        };
+        let mut buf = gix::date::parse::TimeBuf::default();
+        let sig = signature.to_ref(&mut buf);
+        let mut parent = None;
+        let mut first_seq = 0;
+        if let Some((b, t)) = &base_state {
+            let trailers = Trailers {
+                session: fork.to_string(),
+                agent: header.agent.to_string(),
+                seq: None,
+                events: t.events,
+                chunks: t.chunks,
+                checksum: t.checksum.clone(),
+                code_commit: None,
+                fork: Some((id.to_string(), t.events - 1)),
+            };
+            let message = trailers.to_message(&format!(
+                "fork {id} at seq {}: divergent local history",
+                t.events - 1
+            ));
+            let c = self
+                .repo
+                .new_commit_as(sig, sig, &message, with_header(*b)?, [*b])
+                .map_err(git)?
+                .id;
+            parent = Some(c);
+            first_seq = t.events;
+        }
+        let trailers = Trailers {
+            session: fork.to_string(),
+            agent: header.agent.to_string(),
+            seq: (tip.events > first_seq).then(|| (first_seq, tip.events - 1)),
+            events: tip.events,
+            chunks: tip.chunks,
+            checksum: tip.checksum.clone(),
+            code_commit: tip.code_commit,
+            fork: None,
+        };
+        let subject = match trailers.seq {
+            Some((a, b)) => format!(
+                "append {} events (seq {a}..{b}) that diverged from {id}",
+                b - a + 1
+            ),
+            None => format!("create session diverged from {id}"),
+        };
+        let message = trailers.to_message(&subject);
+        let commit = self
+            .repo
+            .new_commit_as(sig, sig, &message, with_header(ours)?, parent)
+            .map_err(git)?
+            .id;
+        self.repo
+            .reference(
+                refs::session_ref(&fork).as_str(),
+                commit,
+                PreviousValue::MustNotExist,
+                "git session: divergence",
+            )
+            .map_err(git)?;
+        Ok(fork)
+    }
+}
+
+/// Returns the name used for `remote` under `refs/remotes/`: the remote's
+/// own name, or for a URL a stable name derived from it.
+pub fn tracking_name(remote: &str) -> String {
+    let plain = !remote.is_empty()
+        && remote
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && !remote.starts_with('.');
+    if plain {
+        return remote.to_owned();
+    }
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(remote.as_bytes());
+    let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+    format!("url-{hex}")
+}

@@ -1,0 +1,283 @@
+//! Sync over an ordinary bare remote (`file://`) between two clones.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+
+struct Clones {
+    a: Repo,
+    b: PathBuf,
+    remote: PathBuf,
+}
+
+impl Clones {
+    fn new() -> Clones {
+        let a = Repo::new();
+        let remote = a.outside("remote.git");
+        a.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
+        a.git(&[
+            "remote",
+            "add",
+            "origin",
+            &format!("file://{}", remote.display()),
+        ]);
+        a.git(&["push", "-q", "origin", "main"]);
+        let b = a.outside("clone-b");
+        a.git(&["clone", "-q", remote.to_str().unwrap(), b.to_str().unwrap()]);
+        Clones { a, b, remote }
+    }
+
+    fn on(&self, dir: &Path, args: &[&str]) -> String {
+        let out = self.a.session_in(dir).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "git session {args:?} in {}: {}",
+            dir.display(),
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    }
+
+    fn refs(&self, dir: &Path) -> String {
+        let out = self
+            .a
+            .git_in(dir)
+            .args([
+                "for-each-ref",
+                "--format=%(refname) %(objectname)",
+                "refs/sessions/",
+            ])
+            .output()
+            .unwrap();
+        text(&out.stdout)
+    }
+
+    fn events(&self, dir: &Path, id: &str) -> Vec<serde_json::Value> {
+        let v: serde_json::Value =
+            serde_json::from_str(&self.on(dir, &["show", id, "--json"])).unwrap();
+        v["events"].as_array().unwrap().clone()
+    }
+
+    fn append(&self, dir: &Path, id: &str, tag: &str, n: usize) {
+        let lines: Vec<serde_json::Value> = (0..n)
+            .map(|i| {
+                let mut e = event(0);
+                e["payload"]["text"] = format!("{tag} {i}").into();
+                e
+            })
+            .collect();
+        let file = self.a.write_jsonl(&format!("{tag}.jsonl"), &lines);
+        self.on(dir, &["append", id, file.to_str().unwrap()]);
+    }
+}
+
+fn texts(events: &[serde_json::Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["payload"]["text"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+#[test]
+fn a_pushed_session_arrives_intact() {
+    let c = Clones::new();
+    c.a.import(&c.a.write_jsonl("s.jsonl", &session_lines("s-sync", 5)));
+    c.on(&c.a.root, &["push"]);
+    let fetched = c.on(&c.b, &["fetch"]);
+    assert!(fetched.contains("new       s-sync"), "{fetched}");
+    assert_eq!(c.refs(&c.a.root), c.refs(&c.b));
+    assert_eq!(c.events(&c.a.root, "s-sync"), c.events(&c.b, "s-sync"));
+    c.on(&c.b, &["verify"]);
+    // A plain git push of the branch is unaffected and sends no sessions.
+    let remote_refs = text(
+        &c.a.git_in(&c.remote)
+            .args(["for-each-ref", "--format=%(refname)"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert!(
+        remote_refs.contains("refs/sessions/s-sync") && remote_refs.contains("refs/heads/main"),
+        "{remote_refs}"
+    );
+}
+
+fn diverge_and_sync(first_a: bool) {
+    let c = Clones::new();
+    c.a.import(&c.a.write_jsonl("s.jsonl", &session_lines("s-both", 4)));
+    c.on(&c.a.root, &["push"]);
+    c.on(&c.b, &["fetch"]);
+    c.append(&c.a.root, "s-both", "from-a", 3);
+    c.append(&c.b, "s-both", "from-b", 2);
+    let order: [&Path; 3] = if first_a {
+        [&c.a.root, &c.b, &c.a.root]
+    } else {
+        [&c.b, &c.a.root, &c.b]
+    };
+    for dir in order {
+        c.on(dir, &["sync"]);
+    }
+    assert_eq!(c.refs(&c.a.root), c.refs(&c.b), "clones differ after sync");
+    assert_eq!(
+        c.refs(&c.a.root).lines().count(),
+        2,
+        "{}",
+        c.refs(&c.a.root)
+    );
+    // Every event is somewhere: one side's in the session, the other's in the fork.
+    let all: Vec<String> = c
+        .refs(&c.a.root)
+        .lines()
+        .flat_map(|l| {
+            let id = l
+                .split(' ')
+                .next()
+                .unwrap()
+                .trim_start_matches("refs/sessions/")
+                .to_owned();
+            texts(&c.events(&c.a.root, &id))
+        })
+        .collect();
+    for want in ["from-a 0", "from-a 2", "from-b 0", "from-b 1"] {
+        assert!(all.iter().any(|t| t == want), "{want} lost: {all:?}");
+    }
+    let listed: serde_json::Value =
+        serde_json::from_str(&c.on(&c.a.root, &["list", "--json"])).unwrap();
+    let fork = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] != "s-both")
+        .unwrap();
+    assert_eq!(
+        fork["parent"], "s-both",
+        "the divergence shows in the lineage"
+    );
+    let fork_events = c.events(&c.b, fork["id"].as_str().unwrap());
+    assert_eq!(
+        texts(&fork_events[..4]),
+        texts(&c.events(&c.b, "s-both")[..4]),
+        "the fork starts from the shared events"
+    );
+    c.on(&c.a.root, &["verify"]);
+    c.on(&c.b, &["verify"]);
+    c.a.fsck();
+}
+
+#[test]
+fn divergent_appends_converge_when_a_syncs_first() {
+    diverge_and_sync(true);
+}
+
+#[test]
+fn divergent_appends_converge_when_b_syncs_first() {
+    diverge_and_sync(false);
+}
+
+#[test]
+fn receipts_from_both_sides_are_merged() {
+    let c = Clones::new();
+    c.a.import(&c.a.write_jsonl("s.jsonl", &session_lines("s-notes", 2)));
+    c.on(&c.a.root, &["sync"]);
+    c.on(&c.b, &["sync"]);
+    let tip = c.a.git(&["rev-parse", "refs/sessions/s-notes"]);
+    c.a.git(&[
+        "notes",
+        "--ref=git-session/receipts",
+        "add",
+        "-m",
+        "receipt from a",
+        &tip,
+    ]);
+    let out =
+        c.a.git_in(&c.b)
+            .args([
+                "notes",
+                "--ref=git-session/receipts",
+                "add",
+                "-m",
+                "receipt from b",
+                &tip,
+            ])
+            .output()
+            .unwrap();
+    assert!(out.status.success());
+    c.on(&c.a.root, &["sync"]);
+    c.on(&c.b, &["sync"]);
+    c.on(&c.a.root, &["sync"]);
+    for dir in [&c.a.root, &c.b] {
+        let note = text(
+            &c.a.git_in(dir)
+                .args(["notes", "--ref=git-session/receipts", "show", &tip])
+                .output()
+                .unwrap()
+                .stdout,
+        );
+        assert!(
+            note.contains("receipt from a") && note.contains("receipt from b"),
+            "{note}"
+        );
+    }
+}
+
+#[test]
+fn an_interrupted_push_converges_on_rerun() {
+    let c = Clones::new();
+    for i in 0..3 {
+        c.a.import(&c.a.write_jsonl(
+            &format!("s{i}.jsonl"),
+            &session_lines(&format!("s-int-{i}"), 3),
+        ));
+    }
+    // The remote refuses one ref the first time, as if the push died midway.
+    let hook = c.remote.join("hooks/update");
+    let marker = c.remote.join("refused-once");
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\nif [ \"$1\" = refs/sessions/s-int-1 ] && [ ! -e {0} ]; then touch {0}; exit 1; fi\nexit 0\n", marker.display()),
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&hook)
+        .status()
+        .unwrap();
+    let out = c.a.session().args(["push"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stdout).contains("refs/sessions/s-int-1"),
+        "{}",
+        text(&out.stdout)
+    );
+    c.on(&c.a.root, &["sync"]);
+    c.on(&c.b, &["sync"]);
+    assert_eq!(c.refs(&c.a.root), c.refs(&c.b));
+    assert_eq!(c.refs(&c.b).lines().count(), 3);
+}
+
+#[test]
+fn sessions_can_go_to_a_separate_remote() {
+    let c = Clones::new();
+    let private = c.a.outside("private-sessions.git");
+    c.a.git(&["init", "-q", "--bare", private.to_str().unwrap()]);
+    c.a.git(&["remote", "add", "sessions", private.to_str().unwrap()]);
+    c.a.git(&["config", "session.remote", "sessions"]);
+    c.a.import(&c.a.write_jsonl("s.jsonl", &session_lines("s-private", 2)));
+    c.on(&c.a.root, &["sync"]);
+    let public = text(
+        &c.a.git_in(&c.remote)
+            .args(["for-each-ref", "refs/sessions/"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert_eq!(public, "", "sessions leaked into the code remote");
+    let private_refs = text(
+        &c.a.git_in(&private)
+            .args(["for-each-ref", "refs/sessions/"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert!(private_refs.contains("s-private"));
+}
