@@ -8,5 +8,6 @@
 
 pub mod cli;
 pub mod clock;
+pub mod hooks;
 pub mod ops;
 pub mod store;

@@ -6,10 +6,12 @@
 //! status, warnings and errors. Exit codes: 0 success, 1 failure, 2 usage.
 
 mod append;
+mod doctor;
 mod error;
 mod export;
 mod fetch;
 mod fork;
+mod hook;
 mod import;
 mod init;
 mod list;
@@ -19,6 +21,7 @@ mod resume;
 mod show;
 mod sync;
 mod verify;
+mod which;
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -66,6 +69,10 @@ enum Command {
     Push(push::Args),
     Fetch(fetch::Args),
     Sync(sync::Args),
+    Which(which::Args),
+    Doctor(doctor::Args),
+    #[command(hide = true)]
+    Hook(hook::Args),
 }
 
 /// Holds what every command needs from the process: where it runs and the clock.
@@ -109,8 +116,12 @@ fn parse_timestamp(text: &str) -> Option<jiff::Timestamp> {
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
+    // Hook entry points exit 0 whatever happens, bad arguments included:
+    // agents and git read other exit codes as "block".
+    let is_hook = std::env::args().nth(1).as_deref() == Some("hook");
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        Err(_) if is_hook => return ExitCode::SUCCESS,
         Err(e) => {
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
@@ -122,6 +133,7 @@ pub fn main() -> ExitCode {
     let result = result.and_then(|()| out.flush().map_err(CommandError::from));
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(_) if is_hook => ExitCode::SUCCESS,
         Err(e) if e.is_broken_pipe() => ExitCode::SUCCESS,
         Err(e) => {
             e.print(&mut std::io::stderr().lock());
@@ -145,6 +157,12 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Push(args) => push::run(args, env, out),
         Command::Fetch(args) => fetch::run(args, env, out),
         Command::Sync(args) => sync::run(args, env, out),
+        Command::Which(args) => which::run(args, env, out),
+        Command::Doctor(args) => doctor::run(args, env, out),
+        Command::Hook(args) => {
+            hook::run(args, env, out);
+            Ok(())
+        }
     }
 }
 

@@ -84,6 +84,30 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     }
     writeln!(out, "created  {}", h.created)?;
     writeln!(out, "events   {}", stat.events)?;
+    // The code commits the batches were captured at (HEAD at capture).
+    let mut commits: Vec<(gix::ObjectId, (u64, u64))> = Vec::new();
+    for b in store.batches(&id)?.iter().rev() {
+        if let (Some(c), Some((a, z))) = (b.trailers.code_commit, b.trailers.seq) {
+            match commits.last_mut() {
+                Some((last, range)) if *last == c => range.1 = z,
+                _ => commits.push((c, (a, z))),
+            }
+        }
+    }
+    if !commits.is_empty() {
+        let shown: Vec<String> = commits
+            .iter()
+            .take(8)
+            .map(|(c, (a, z))| format!("{} (seq {a}..{z})", short(c)))
+            .collect();
+        let more = commits.len().saturating_sub(8);
+        let tail = if more > 0 {
+            format!(", and {more} more (git session log)")
+        } else {
+            String::new()
+        };
+        writeln!(out, "commits  {}{tail}", shown.join(", "))?;
+    }
     if let Some(l) = &h.lineage {
         let commit = gix::ObjectId::from_hex(l.parent_commit.as_bytes())
             .map(|c| short(&c))

@@ -6,8 +6,10 @@ pub mod canonical;
 pub mod capture;
 pub mod cursor;
 pub mod fork;
+pub mod hook;
 pub mod resume;
 pub mod sync;
+pub mod which;
 
 use std::path::PathBuf;
 

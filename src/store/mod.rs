@@ -105,6 +105,9 @@ pub enum StoreError {
         /// The seq asked for.
         seq: u64,
     },
+    /// A revision that names no commit here.
+    #[error("{0:?} is not a commit in this repository")]
+    NoSuchCommit(String),
     /// A remote could not be reached or refused the operation.
     #[error("{0}")]
     Remote(String),

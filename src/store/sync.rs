@@ -77,6 +77,87 @@ impl Store {
         Ok(out)
     }
 
+    /// Resolves anything `git rev-parse` takes to a commit id.
+    pub fn resolve_commit(&self, rev: &str) -> StoreResult<ObjectId> {
+        let out = self.run_git(&[
+            "rev-parse".into(),
+            "--verify".into(),
+            "--quiet".into(),
+            format!("{rev}^{{commit}}"),
+        ])?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        ObjectId::from_hex(text.trim().as_bytes())
+            .ok()
+            .filter(|_| out.status.success())
+            .ok_or_else(|| StoreError::NoSuchCommit(rev.to_owned()))
+    }
+
+    /// Returns whether `remote` is a configured remote of this repository.
+    pub fn has_remote(&self, remote: &str) -> bool {
+        self.repo.find_remote(remote).is_ok()
+    }
+
+    /// Adds the session fetch refspecs to `remote.<remote>.fetch` (globs, so
+    /// a plain `git fetch` brings session refs into the tracking namespace);
+    /// returns how many were added. `remote.*.push` is never touched, so a
+    /// plain `git push` keeps pushing only what it did.
+    pub fn add_fetch_refspecs(&self, remote: &str) -> StoreResult<usize> {
+        let key = format!("remote.{remote}.fetch");
+        let out = self.run_git(&["config".into(), "--get-all".into(), key.clone()])?;
+        let existing = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut added = 0;
+        for spec in refs::fetch_refspecs(&tracking_name(remote)) {
+            if existing.lines().any(|l| l == spec) {
+                continue;
+            }
+            let out =
+                self.run_git(&["config".into(), "--add".into(), key.clone(), spec.clone()])?;
+            if !out.status.success() {
+                return Err(StoreError::Remote(format!(
+                    "git config --add {key}: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                )));
+            }
+            added += 1;
+        }
+        Ok(added)
+    }
+
+    /// Removes exactly the refspecs [`Store::add_fetch_refspecs`] adds.
+    pub fn remove_fetch_refspecs(&self, remote: &str) -> StoreResult<()> {
+        let key = format!("remote.{remote}.fetch");
+        for spec in refs::fetch_refspecs(&tracking_name(remote)) {
+            // Exit status 5 means "no such value": already gone.
+            self.run_git(&[
+                "config".into(),
+                "--unset-all".into(),
+                "--fixed-value".into(),
+                key.clone(),
+                spec,
+            ])?;
+        }
+        Ok(())
+    }
+
+    /// Returns the directory hooks run from: `core.hooksPath` (relative to
+    /// the work tree root when relative), else `<common dir>/hooks`.
+    pub fn hooks_dir(&self) -> PathBuf {
+        let configured = self
+            .repo
+            .config_snapshot()
+            .trusted_path("core.hooksPath")
+            .ok()
+            .flatten();
+        match configured {
+            Some(p) if p.is_absolute() => p,
+            Some(p) => self
+                .repo
+                .workdir()
+                .map_or_else(|| self.repo.git_dir().join(&p), |w| w.join(&p)),
+            None => self.repo.common_dir().join("hooks"),
+        }
+    }
+
     /// Fetches `remote`'s sessions and receipts into the tracking namespace.
     pub fn fetch_sessions(&self, remote: &str) -> StoreResult<()> {
         let mut args = vec![

@@ -1,0 +1,277 @@
+//! Capture on commit: the post-commit hook, its install and removal, and
+//! that nothing can make it fail or block a commit.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+
+const CLAUDE_ID: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
+const CODEX_ID: &str = "01a22641-1298-70e1-90e6-4b6faeb436bb";
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+fn copy_tree(from: &Path, to: &Path, old: &str, new: &str) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target, old, new);
+        } else {
+            std::fs::create_dir_all(to).unwrap();
+            std::fs::write(
+                &target,
+                std::fs::read_to_string(entry.path())
+                    .unwrap()
+                    .replace(old, new),
+            )
+            .unwrap();
+        }
+    }
+}
+
+/// Fake Claude and Codex stores in the repo's HOME whose sessions ran in `cwd`.
+fn fake_stores(repo: &Repo, cwd: &Path) {
+    let cwd = cwd.to_str().unwrap();
+    copy_tree(
+        &fixtures().join("claude/roundtrip/native"),
+        &repo.home.join(".claude"),
+        "/tmp/oracle-sample/claude/project",
+        cwd,
+    );
+    copy_tree(
+        &fixtures().join("codex/function-tools/native"),
+        &repo.home.join(".codex"),
+        "/tmp/oracle-sample/codex/project",
+        cwd,
+    );
+}
+
+fn commit(repo: &Repo, dir: &Path, message: &str) -> String {
+    let out = repo
+        .git_in(dir)
+        .args(["commit", "-q", "--allow-empty", "-m", message])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "commit failed: {}", text(&out.stderr));
+    text(
+        &repo
+            .git_in(dir)
+            .args(["rev-parse", "HEAD"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .trim()
+    .to_owned()
+}
+
+fn trailer_commits(repo: &Repo, id: &str) -> Vec<String> {
+    repo.git(&[
+        "log",
+        "--format=%(trailers:key=Code-Commit,valueonly)",
+        &format!("refs/sessions/{id}"),
+    ])
+    .lines()
+    .filter(|l| !l.trim().is_empty())
+    .map(|l| l.trim().to_owned())
+    .collect()
+}
+
+#[test]
+fn a_commit_captures_each_changed_session_with_its_commit_id() {
+    let repo = Repo::new();
+    fake_stores(&repo, &repo.root);
+    repo.ok(&["init"]);
+    let c1 = commit(&repo, &repo.root, "work");
+    assert_eq!(trailer_commits(&repo, CLAUDE_ID), vec![c1.clone()]);
+    assert_eq!(trailer_commits(&repo, CODEX_ID), vec![c1.clone()]);
+    let which = repo.ok(&["which", "HEAD"]);
+    assert!(
+        which.contains(CLAUDE_ID) && which.contains(CODEX_ID),
+        "{which}"
+    );
+    assert!(
+        repo.ok(&["show", CLAUDE_ID])
+            .contains(&format!("commits  {}", &c1[..12]))
+    );
+
+    // Nothing new: the next commit adds no batch.
+    commit(&repo, &repo.root, "more");
+    assert_eq!(
+        repo.git(&["rev-list", "--count", &format!("refs/sessions/{CLAUDE_ID}")]),
+        "1"
+    );
+
+    // The agent appends: the next commit captures just that, tagged with it.
+    let resumed = std::fs::read_to_string(fixtures().join("capture/claude-resumed.jsonl")).unwrap();
+    let project =
+        git_session_adapters::claude::project_dir_name("/tmp/oracle-sample/claude/project");
+    let file = repo
+        .home
+        .join(".claude/projects")
+        .join(project)
+        .join(format!("{CLAUDE_ID}.jsonl"));
+    std::fs::write(
+        &file,
+        resumed.replace(
+            "/tmp/oracle-sample/claude/project",
+            repo.root.to_str().unwrap(),
+        ),
+    )
+    .unwrap();
+    let c3 = commit(&repo, &repo.root, "after the agent continued");
+    assert_eq!(
+        trailer_commits(&repo, CLAUDE_ID),
+        vec![c3.clone(), c1.clone()]
+    );
+    assert_eq!(trailer_commits(&repo, CODEX_ID), vec![c1]);
+    let which: serde_json::Value =
+        serde_json::from_str(&repo.ok(&["which", &c3, "--json"])).unwrap();
+    assert_eq!(which.as_array().unwrap().len(), 1);
+    assert_eq!(which[0]["session"], CLAUDE_ID);
+    repo.fsck();
+}
+
+#[test]
+fn init_keeps_existing_hooks_and_uninstall_removes_only_its_part() {
+    let repo = Repo::new();
+    let hook = repo.root.join(".git/hooks/post-commit");
+    let own = "#!/bin/sh\necho my own hook > .git/own-hook-ran\n";
+    std::fs::write(&hook, own).unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&hook)
+        .status()
+        .unwrap();
+    repo.ok(&["init"]);
+    repo.ok(&["init"]);
+    let installed = std::fs::read_to_string(&hook).unwrap();
+    assert!(installed.starts_with(own));
+    assert_eq!(installed.matches("# >>> git-session >>>").count(), 1);
+    commit(&repo, &repo.root, "x");
+    assert!(
+        repo.root.join(".git/own-hook-ran").exists(),
+        "the user's hook no longer runs"
+    );
+    repo.ok(&["init", "--uninstall"]);
+    assert_eq!(std::fs::read_to_string(&hook).unwrap(), own);
+}
+
+#[test]
+fn init_honours_core_hooks_path_and_sets_fetch_refspecs_only() {
+    let repo = Repo::new();
+    repo.git(&["config", "core.hooksPath", "githooks"]);
+    repo.git(&["remote", "add", "origin", "file:///nonexistent/remote.git"]);
+    let push_before = repo
+        .git_in(&repo.root)
+        .args(["config", "--get-all", "remote.origin.push"])
+        .output()
+        .unwrap();
+    repo.ok(&["init"]);
+    assert!(repo.root.join("githooks/post-commit").is_file());
+    assert!(!repo.root.join(".git/hooks/post-commit").exists());
+    let fetch = repo.git(&["config", "--get-all", "remote.origin.fetch"]);
+    assert!(
+        fetch.contains("+refs/sessions/*:refs/remotes/origin/sessions/*"),
+        "{fetch}"
+    );
+    let push_after = repo
+        .git_in(&repo.root)
+        .args(["config", "--get-all", "remote.origin.push"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        push_before.stdout, push_after.stdout,
+        "remote.origin.push must not change"
+    );
+    repo.ok(&["init"]);
+    assert_eq!(
+        repo.git(&["config", "--get-all", "remote.origin.fetch"])
+            .lines()
+            .count(),
+        3,
+        "refspecs added twice"
+    );
+    repo.ok(&["init", "--uninstall"]);
+    assert_eq!(
+        repo.git(&["config", "--get-all", "remote.origin.fetch"]),
+        "+refs/heads/*:refs/remotes/origin/*"
+    );
+    assert!(!repo.root.join("githooks/post-commit").exists());
+    let doctor = repo.ok(&["doctor"]);
+    assert!(doctor.contains("post-commit: not installed"), "{doctor}");
+}
+
+#[test]
+fn a_commit_in_a_linked_worktree_captures_too() {
+    let repo = Repo::new();
+    repo.ok(&["init"]);
+    let wt = repo.outside("wt");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        wt.to_str().unwrap(),
+        "-b",
+        "feature",
+    ]);
+    fake_stores(&repo, &wt);
+    let c = commit(&repo, &wt, "in the worktree");
+    assert_eq!(trailer_commits(&repo, CLAUDE_ID), vec![c]);
+}
+
+#[test]
+fn broken_capture_or_missing_binary_never_blocks_a_commit() {
+    let repo = Repo::new();
+    fake_stores(&repo, &repo.root);
+    repo.ok(&["init"]);
+    // Local state that cannot be written: capture fails, the commit does not.
+    std::fs::create_dir_all(repo.root.join(".git/session")).unwrap();
+    std::fs::write(repo.root.join(".git/session/capture"), "not a directory").unwrap();
+    commit(&repo, &repo.root, "capture fails");
+    let doctor = repo.ok(&["doctor"]);
+    assert!(doctor.contains("post-commit: capture failed"), "{doctor}");
+    std::fs::remove_file(repo.root.join(".git/session/capture")).unwrap();
+
+    // A corrupt agent store: warnings, still no failure.
+    let codex_dir = repo.home.join(".codex/sessions/2026/11/29");
+    std::fs::write(
+        codex_dir.join("rollout-2026-11-29T00-00-00-00000000-0000-0000-0000-000000000000.jsonl"),
+        "\u{0}garbage\n{{{\n",
+    )
+    .unwrap();
+    commit(&repo, &repo.root, "corrupt store");
+
+    // The binary is gone: the hook falls back to PATH, finds nothing, passes.
+    let hook = repo.root.join(".git/hooks/post-commit");
+    let text_ = std::fs::read_to_string(&hook).unwrap();
+    let start = text_.find("gs='").unwrap() + 4;
+    let end = start + text_[start..].find('\'').unwrap();
+    std::fs::write(
+        &hook,
+        format!(
+            "{}/nonexistent/git-session{}",
+            &text_[..start],
+            &text_[end..]
+        ),
+    )
+    .unwrap();
+    let out = repo
+        .git_in(&repo.root)
+        .env("PATH", "/usr/bin:/bin")
+        .args(["commit", "-q", "--allow-empty", "-m", "no binary"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    // The entry point itself exits 0 on nonsense.
+    let out = repo
+        .session()
+        .args(["hook", "no-such-hook", "--bogus"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+}
