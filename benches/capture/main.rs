@@ -141,7 +141,88 @@ fn main() {
             records,
             &work_dir,
         );
+        hook_bench(&work_dir, manifest);
     }
+}
+
+/// The post-commit hook in a repository with 200 tracked Claude sessions:
+/// none changed, then 20 of them grown by 100 records each.
+fn hook_bench(work_dir: &Path, manifest: &Path) {
+    const SESSIONS: usize = 200;
+    const ORIGINAL: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
+    let repo = fresh_repo(work_dir, "hook-repo");
+    let cwd = repo.to_string_lossy().into_owned();
+    let template = std::fs::read_to_string(manifest.join(CLAUDE_TEMPLATE))
+        .expect("template")
+        .replace(OLD_CWD_CLAUDE, &cwd);
+    let home = work_dir.join("hook-home");
+    let project = home
+        .join(".claude/projects")
+        .join(git_session_adapters::claude::project_dir_name(&cwd));
+    std::fs::create_dir_all(&project).expect("mkdir");
+    let keys = [
+        "uuid",
+        "parentUuid",
+        "id",
+        "tool_use_id",
+        "promptId",
+        "sourceToolAssistantUUID",
+        "messageId",
+        "leafUuid",
+    ];
+    let (lines, extra) = replicate(&template, 60, 100, &keys, true);
+    let (lines, extra) = (lines.concat(), extra.concat());
+    let mut grow = Vec::new();
+    for s in 0..SESSIONS {
+        let sid = format!("{s:08x}-74b1-4451-90dc-37fbd42c25e6");
+        let file = project.join(format!("{sid}.jsonl"));
+        std::fs::write(&file, lines.replace(ORIGINAL, &sid)).expect("write");
+        if s % (SESSIONS / 20) == 0 {
+            grow.push((file, extra.replace(ORIGINAL, &sid)));
+        }
+    }
+    let envs = [("HOME", home.as_path())];
+    let (t, rss) = measure_env(&repo, &["import", "--agent", "claude"], &envs);
+    report(
+        &format!("hook setup: first import of {SESSIONS} sessions (60 records each)"),
+        t,
+        rss,
+    );
+    let mut times = Vec::new();
+    let mut rss = 0;
+    for _ in 0..5 {
+        let (t, r) = measure_env(&repo, &["hook", "post-commit"], &envs);
+        times.push(t);
+        rss = rss.max(r);
+    }
+    times.sort();
+    report(
+        &format!("hook post-commit, {SESSIONS} tracked sessions, none changed (median of 5)"),
+        times[2],
+        rss,
+    );
+    for (file, more) in &grow {
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(file)
+            .expect("open");
+        std::io::Write::write_all(&mut f, more.as_bytes()).expect("append");
+    }
+    let (t, rss) = measure_env(&repo, &["hook", "post-commit"], &envs);
+    report(
+        &format!(
+            "hook post-commit, {} of {SESSIONS} sessions grew by 100 records",
+            grow.len()
+        ),
+        t,
+        rss,
+    );
+    let refs = Command::new("git")
+        .args(["rev-list", "--count", "--all"])
+        .current_dir(&repo)
+        .output()
+        .expect("git");
+    assert!(refs.status.success());
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -368,6 +449,10 @@ fn fresh_repo(work: &Path, name: &str) -> PathBuf {
 }
 
 fn measure(repo: &Path, args: &[&str]) -> (Duration, u64) {
+    measure_env(repo, args, &[])
+}
+
+fn measure_env(repo: &Path, args: &[&str], envs: &[(&str, &Path)]) -> (Duration, u64) {
     let me = std::env::current_exe().expect("exe");
     let started = Instant::now();
     let out = Command::new(me)
@@ -375,6 +460,7 @@ fn measure(repo: &Path, args: &[&str]) -> (Duration, u64) {
         .arg(BIN)
         .args(args)
         .current_dir(repo)
+        .envs(envs.iter().map(|(k, v)| (*k, *v)))
         .env_remove("CODEX_HOME")
         .env_remove("CLAUDE_CONFIG_DIR")
         .output()

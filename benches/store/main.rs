@@ -213,6 +213,36 @@ fn main() {
         ));
     }
 
+    // Push all 1000 sessions to a bare remote in one operation, then fetch
+    // them into an empty clone.
+    let remote = work.path().join("remote.git");
+    git(
+        work.path(),
+        &["init", "-q", "--bare", remote.to_str().expect("utf8")],
+    );
+    let (t, r) = measure(&repo, &["push", remote.to_str().expect("utf8")]);
+    results.push(row(
+        &format!("push {sessions} sessions to a bare file remote"),
+        &[t],
+        r,
+        None,
+    ));
+    let other = fresh_repo(work.path(), "other-clone");
+    let (t, r) = measure(&other, &["fetch", remote.to_str().expect("utf8")]);
+    results.push(row(
+        &format!("fetch and reconcile {sessions} sessions into an empty clone"),
+        &[t],
+        r,
+        None,
+    ));
+    let (t, r) = measure(&other, &["sync", remote.to_str().expect("utf8")]);
+    results.push(row(
+        &format!("sync {sessions} sessions, nothing new"),
+        &[t],
+        r,
+        None,
+    ));
+
     print_table(&results);
     if let Some(path) = json_out {
         let rows: Vec<_> = results
