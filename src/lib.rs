@@ -10,4 +10,5 @@ pub mod cli;
 pub mod clock;
 pub mod hooks;
 pub mod ops;
+pub mod sign;
 pub mod store;

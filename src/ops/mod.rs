@@ -9,6 +9,7 @@ pub mod fork;
 pub mod hook;
 pub mod resume;
 pub mod sync;
+pub mod verify;
 pub mod which;
 
 use std::path::PathBuf;

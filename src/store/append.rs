@@ -354,7 +354,7 @@ impl Store {
 
     /// Returns the committer for session commits: the repo's identity, or a
     /// fixed fallback so that capture works in repos with no `user.name`.
-    fn signature(&self, time: i64) -> gix::actor::Signature {
+    pub(crate) fn signature(&self, time: i64) -> gix::actor::Signature {
         let (name, email) = match self.repo.committer() {
             Some(Ok(s)) => (s.name.to_owned(), s.email.to_owned()),
             _ => ("git-session".into(), "git-session@localhost".into()),

@@ -77,6 +77,59 @@ impl Store {
         Ok(out)
     }
 
+    /// Attaches a receipt note to a session commit (never replaces one).
+    pub fn add_receipt_note(&self, commit: ObjectId, body: &[u8], time: i64) -> StoreResult<()> {
+        let sig = self.signature(time);
+        let notes_ref = refs::RECEIPTS_NOTES_REF.trim_start_matches("refs/notes/");
+        let mut child = self
+            .git_command()
+            .args(["-c", &format!("user.name={}", sig.name), "-c", &format!("user.email={}", sig.email)])
+            .args(["notes", &format!("--ref={notes_ref}"), "add", "-F", "-"])
+            .arg(commit.to_string())
+            .env("GIT_COMMITTER_DATE", format!("{time} +0000"))
+            .env("GIT_AUTHOR_DATE", format!("{time} +0000"))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|source| StoreError::Io {
+                path: PathBuf::from("git"),
+                source,
+            })?;
+        std::io::Write::write_all(child.stdin.as_mut().expect("stdin was piped"), body).map_err(|source| StoreError::Io {
+            path: PathBuf::from("git notes"),
+            source,
+        })?;
+        let out = child.wait_with_output().map_err(|source| StoreError::Io {
+            path: PathBuf::from("git"),
+            source,
+        })?;
+        if !out.status.success() {
+            return Err(StoreError::Remote(format!(
+                "writing the receipt note failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Returns every receipt note: the annotated commit and the note body.
+    pub fn receipt_notes(&self) -> StoreResult<Vec<(ObjectId, Vec<u8>)>> {
+        if self.repo.try_find_reference(refs::RECEIPTS_NOTES_REF).map_err(git)?.is_none() {
+            return Ok(Vec::new());
+        }
+        let notes_ref = refs::RECEIPTS_NOTES_REF.trim_start_matches("refs/notes/");
+        let out = self.run_git(&["notes".into(), format!("--ref={notes_ref}"), "list".into()])?;
+        let mut notes = Vec::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let mut ids = line.split_whitespace().filter_map(|h| ObjectId::from_hex(h.as_bytes()).ok());
+            if let (Some(blob), Some(commit)) = (ids.next(), ids.next()) {
+                notes.push((commit, self.blob(blob)?));
+            }
+        }
+        Ok(notes)
+    }
+
     /// Resolves anything `git rev-parse` takes to a commit id.
     pub fn resolve_commit(&self, rev: &str) -> StoreResult<ObjectId> {
         let out = self.run_git(&[
