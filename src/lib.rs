@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod clock;
+pub mod config;
 pub mod hooks;
 pub mod ops;
 pub mod sign;

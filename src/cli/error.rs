@@ -98,7 +98,9 @@ impl From<OpError> for CommandError {
     fn from(e: OpError) -> CommandError {
         match e {
             OpError::Store(e) => e.into(),
-            OpError::Line { ref hint, .. } | OpError::Conflict { ref hint, .. } => {
+            OpError::Line { ref hint, .. }
+            | OpError::Conflict { ref hint, .. }
+            | OpError::NativeExists { ref hint, .. } => {
                 let hint = hint.clone();
                 let message = match &e {
                     OpError::Line {

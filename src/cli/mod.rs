@@ -6,11 +6,13 @@
 //! status, warnings and errors. Exit codes: 0 success, 1 failure, 2 usage.
 
 mod append;
+mod compile;
 mod doctor;
 mod error;
 mod export;
 mod fetch;
 mod fork;
+mod handoff;
 mod hook;
 mod import;
 mod init;
@@ -69,6 +71,8 @@ enum Command {
     Push(push::Args),
     Fetch(fetch::Args),
     Sync(sync::Args),
+    Compile(compile::Args),
+    Handoff(handoff::Args),
     Which(which::Args),
     Doctor(doctor::Args),
     #[command(hide = true)]
@@ -157,6 +161,8 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Push(args) => push::run(args, env, out),
         Command::Fetch(args) => fetch::run(args, env, out),
         Command::Sync(args) => sync::run(args, env, out),
+        Command::Compile(args) => compile::run(args, env, out),
+        Command::Handoff(args) => handoff::run(args, env, out),
         Command::Which(args) => which::run(args, env, out),
         Command::Doctor(args) => doctor::run(args, env, out),
         Command::Hook(args) => {

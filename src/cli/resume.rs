@@ -80,7 +80,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     Ok(())
 }
 
-fn shell_quote(text: &str) -> String {
+pub(crate) fn shell_quote(text: &str) -> String {
     if text
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b))

@@ -1,16 +1,20 @@
-//! `git session verify`: check hash chains, seqs and history.
+//! `git session verify`: check hash chains, seqs, history and receipts.
 
 use std::io::Write;
 
 use serde_json::json;
 
-use super::{CommandError, Env};
+use super::{CommandError, Env, short};
+use crate::ops;
 
-/// Check that sessions read back exactly as written.
+/// Check that sessions read back exactly as written, and their receipts.
 ///
 /// Verifies each event's seq and hash-chain link against the stored bytes,
-/// that batch commits only ever added events, the tip's trailers, and the
-/// artifacts. Names the seq of the first bad event. Exits 1 if anything is wrong.
+/// that batch commits only ever added events, the tip's trailers, the
+/// artifacts, and every handoff receipt: that it matches the handoff event
+/// in the log and, when signed, that the SSH signature is valid and (with
+/// gpg.ssh.allowedSignersFile) made by a key allowed for its signer. Names
+/// the seq of the first bad event. Exits 1 if anything is wrong.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Session id or unique prefix (default: every session).
@@ -26,57 +30,61 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         Some(q) => vec![store.resolve(q)?],
         None => store.session_ids()?,
     };
-    let mut reports = Vec::with_capacity(ids.len());
-    for id in &ids {
-        reports.push(store.verify(id)?);
-    }
-    let bad = reports.iter().filter(|r| !r.is_ok()).count();
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let allowed = crate::config::allowed_signers(&store, home.as_deref());
+    let verdicts = ops::verify::verify(&store, &ids, allowed.as_deref())?;
+    let bad = verdicts.iter().filter(|v| !v.is_ok()).count();
     if args.json {
-        let rows: Vec<_> = reports
+        let rows: Vec<_> = verdicts
             .iter()
-            .map(|r| {
+            .map(|v| {
+                let r = &v.store;
                 json!({
                     "id": r.id,
-                    "ok": r.is_ok(),
+                    "ok": v.is_ok(),
                     "events": r.events,
                     "batches": r.batches,
                     "problems": r.problems.iter().map(|p| json!({"seq": p.seq, "message": p.message})).collect::<Vec<_>>(),
+                    "receipts": v.receipts.iter().map(|c| json!({
+                        "commit": c.commit.to_string(), "seq": c.seq, "ok": c.problem.is_none(),
+                        "problem": c.problem, "signature": c.signature,
+                    })).collect::<Vec<_>>(),
                 })
             })
             .collect();
         serde_json::to_writer_pretty(&mut *out, &rows).map_err(std::io::Error::from)?;
         writeln!(out)?;
     } else {
-        for r in &reports {
-            if r.is_ok() {
-                writeln!(
-                    out,
-                    "ok      {} ({} events, {} batches)",
-                    r.id, r.events, r.batches
-                )?;
+        for v in &verdicts {
+            let r = &v.store;
+            if v.is_ok() {
+                writeln!(out, "ok      {} ({} events, {} batches)", r.id, r.events, r.batches)?;
             } else {
                 writeln!(out, "FAILED  {}", r.id)?;
                 for p in &r.problems {
                     writeln!(out, "  {}", p.message)?;
                 }
             }
+            for c in &v.receipts {
+                let seq = c.seq.map(|s| format!("seq {s}")).unwrap_or_default();
+                match &c.problem {
+                    None => writeln!(out, "  receipt {} {seq}: {}", short(&c.commit), c.signature)?,
+                    Some(p) => writeln!(out, "  receipt {} {seq}: BAD: {p}", short(&c.commit))?,
+                }
+            }
         }
     }
     if bad > 0 {
-        let first = reports
-            .iter()
-            .find(|r| !r.is_ok())
-            .and_then(|r| r.problems.first().map(|p| (r, p)));
-        let detail = match first {
-            Some((r, p)) => match p.seq {
-                Some(seq) => format!("; first bad event: {} seq {seq}", r.id),
-                None => format!("; first problem in {}", r.id),
-            },
-            None => String::new(),
-        };
+        let first = verdicts.iter().find(|v| !v.is_ok()).map(|v| {
+            match v.store.problems.first().and_then(|p| p.seq) {
+                Some(seq) => format!("; first bad event: {} seq {seq}", v.store.id),
+                None => format!("; first problem in {}", v.store.id),
+            }
+        });
         return Err(CommandError::failure(format!(
-            "{bad} of {} sessions failed verification{detail}",
-            reports.len()
+            "{bad} of {} sessions failed verification{}",
+            verdicts.len(),
+            first.unwrap_or_default()
         )));
     }
     Ok(())

@@ -3,9 +3,11 @@
 //! [`Clock`](crate::clock::Clock) and plain values, and get results back.
 
 pub mod canonical;
+pub mod compile;
 pub mod capture;
 pub mod cursor;
 pub mod fork;
+pub mod handoff;
 pub mod hook;
 pub mod resume;
 pub mod sync;
@@ -42,6 +44,16 @@ pub enum OpError {
         /// The OS error.
         #[source]
         source: std::io::Error,
+    },
+    /// A different native session is already where one would be written.
+    #[error("a different native session {native_id} already exists: {}", path.display())]
+    NativeExists {
+        /// The native session id.
+        native_id: String,
+        /// The file in the way.
+        path: PathBuf,
+        /// What the user can do about it.
+        hint: Option<String>,
     },
     /// The request contradicts the stored data.
     #[error("{message}")]

@@ -76,52 +76,49 @@ pub fn resume(
         .clone()
         .filter(|_| header.agent == agent && !request.fork);
     let native_id = same_agent_native.unwrap_or_else(|| new_native_id(clock));
-    let mut files = TempFiles::new(&root);
-    let changes = render(
-        store,
-        clock,
-        adapter,
-        &header,
-        &request.id,
-        &native_id,
-        &cwd,
-        &mut files,
-    )?;
-    let conflicts = files.conflicting()?;
-    if !conflicts.is_empty() {
-        return Err(OpError::Conflict {
-            message: format!(
-                "a different native session {native_id} already exists: {}",
-                conflicts[0].display()
-            ),
-            hint: Some(format!(
-                "git session resume {} --fork writes it under a new id (recorded as a fork)",
-                request.id
-            )),
-        });
-    }
     let session = if request.fork {
         // The fork gets the new native id as its canonical id too, so
         // `git session show <id>` and the agent's resume name the same thing.
+        // A fresh native id cannot conflict, so the fork is recorded first.
         let fork_id = SessionId::new(native_id.clone()).expect("a uuid is a valid session id");
         super::fork::fork(store, clock, &request.id, None, Some(fork_id.clone()))?;
         fork_id
     } else {
         request.id.clone()
     };
-    let unchanged = files.all_present();
-    let written = files.persist()?;
-    let mut skipped_rows = Vec::new();
-    if !unchanged {
-        for a in &changes.appends {
-            append(&root.join(&a.path), &a.bytes)?;
-        }
-        for row in &changes.rows {
-            if let Some(reason) = insert_row(store, clock, &root, row)? {
-                skipped_rows.push(reason);
-            }
-        }
+    let mut events = StoredEvents {
+        lines: store.lines(&request.id, 0, None)?,
+        id: request.id.clone(),
+        error: None,
+    };
+    let target = NativeTarget {
+        adapter,
+        root: &root,
+        header: &header,
+        artifacts_of: &request.id,
+        native_id: &native_id,
+        cwd: &cwd,
+    };
+    let result = write_native(store, clock, &target, &mut events);
+    if let Some(e) = events.error {
+        return Err(e);
     }
+    let Written {
+        changes,
+        written,
+        unchanged,
+        skipped_rows,
+    } = result.map_err(|e| match e {
+        OpError::NativeExists { native_id, path, .. } => OpError::NativeExists {
+            native_id,
+            path,
+            hint: Some(format!(
+                "git session resume {} --fork writes it under a new id (recorded as a fork)",
+                request.id
+            )),
+        },
+        other => other,
+    })?;
     Ok(ResumeOutcome {
         agent,
         session,
@@ -137,7 +134,7 @@ pub fn resume(
 
 /// Returns the directory the agent should run in on this machine: the
 /// recorded cwd when it is inside this repository, else this work tree.
-fn target_cwd(store: &Store, header: &SessionHeader) -> OpResult<PathBuf> {
+pub(crate) fn target_cwd(store: &Store, header: &SessionHeader) -> OpResult<PathBuf> {
     let worktrees = store.worktree_paths();
     if let Some(cwd) = header.cwd.as_deref().map(Path::new)
         && worktrees.iter().any(|w| cwd.starts_with(w))
@@ -154,53 +151,91 @@ fn target_cwd(store: &Store, header: &SessionHeader) -> OpResult<PathBuf> {
         })
 }
 
-fn new_native_id(clock: &Clock) -> String {
+pub(crate) fn new_native_id(clock: &Clock) -> String {
     super::fork::new_session_id(clock).to_string()
 }
 
-fn adapter_for(agent: &Agent) -> OpResult<&'static dyn git_session_adapters::Adapter> {
+pub(crate) fn adapter_for(agent: &Agent) -> OpResult<&'static dyn git_session_adapters::Adapter> {
     git_session_adapters::adapter(agent).ok_or_else(|| OpError::Conflict {
         message: format!("no adapter can write {agent} sessions yet"),
         hint: Some("agents with an adapter: claude, codex".into()),
     })
 }
 
-/// Streams the session's events from the store through the adapter into `out`.
-#[allow(clippy::too_many_arguments)]
-fn render(
+/// Names where and as what a session is written.
+pub(crate) struct NativeTarget<'a> {
+    pub adapter: &'a dyn git_session_adapters::Adapter,
+    /// The agent's store root.
+    pub root: &'a Path,
+    pub header: &'a SessionHeader,
+    /// The session whose artifacts the events reference.
+    pub artifacts_of: &'a SessionId,
+    pub native_id: &'a str,
+    pub cwd: &'a Path,
+}
+
+/// Reports what [`write_native`] did.
+pub(crate) struct Written {
+    pub changes: ChangeSet,
+    pub written: Vec<PathBuf>,
+    pub unchanged: bool,
+    pub skipped_rows: Vec<String>,
+}
+
+/// Renders `events` through the adapter into temporary files, refuses if a
+/// different native session is in the way, then moves the files into place
+/// and applies the index lines and database rows.
+pub(crate) fn write_native(
     store: &Store,
     clock: &Clock,
-    adapter: &dyn git_session_adapters::Adapter,
-    header: &SessionHeader,
-    id: &SessionId,
-    native_id: &str,
-    cwd: &Path,
-    out: &mut dyn FileSink,
-) -> OpResult<ChangeSet> {
-    let blobs: std::collections::HashMap<_, _> = store.artifacts(id)?.into_iter().collect();
-    let artifact =
-        |a: &git_session_schema::ArtifactId| blobs.get(a).and_then(|b| store.blob(*b).ok());
-    let cwd_text = cwd.to_string_lossy();
+    target: &NativeTarget<'_>,
+    events: &mut dyn Iterator<Item = Event>,
+) -> OpResult<Written> {
+    let blobs: std::collections::HashMap<_, _> = store.artifacts(target.artifacts_of)?.into_iter().collect();
+    let artifact = |a: &git_session_schema::ArtifactId| blobs.get(a).and_then(|b| store.blob(*b).ok());
+    let cwd_text = target.cwd.to_string_lossy();
     let now = clock.now_rfc3339();
     let head = RenderHead {
-        header,
+        header: target.header,
         artifact: &artifact,
-        native_id,
+        native_id: target.native_id,
         cwd: &cwd_text,
         now: &now,
     };
-    let mut events = StoredEvents {
-        lines: store.lines(id, 0, None)?,
-        id: id.clone(),
-        error: None,
-    };
-    let result = adapter.render_to(head, &mut events, out);
-    if let Some(e) = events.error {
-        return Err(e);
+    let mut files = TempFiles::new(target.root);
+    let changes = target
+        .adapter
+        .render_to(head, events, &mut files)
+        .map_err(|e| OpError::Conflict {
+            message: format!("cannot write {} as a {} session: {e}", target.header.id, target.adapter.agent()),
+            hint: None,
+        })?;
+    let conflicts = files.conflicting()?;
+    if let Some(first) = conflicts.first() {
+        return Err(OpError::NativeExists {
+            native_id: target.native_id.to_owned(),
+            path: first.clone(),
+            hint: None,
+        });
     }
-    result.map_err(|e| OpError::Conflict {
-        message: format!("cannot write {id} as a {} session: {e}", adapter.agent()),
-        hint: None,
+    let unchanged = files.all_present();
+    let written = files.persist()?;
+    let mut skipped_rows = Vec::new();
+    if !unchanged {
+        for a in &changes.appends {
+            append(&target.root.join(&a.path), &a.bytes)?;
+        }
+        for row in &changes.rows {
+            if let Some(reason) = insert_row(store, clock, target.root, row)? {
+                skipped_rows.push(reason);
+            }
+        }
+    }
+    Ok(Written {
+        changes,
+        written,
+        unchanged,
+        skipped_rows,
     })
 }
 

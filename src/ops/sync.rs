@@ -37,13 +37,7 @@ pub struct SyncReport {
 
 /// Returns the remote sessions go to: `session.remote`, else `origin`.
 pub fn default_remote(store: &Store) -> String {
-    store
-        .repo()
-        .config_snapshot()
-        .string("session.remote")
-        .map(|v| v.to_string())
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "origin".to_owned())
+    crate::config::sessions_remote(store)
 }
 
 /// Fetches `remote` and reconciles every fetched session.

@@ -10,6 +10,7 @@
 //! native format. Network sync goes through the `git` binary elsewhere.
 
 mod append;
+mod gitcli;
 mod lock;
 mod read;
 pub mod refs;
@@ -23,6 +24,7 @@ use git_session_schema::{FormatError, SessionHeader, SessionId, header::HeaderEr
 use gix::ObjectId;
 
 pub use append::{AppendOutcome, BatchSink, CommitInfo, SeqMode};
+pub use gitcli::WorkTreeFacts;
 pub use lock::SessionLock as StateLock;
 pub use read::{BatchInfo, LineIter, StoredLine};
 pub use sync::{PushRejection, Reconciled, tracking_name};

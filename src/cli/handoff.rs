@@ -1,0 +1,101 @@
+//! `git session handoff`: continue a session in another agent.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use git_session_schema::Agent;
+
+use super::{CommandError, Env, short, status};
+use crate::ops;
+use crate::ops::handoff::HandoffRequest;
+use crate::sign::KeySource;
+
+/// Hand a session to another agent so it carries on where this one stopped.
+///
+/// Compiles the session for the target, writes the whole history in the
+/// target's native format with the compiled brief as its first message,
+/// records the handoff in the session's log, attaches a receipt as a git
+/// note (SSH-signed with --key, session.signingKey, or user.signingKey when
+/// gpg.format=ssh; unsigned otherwise), and prints the command that
+/// continues the session. What the target cannot hold is reported.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Session id or unique prefix.
+    session: String,
+    /// The agent to hand to: claude, codex.
+    #[arg(long, value_name = "AGENT")]
+    to: String,
+    /// A note for the receiving agent, kept in the log and the receipt.
+    #[arg(long, value_name = "TEXT")]
+    note: Option<String>,
+    /// Token budget of the compiled brief.
+    #[arg(long, default_value_t = git_session_compiler::DEFAULT_BUDGET)]
+    budget: usize,
+    /// Home directory whose agent store is written (default: $HOME).
+    #[arg(long, value_name = "DIR")]
+    home: Option<PathBuf>,
+    /// SSH key to sign the receipt with (private key file, or a .pub file
+    /// whose key is in ssh-agent).
+    #[arg(long, value_name = "FILE")]
+    key: Option<PathBuf>,
+    /// External summarizer command (see `git session compile --help`).
+    #[arg(long, value_name = "CMD")]
+    summarizer_cmd: Option<String>,
+}
+
+pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
+    let store = env.store()?;
+    let id = store.resolve(&args.session)?;
+    let to = Agent::parse(&args.to);
+    if git_session_adapters::adapter(&to).is_none() {
+        return Err(CommandError::usage(format!("no adapter can write {to} sessions yet")).hint("agents with an adapter: claude, codex"));
+    }
+    let user_home = std::env::var_os("HOME").map(PathBuf::from);
+    let home = match args.home.or_else(|| user_home.clone()) {
+        Some(h) => env.cwd.join(h),
+        None => return Err(CommandError::usage("HOME is not set").hint("pass --home DIR")),
+    };
+    let key = match args.key {
+        Some(k) => Some(KeySource::File(env.cwd.join(k))),
+        None => crate::config::signing_key(&store, user_home.as_deref()),
+    };
+    let lookup = |name: &str| std::env::var(name).ok();
+    let request = HandoffRequest {
+        id: id.clone(),
+        to,
+        note: args.note,
+        budget: args.budget,
+        summarizer_cmd: args.summarizer_cmd,
+        home,
+        env: &lookup,
+        key,
+        signer: crate::config::signer(&store),
+    };
+    let o = ops::handoff::handoff(&store, &env.clock, &request)?;
+    for path in &o.written {
+        status(format!("wrote {}", path.display()));
+    }
+    status(format!("brief: {} of {} tokens", o.tokens.0, o.tokens.1));
+    if o.losses.is_empty() {
+        status("loss report: nothing dropped");
+    } else {
+        status(format!("loss report ({}):", o.losses.len()));
+        for loss in &o.losses {
+            status(format!("  {loss}"));
+        }
+    }
+    for skipped in &o.skipped_rows {
+        status(format!("warning: {skipped}"));
+    }
+    status(format!(
+        "Handed {id} to {} as {} (handoff seq {}, commit {}, {} receipt)",
+        o.to,
+        o.native_id,
+        o.handoff_seq,
+        short(&o.commit),
+        if o.signed { "signed" } else { "unsigned" }
+    ));
+    status("Continue with:");
+    writeln!(out, "cd {} && {}", super::resume::shell_quote(&o.cwd.to_string_lossy()), o.command)?;
+    Ok(())
+}

@@ -1,0 +1,50 @@
+//! Settings read from `git config`: `session.*` keys, and the git keys
+//! git-session honours (`user.signingKey` with `gpg.format=ssh`,
+//! `gpg.ssh.allowedSignersFile`, `user.email`).
+
+use std::path::Path;
+
+use crate::sign::KeySource;
+use crate::store::Store;
+
+fn get(store: &Store, key: &str) -> Option<String> {
+    store
+        .repo()
+        .config_snapshot()
+        .string(key)
+        .map(|v| v.to_string())
+        .filter(|v| !v.is_empty())
+}
+
+/// Returns the remote sessions go to: `session.remote`, else `origin`.
+pub fn sessions_remote(store: &Store) -> String {
+    get(store, "session.remote").unwrap_or_else(|| "origin".to_owned())
+}
+
+/// Returns the key receipts are signed with: `session.signingKey`, else
+/// `user.signingKey` when `gpg.format` is `ssh`.
+pub fn signing_key(store: &Store, home: Option<&Path>) -> Option<KeySource> {
+    if let Some(key) = get(store, "session.signingKey") {
+        return Some(KeySource::parse(&key, home));
+    }
+    let ssh = get(store, "gpg.format").is_some_and(|f| f.eq_ignore_ascii_case("ssh"));
+    get(store, "user.signingKey")
+        .filter(|_| ssh)
+        .map(|key| KeySource::parse(&key, home))
+}
+
+/// Returns who signs receipts: `user.email`.
+pub fn signer(store: &Store) -> Option<String> {
+    get(store, "user.email")
+}
+
+/// Returns the content of `gpg.ssh.allowedSignersFile`, if configured and
+/// readable (`~/` is expanded with `home`).
+pub fn allowed_signers(store: &Store, home: Option<&Path>) -> Option<String> {
+    let path = get(store, "gpg.ssh.allowedSignersFile")?;
+    let path = match (path.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => Path::new(&path).to_owned(),
+    };
+    std::fs::read_to_string(path).ok()
+}
