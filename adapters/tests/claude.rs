@@ -17,12 +17,14 @@
 //! gives the same events (L0 round trip); and a render into another
 //! directory moves the project dir and every `cwd`.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use git_session_adapters::claude::{Claude, NATIVE_KEY, project_dir_name};
-use git_session_adapters::{Adapter, ParseInput, Parsed, RenderRequest};
-use git_session_schema::{Agent, Event, Level, SessionHeader, SessionId, codec, kinds};
+use git_session_adapters::{Adapter, FileSink, ParseInput, Parsed, RenderHead, RenderRequest};
+use git_session_schema::{Agent, ArtifactId, Event, Level, SessionHeader, SessionId, codec, kinds};
 use serde_json::{Value, json};
 
 fn fixtures() -> PathBuf {
@@ -783,4 +785,292 @@ fn render_into_a_subdirectory_of_the_old_cwd_moves_each_cwd_once() {
         last["parentUuid"], leaf["uuid"],
         "appended message continues the Claude chain"
     );
+}
+
+/// Receives a streamed render and counts the bytes it has been sent, which
+/// the event iterator below reads at every pull.
+struct CountingSink {
+    received: Rc<Cell<usize>>,
+    bytes: Vec<u8>,
+    begun: usize,
+}
+
+impl FileSink for CountingSink {
+    fn begin(&mut self, _path: &Path) -> Result<(), String> {
+        self.begun += 1;
+        Ok(())
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.bytes.extend_from_slice(bytes);
+        self.received.set(self.bytes.len());
+        Ok(())
+    }
+}
+
+#[test]
+fn render_streams_lines_to_the_sink_while_events_are_still_coming() {
+    let t = transcripts()
+        .into_iter()
+        .find(|t| t.case == "roundtrip")
+        .expect("the roundtrip case");
+    let parsed = parse(&t.source, &t.bytes);
+    let native_id = parsed.session.native_id.clone().expect("native id");
+    let cwd = parsed.session.cwd.clone().expect("cwd");
+    let h = header(&parsed);
+    let one = Claude
+        .render(RenderRequest {
+            header: &h,
+            events: &parsed.events,
+            artifacts: &parsed.artifacts,
+            native_id: &native_id,
+            cwd: &cwd,
+            now: "2026-11-29T10:00:00Z",
+        })
+        .expect("renders");
+    let copy_bytes = one.files[0].bytes.len();
+
+    // The session 40 times over (about 6 MB of transcript), generated lazily
+    // so the test holds one copy; repeated ids only make the guards rename.
+    const COPIES: usize = 40;
+    let per_copy = parsed.events.len();
+    let received = Rc::new(Cell::new(0usize));
+    let mut lagging = Vec::new();
+    let seen = Rc::clone(&received);
+    let mut events = (0..COPIES * per_copy).map(|i| {
+        let (copy, k) = (i / per_copy, i % per_copy);
+        if k == 0 && copy > 0 {
+            // Every earlier copy is complete, so its lines must be out, but
+            // for what the render may hold back: one line and a buffer
+            // (64 KiB); 256 KiB leaves room for the longest line.
+            let due = (copy - 1) * copy_bytes;
+            if seen.get() + 256 * 1024 < due {
+                lagging.push((copy, seen.get(), due));
+            }
+        }
+        let mut e = parsed.events[k].clone();
+        e.seq = i as u64;
+        e
+    });
+    let lookup = |id: &ArtifactId| {
+        parsed
+            .artifacts
+            .iter()
+            .find(|(a, _)| a == id)
+            .map(|(_, b)| b.clone())
+    };
+    let head = RenderHead {
+        header: &h,
+        artifact: &lookup,
+        native_id: &native_id,
+        cwd: &cwd,
+        now: "2026-11-29T10:00:00Z",
+    };
+    let mut sink = CountingSink {
+        received: Rc::clone(&received),
+        bytes: Vec::new(),
+        begun: 0,
+    };
+    let change = Claude
+        .render_to(head, &mut events, &mut sink)
+        .expect("renders");
+    drop(events);
+    assert!(
+        lagging.is_empty(),
+        "lines held back until later events were pulled (copy, bytes sent, bytes due): {lagging:?}"
+    );
+    assert_eq!(sink.begun, 1);
+    assert!(
+        change.files.is_empty(),
+        "a streaming render sends its files"
+    );
+    let lines = json_lines(&sink.bytes);
+    assert_eq!(lines.len(), COPIES * json_lines(&one.files[0].bytes).len());
+    // The first copy is written exactly as a render of the session alone.
+    assert_eq!(&sink.bytes[..copy_bytes], &one.files[0].bytes[..]);
+}
+
+/// Fails every write, like a full disk.
+struct FailingSink;
+
+impl FileSink for FailingSink {
+    fn begin(&mut self, _path: &Path) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn write(&mut self, _bytes: &[u8]) -> Result<(), String> {
+        Err("disk full".into())
+    }
+}
+
+#[test]
+fn a_failing_sink_fails_the_render() {
+    let h = SessionHeader::new(
+        SessionId::new("s1").expect("valid"),
+        Agent::Codex,
+        "2026-11-29T09:00:00Z",
+    );
+    let lookup = |_: &ArtifactId| None;
+    let head = RenderHead {
+        header: &h,
+        artifact: &lookup,
+        native_id: "7d6c5b4a-3928-4716-a5b4-c3d2e1f0a9b8",
+        cwd: "/w",
+        now: "2026-11-29T10:00:00Z",
+    };
+    let err = Claude
+        .render_to(head, &mut foreign_events().into_iter(), &mut FailingSink)
+        .expect_err("the sink failed");
+    assert!(
+        matches!(&err, git_session_adapters::RenderError::Sink(m) if m == "disk full"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_foreign_call_id_used_three_times_gets_three_distinct_tool_ids() {
+    let h = SessionHeader::new(
+        SessionId::new("s1").expect("valid"),
+        Agent::Codex,
+        "2026-11-29T09:00:00Z",
+    );
+    let mut events = Vec::new();
+    for round in 0..3u64 {
+        let ts = format!("2026-11-29T09:00:0{round}Z");
+        for (kind, actor, payload) in [
+            (kinds::MESSAGE_USER, "user", json!({"text": "go"})),
+            (
+                kinds::TOOL_CALL,
+                "agent:codex",
+                json!({"call_id": "call_2", "name": "shell", "arguments": {}}),
+            ),
+            (
+                kinds::TOOL_RESULT,
+                "tool",
+                json!({"call_id": "call_2", "output": "ok", "is_error": false}),
+            ),
+        ] {
+            let seq = events.len() as u64;
+            events.push(Event::new(
+                seq,
+                ts.clone(),
+                Agent::Codex,
+                actor,
+                kind,
+                Level::History,
+                payload,
+            ));
+        }
+    }
+    let change = render_events(&h, &events, "7d6c5b4a-3928-4716-a5b4-c3d2e1f0a9b8");
+    let lines = json_lines(&change.files[0].bytes);
+    let block_ids = |key: &str| -> Vec<String> {
+        lines
+            .iter()
+            .filter_map(|l| l["message"]["content"].as_array())
+            .flatten()
+            .filter_map(|b| b.get(key).and_then(Value::as_str).map(str::to_owned))
+            .collect()
+    };
+    let calls = block_ids("id");
+    assert_eq!(calls.len(), 3);
+    assert_eq!(calls[0], "call_2", "the first use keeps the foreign id");
+    assert!(
+        calls[0] != calls[1] && calls[1] != calls[2] && calls[0] != calls[2],
+        "{calls:?}"
+    );
+    assert_eq!(
+        block_ids("tool_use_id"),
+        calls,
+        "each result names its call"
+    );
+    // The render made the ids unique itself; the last-resort guard had
+    // nothing to rename.
+    assert!(
+        !change
+            .losses
+            .iter()
+            .any(|l| l.contains("used by two calls")),
+        "{:?}",
+        change.losses
+    );
+}
+
+/// Returns a chain of `n` prompt lines, then one line whose parent is line
+/// `branch_from` (a rewind far back), as one transcript.
+fn long_chain(n: usize, branch_from: usize) -> Vec<u8> {
+    let uuid = |i: usize| format!("00000000-0000-4000-8000-{i:012}");
+    let mut out = String::new();
+    for i in 0..n {
+        let parent = if i == 0 {
+            Value::Null
+        } else {
+            json!(uuid(i - 1))
+        };
+        let line = json!({"type": "user", "uuid": uuid(i), "parentUuid": parent,
+            "timestamp": "2026-11-29T09:00:00.000Z",
+            "message": {"role": "user", "content": format!("prompt {i}")}});
+        out.push_str(&format!("{line}\n"));
+    }
+    let line = json!({"type": "user", "uuid": uuid(n), "parentUuid": uuid(branch_from),
+        "timestamp": "2026-11-29T09:00:00.000Z",
+        "message": {"role": "user", "content": "edited prompt"}});
+    out.push_str(&format!("{line}\n"));
+    out.into_bytes()
+}
+
+#[test]
+fn far_back_parents_are_found_across_incremental_parses() {
+    let source = "projects/-p/7d6c5b4a-3928-4716-a5b4-c3d2e1f0a9b8.jsonl";
+    // Far more records than the parser checks from the end before it
+    // looks the uuid up in the whole index.
+    let bytes = long_chain(500, 3);
+    let whole = parse(source, &bytes);
+    let last = whole.events.last().expect("events");
+    assert_eq!(last.parent_seq, Some(3), "the branch hangs off line 3");
+    // Cut into several calls, as an incremental capture does; the state
+    // goes through JSON text as `ops` stores it.
+    let mut events = Vec::new();
+    let mut state = None;
+    let mut start = 0;
+    let mut first_line = 0;
+    for line in [100usize, 400, 501] {
+        let end = bytes
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .nth(line - 1)
+            .map(|(i, _)| i + 1)
+            .expect("line end");
+        let parsed = Claude.parse(ParseInput {
+            bytes: &bytes[start..end],
+            first_line,
+            next_seq: events.len() as u64,
+            state: state.take(),
+            source,
+        });
+        let text = serde_json::to_string(&parsed.state).expect("state serializes");
+        state = Some(serde_json::from_str(&text).expect("state parses"));
+        events.extend(parsed.events);
+        start = end;
+        first_line = line as u64;
+    }
+    assert_eq!(events, whole.events);
+    // A state written before the index was packed (a `uuids` map) still
+    // links the next call's lines.
+    let old_state = json!({"uuids": {"00000000-0000-4000-8000-000000000003": 3}});
+    let line = json!({"type": "user", "uuid": "00000000-0000-4000-8000-999999999999",
+        "parentUuid": "00000000-0000-4000-8000-000000000003",
+        "timestamp": "2026-11-29T09:00:00.000Z",
+        "message": {"role": "user", "content": "later"}});
+    let bytes = format!("{line}\n");
+    let parsed = Claude.parse(ParseInput {
+        bytes: bytes.as_bytes(),
+        first_line: 501,
+        next_seq: 501,
+        state: Some(old_state),
+        source,
+    });
+    assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+    assert_eq!(parsed.events[0].parent_seq, Some(3));
 }

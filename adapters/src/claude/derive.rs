@@ -118,19 +118,21 @@ fn command_run(command: &str, result: &ResultView, detail: Option<&ToolUseResult
     } else {
         Some(0)
     };
-    let output = match detail {
+    // Borrowed where possible: only the tail is kept, so copying a long
+    // output whole would be wasted.
+    let output: std::borrow::Cow<'_, str> = match detail {
         Some(d) if d.stdout.is_some() || d.stderr.is_some() => {
             let (out, err) = (
                 d.stdout.as_deref().unwrap_or(""),
                 d.stderr.as_deref().unwrap_or(""),
             );
             match (out.is_empty(), err.is_empty()) {
-                (_, true) => out.to_owned(),
-                (true, false) => err.to_owned(),
-                (false, false) => format!("{out}\n{err}"),
+                (_, true) => out.into(),
+                (true, false) => err.into(),
+                (false, false) => format!("{out}\n{err}").into(),
             }
         }
-        _ => result.output.clone(),
+        _ => result.output.as_str().into(),
     };
     let (tail, truncated) = tail(&output, OUTPUT_TAIL_CHARS);
     let mut payload = json!({

@@ -66,13 +66,14 @@
 mod derive;
 mod parse;
 mod render;
+mod uuids;
 pub mod wire;
 
 use std::path::{Component, Path, PathBuf};
 
-use git_session_schema::Agent;
+use git_session_schema::{Agent, Event};
 
-use crate::{Adapter, ChangeSet, ParseInput, Parsed, RenderError, RenderRequest};
+use crate::{Adapter, ChangeSet, FileSink, ParseInput, Parsed, RenderError, RenderHead};
 
 /// The payload key under which events keep Claude's own record data.
 pub const NATIVE_KEY: &str = "claude";
@@ -126,22 +127,11 @@ impl Adapter for Claude {
 
     fn render_to(
         &self,
-        head: crate::RenderHead<'_>,
-        events: &mut dyn Iterator<Item = git_session_schema::Event>,
-        out: &mut dyn crate::FileSink,
+        head: RenderHead<'_>,
+        events: &mut dyn Iterator<Item = Event>,
+        out: &mut dyn FileSink,
     ) -> Result<ChangeSet, RenderError> {
-        // Not streaming yet: the render needs the whole session.
-        let (events, artifacts) = crate::collect(&head, events);
-        let mut changes = render::render(RenderRequest {
-            header: head.header,
-            events: &events,
-            artifacts: &artifacts,
-            native_id: head.native_id,
-            cwd: head.cwd,
-            now: head.now,
-        })?;
-        crate::emit(&mut changes, out)?;
-        Ok(changes)
+        render::render_to(head, events, out)
     }
 }
 

@@ -24,6 +24,7 @@ use git_session_schema::{Agent, ArtifactId, Event, Level, Origin, kinds};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::uuids::UuidIndex;
 use super::wire::{Block, Content, Envelope, ToolUseResult};
 use super::{NATIVE_KEY, SESSION_TITLE, derive};
 use crate::{NativeParent, NativeSession, ParseInput, ParseState, Parsed, Warning};
@@ -32,14 +33,19 @@ use crate::{NativeParent, NativeSession, ParseInput, ParseState, Parsed, Warning
 /// (hand-made files): the epoch says "unknown" without inventing a time.
 const UNKNOWN_TS: &str = "1970-01-01T00:00:00Z";
 
+/// The state key of the packed uuid index (see `uuids.rs`).
+const UUID_INDEX_KEY: &str = "uuid_index";
+
 /// Memory carried between parses of one file (see `ParseState`).
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(default)]
 pub(super) struct State {
     /// Each chain record's uuid and the seq of its last event, for
     /// `parent_seq` of later records (parents may be far back: branches,
-    /// compaction).
-    uuids: BTreeMap<String, u64>,
+    /// compaction). Kept out of serde: it travels as the one string
+    /// [`UUID_INDEX_KEY`] so that it is never decoded as a whole.
+    #[serde(skip)]
+    uuids: UuidIndex,
     /// Tool calls still waiting for their result, by tool id.
     pending: BTreeMap<String, derive::PendingCall>,
     /// The todo list as the last `TodoWrite` left it.
@@ -68,15 +74,26 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
     let mut warnings = Vec::new();
     let mut state = match input.state {
         None | Some(Value::Null) => State::default(),
-        Some(value) => State::deserialize(&value).unwrap_or_else(|e| {
-            warnings.push(Warning {
-                line: input.first_line,
-                message: format!(
-                    "previous parse state unreadable ({e}); starting from empty state"
-                ),
-            });
-            State::default()
-        }),
+        Some(mut value) => {
+            let uuids = take_uuid_index(&mut value);
+            // By value, so that the strings in the state move instead of
+            // being copied.
+            match State::deserialize(value) {
+                Ok(mut state) => {
+                    state.uuids = uuids;
+                    state
+                }
+                Err(e) => {
+                    warnings.push(Warning {
+                        line: input.first_line,
+                        message: format!(
+                            "previous parse state unreadable ({e}); starting from empty state"
+                        ),
+                    });
+                    State::default()
+                }
+            }
+        }
     };
     if state.session.native_id.is_none() {
         let (id, parent) = ids_from_source(input.source);
@@ -90,17 +107,23 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
         next_seq: input.next_seq,
         state,
     };
-    for (this, line) in (input.first_line..).zip(input.bytes.split(|&b| b == b'\n')) {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
+    // One UTF-8 check of the whole block lets the JSON parser skip checking
+    // every string again and lets the lines be cut with a vectorized search;
+    // a block with invalid UTF-8 is read line by line, each line on its own.
+    match std::str::from_utf8(input.bytes) {
+        Ok(text) => {
+            for (this, line) in (input.first_line..).zip(text.split('\n')) {
+                if !is_blank(line.as_bytes()) {
+                    p.line(this, serde_json::from_str(line));
+                }
+            }
         }
-        match serde_json::from_slice::<Value>(line) {
-            Ok(Value::Object(record)) => p.record(this, record),
-            Ok(other) => p.warn(
-                this,
-                format!("not a JSON object ({}); skipped", type_name(&other)),
-            ),
-            Err(e) => p.warn(this, format!("not valid JSON ({e}); skipped")),
+        Err(_) => {
+            for (this, line) in (input.first_line..).zip(input.bytes.split(|&b| b == b'\n')) {
+                if !is_blank(line) {
+                    p.line(this, serde_json::from_slice(line));
+                }
+            }
         }
     }
     let facts = &p.state.session;
@@ -116,7 +139,11 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
             spawned_by: None,
         }),
     };
-    let state = serde_json::to_value(&p.state).expect("the parse state is plain data");
+    let uuids = std::mem::take(&mut p.state.uuids).into_packed();
+    let mut state = serde_json::to_value(&p.state).expect("the parse state is plain data");
+    if let Value::Object(m) = &mut state {
+        m.insert(UUID_INDEX_KEY.into(), Value::String(uuids));
+    }
     // Built field by field on top of the default so that fields added to
     // `Parsed` later need no change here.
     let mut parsed = Parsed {
@@ -128,6 +155,32 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
     };
     parsed.session = session;
     parsed
+}
+
+/// Takes the packed uuid index out of a state value; a state written before
+/// the index was packed holds a `uuids` map instead, which is converted.
+fn take_uuid_index(state: &mut Value) -> UuidIndex {
+    let Some(m) = state.as_object_mut() else {
+        return UuidIndex::default();
+    };
+    match m.remove(UUID_INDEX_KEY) {
+        Some(Value::String(packed)) => UuidIndex::from_packed(packed),
+        _ => {
+            let mut index = UuidIndex::default();
+            if let Some(Value::Object(old)) = m.remove("uuids") {
+                let mut entries: Vec<(u64, &str)> = old
+                    .iter()
+                    .filter_map(|(uuid, seq)| Some((seq.as_u64()?, uuid.as_str())))
+                    .collect();
+                // In file order, as if the records were parsed again.
+                entries.sort_unstable();
+                for (seq, uuid) in entries {
+                    index.insert(uuid, seq);
+                }
+            }
+            index
+        }
+    }
 }
 
 /// Returns the session id and, for a sub-agent transcript, the parent id,
@@ -183,7 +236,23 @@ struct Line {
     parent: Option<u64>,
 }
 
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace)
+}
+
 impl Parser {
+    /// Maps one line, given as the JSON parser read it.
+    fn line(&mut self, no: u64, value: serde_json::Result<Value>) {
+        match value {
+            Ok(Value::Object(record)) => self.record(no, record),
+            Ok(other) => self.warn(
+                no,
+                format!("not a JSON object ({}); skipped", type_name(&other)),
+            ),
+            Err(e) => self.warn(no, format!("not valid JSON ({e}); skipped")),
+        }
+    }
+
     fn warn(&mut self, line: u64, message: String) {
         self.warnings.push(Warning { line, message });
     }
@@ -263,7 +332,7 @@ impl Parser {
                     meta_payload(kind, value),
                 );
                 if let Some(uuid) = uuid {
-                    self.state.uuids.insert(uuid, seq);
+                    self.state.uuids.insert(&uuid, seq);
                 }
                 return;
             }
@@ -278,7 +347,7 @@ impl Parser {
             .parent_uuid
             .as_ref()
             .or(env.logical_parent_uuid.as_ref())
-            .and_then(|p| self.state.uuids.get(p).copied());
+            .and_then(|p| self.state.uuids.get(p));
         let mut line = Line {
             no,
             ts,
@@ -312,7 +381,7 @@ impl Parser {
         if let (Some(uuid), Some(last)) = (&env.uuid, line.parent)
             && line.made > 0
         {
-            self.state.uuids.insert(uuid.clone(), last);
+            self.state.uuids.insert(uuid, last);
         }
     }
 
@@ -361,7 +430,7 @@ impl Parser {
                 if let Some(trigger) = record.pointer("/compactMetadata/trigger") {
                     payload["trigger"] = trigger.clone();
                 }
-                payload[NATIVE_KEY] = json!({ "record": record });
+                payload[NATIVE_KEY] = object([("record", record)]);
                 self.push(line, "system", kinds::CHECKPOINT, Level::Context, payload);
             }
             (Some("custom-title"), _) | (Some("summary"), _)
@@ -373,8 +442,11 @@ impl Parser {
                 } else {
                     "summary"
                 };
-                let payload =
-                    json!({"title": title, "source": source, NATIVE_KEY: {"record": record}});
+                let payload = object([
+                    ("title", json!(title)),
+                    ("source", json!(source)),
+                    (NATIVE_KEY, object([("record", record)])),
+                ]);
                 let actor = if source == "custom" { "user" } else { "system" };
                 self.push(line, actor, SESSION_TITLE, Level::Context, payload);
             }
@@ -408,7 +480,7 @@ impl Parser {
         };
         let model = env.message.as_ref().and_then(|m| m.model.clone());
         let text_payload = |text: String| {
-            let mut p = json!({ "text": text });
+            let mut p = object([("text", Value::String(text))]);
             if let Some(m) = &model {
                 p["model"] = json!(m);
             }
@@ -421,7 +493,10 @@ impl Parser {
         match content {
             Content::Text(text) => {
                 let mut payload = text_payload(text);
-                payload[NATIVE_KEY] = json!({"record": record.take(), "content": "string"});
+                payload[NATIVE_KEY] = object([
+                    ("record", record.take().unwrap_or(Value::Null)),
+                    ("content", json!("string")),
+                ]);
                 self.push(line, actor, text_kind, text_level, payload);
             }
             Content::Blocks(blocks) if blocks.is_empty() => {
@@ -558,24 +633,36 @@ impl Parser {
             Block::Thinking(b) => {
                 out.kind = kinds::MESSAGE_THINKING;
                 out.level = Level::Context;
-                out.payload = json!({ "text": b.thinking });
+                out.payload = object([("text", Value::String(b.thinking))]);
                 if let Some(sig) = b.signature {
                     // Bound to Claude: only Anthropic's API accepts it.
-                    out.payload["opaque"] = json!({"agent": "claude", "signature": sig});
+                    out.payload["opaque"] = object([
+                        ("agent", json!("claude")),
+                        ("signature", Value::String(sig)),
+                    ]);
                 }
                 out.native.insert("block".into(), Value::Object(b.extra));
             }
             Block::RedactedThinking(b) => {
                 out.kind = kinds::MESSAGE_THINKING;
                 out.level = Level::Native;
-                out.payload =
-                    json!({"redacted": true, "opaque": {"agent": "claude", "data": b.data}});
+                out.payload = object([
+                    ("redacted", Value::Bool(true)),
+                    (
+                        "opaque",
+                        object([("agent", json!("claude")), ("data", Value::String(b.data))]),
+                    ),
+                ]);
                 out.native.insert("block".into(), Value::Object(b.extra));
             }
             Block::ToolUse(b) => {
                 out.kind = kinds::TOOL_CALL;
                 out.level = Level::History;
-                out.payload = json!({"call_id": b.id, "name": b.name, "arguments": b.input});
+                out.payload = object([
+                    ("call_id", Value::String(b.id.clone())),
+                    ("name", Value::String(b.name.clone())),
+                    ("arguments", b.input.clone()),
+                ]);
                 out.native.insert("block".into(), Value::Object(b.extra));
                 self.state.pending.insert(
                     b.id.clone(),
@@ -617,8 +704,11 @@ impl Parser {
                         false
                     }
                 };
-                out.payload =
-                    json!({"call_id": b.tool_use_id, "output": output, "is_error": is_error});
+                out.payload = object([
+                    ("call_id", Value::String(b.tool_use_id.clone())),
+                    ("output", Value::String(output.clone())),
+                    ("is_error", Value::Bool(is_error)),
+                ]);
                 out.native.insert("block".into(), Value::Object(skeleton));
                 if !absent.is_empty() {
                     out.native.insert("absent".into(), Value::Array(absent));
@@ -747,7 +837,7 @@ fn origin(native_id: Option<String>, line: u64) -> Origin {
 /// Returns the body of a `meta` event: the record's type (and its subtype
 /// or attachment type, for readers that only skim) plus the whole record.
 fn meta_payload(kind: Value, record: Value) -> Value {
-    let mut payload = json!({"record_type": kind});
+    let mut payload = object([("record_type", kind)]);
     let subtype = record
         .get("subtype")
         .or_else(|| record.pointer("/attachment/type"))
@@ -756,8 +846,20 @@ fn meta_payload(kind: Value, record: Value) -> Value {
     if let Some(sub) = subtype {
         payload["subtype"] = sub.clone();
     }
-    payload[NATIVE_KEY] = json!({ "record": record });
+    payload[NATIVE_KEY] = object([("record", record)]);
     payload
+}
+
+/// Returns a JSON object of `entries`, in order, moving the values in:
+/// `json!` serializes every interpolated value again, which copies each
+/// string of a record (most of a transcript's bytes).
+fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
+    Value::Object(
+        entries
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
+    )
 }
 
 fn restore_content(record: &mut Value, content: Option<Value>) {

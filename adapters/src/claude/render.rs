@@ -1,4 +1,4 @@
-//! Canonical events to a Claude Code transcript.
+//! Canonical events to a Claude Code transcript, streamed.
 //!
 //! Events that came from Claude carry their record under `payload.claude`
 //! (see the module docs of `claude`); those lines are written back as they
@@ -9,22 +9,31 @@
 //! records chained after the last line, the shape formats/claude.md §5.1
 //! shows the client accepts.
 //!
+//! The events are read once, in seq order, and each line goes to the sink
+//! as soon as it is complete: a native message line waits only for the
+//! events of its own blocks, a minimal record only for the events it merges
+//! (an assistant turn's text and calls, a run of tool results). Besides
+//! that one line the render keeps the ids the guards below need, never the
+//! session.
+//!
 //! The silent failures of `claude --resume` (formats/claude.md §5.1, §6) are
 //! guarded here on the way out rather than trusted: every chain record links
 //! to the previous one, tool ids and message ids are made unique where two
 //! different calls or turns share one, and every line ends with a newline.
+//! Each guard looks only backwards (ids already written), so none needs to
+//! see later events.
 //!
 //! It does not write `agent-<id>.meta.json`, `~/.claude.json` or
 //! `history.jsonl`: none is needed to resume.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use base64::Engine;
 use git_session_schema::{Agent, ArtifactId, Event, kinds};
 use serde_json::{Map, Value, json};
 
 use super::{NATIVE_KEY, transcript_path};
-use crate::{ChangeSet, FileWrite, RenderError, RenderRequest};
+use crate::{ChangeSet, FileSink, RenderError, RenderHead};
 
 /// Event types that only restate a tool call and its result.
 const DERIVED: [&str; 5] = [
@@ -35,66 +44,93 @@ const DERIVED: [&str; 5] = [
     kinds::TODO_UPDATE,
 ];
 
-/// Renders a session (see [`crate::Adapter::render`]).
-pub(super) fn render(req: RenderRequest<'_>) -> Result<ChangeSet, RenderError> {
-    let session_id = req
+/// Bytes of finished lines held before they go to the sink: one write per
+/// line would cost a system call each on a file sink, and a bounded buffer
+/// keeps memory flat however long the session is.
+const FLUSH_BYTES: usize = 64 * 1024;
+
+/// Renders a session, streaming (see [`crate::Adapter::render_to`]).
+pub(super) fn render_to(
+    head: RenderHead<'_>,
+    events: &mut dyn Iterator<Item = Event>,
+    out: &mut dyn FileSink,
+) -> Result<ChangeSet, RenderError> {
+    let session_id = head
         .native_id
         .split_once('/')
-        .map_or(req.native_id, |(s, _)| s);
-    if !is_uuid(session_id) {
+        .map_or(head.native_id, |(s, _)| s)
+        .to_owned();
+    if !is_uuid(&session_id) {
         // The client refuses anything else before looking for the file
         // (formats/claude.md §5), so the session could never be resumed.
         return Err(RenderError::Request(format!(
             "Claude Code session ids are UUIDs, not {session_id:?}"
         )));
     }
-    let old_cwd = req.header.cwd.clone().or_else(|| {
-        req.events.iter().find_map(|e| {
-            e.payload
-                .pointer(&format!("/{NATIVE_KEY}/record/cwd"))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        })
-    });
+    out.begin(&transcript_path(head.cwd, head.native_id))
+        .map_err(RenderError::Sink)?;
     let mut w = Writer {
-        req: &req,
-        old_cwd,
-        lines: Vec::new(),
+        head,
+        out: Output {
+            sink: out,
+            buf: Vec::with_capacity(FLUSH_BYTES + FLUSH_BYTES / 4),
+            failed: None,
+            session_id: session_id.clone(),
+            native_id: head.native_id.to_owned(),
+            ids: UniqueIds::default(),
+            links: Links::default(),
+            last_uuid: None,
+            wrote_message: false,
+            id_losses: Vec::new(),
+        },
+        old_cwd: head.header.cwd.clone(),
         open: None,
         foreign: Foreign::default(),
         losses: Vec::new(),
         skipped: BTreeMap::new(),
         native_records: 0,
     };
-    for event in req.events {
-        match event.payload.get(NATIVE_KEY).and_then(Value::as_object) {
-            Some(native) if event.agent == Agent::Claude => w.native(event, native)?,
-            _ => {
-                w.close();
-                w.foreign_event(event);
-            }
+    for event in events {
+        if w.old_cwd.is_none() {
+            // The first kept record with a cwd names the captured directory;
+            // records before it have no cwd to move.
+            w.old_cwd = event
+                .payload
+                .pointer(&format!("/{NATIVE_KEY}/record/cwd"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
+        let native = event.agent == Agent::Claude
+            && event.payload.get(NATIVE_KEY).is_some_and(Value::is_object);
+        if native {
+            w.native(event)?;
+        } else {
+            w.close();
+            w.foreign_event(event);
+        }
+        if let Some(e) = w.out.failed.take() {
+            return Err(RenderError::Sink(e));
         }
     }
     w.close();
     w.flush_foreign();
     if w.native_records == 0
-        && let Some(title) = &req.header.title
+        && let Some(title) = &head.header.title
     {
-        w.lines
-            .push(obj(json!({"type": "custom-title", "customTitle": title})));
+        w.out
+            .line(obj(json!({"type": "custom-title", "customTitle": title})));
+    }
+    w.out.flush();
+    if let Some(e) = w.out.failed.take() {
+        return Err(RenderError::Sink(e));
     }
     let Writer {
-        mut lines,
+        out,
         mut losses,
         skipped,
         ..
     } = w;
-    if !lines.iter().any(|l| {
-        matches!(
-            l.get("type").and_then(Value::as_str),
-            Some("user" | "assistant")
-        )
-    }) {
+    if !out.wrote_message {
         return Err(RenderError::Empty(
             "no user or assistant message to write".to_owned(),
         ));
@@ -104,26 +140,20 @@ pub(super) fn render(req: RenderRequest<'_>) -> Result<ChangeSet, RenderError> {
             "{n} {kind} event(s) have no Claude Code record and were not written"
         ));
     }
-    make_ids_unique(&mut lines, &mut losses);
-    link_unlinked_messages(&mut lines, req.native_id, &mut losses);
-    let mut bytes = Vec::new();
-    for mut line in lines {
-        line.insert("sessionId".into(), json!(session_id));
-        serde_json::to_writer(&mut bytes, &Value::Object(line))
-            .expect("JSON values always serialize");
-        bytes.push(b'\n');
+    losses.extend(out.id_losses);
+    if out.links.linked > 0 {
+        losses.push(format!(
+            "{} message line(s) had no uuid; given one and linked in file order so the client sends them",
+            out.links.linked
+        ));
     }
-    if req.native_id.contains('/') {
+    if head.native_id.contains('/') {
         losses.push(
             "the sub-agent's agent-<id>.meta.json is not part of the session and was not written"
                 .to_owned(),
         );
     }
     Ok(ChangeSet {
-        files: vec![FileWrite {
-            path: transcript_path(req.cwd, req.native_id),
-            bytes,
-        }],
         resume_command: format!("claude --resume {session_id}"),
         losses,
         ..Default::default()
@@ -137,13 +167,66 @@ fn obj(v: Value) -> Map<String, Value> {
     }
 }
 
+/// Holds finished lines on their way to the sink, and the guards that look
+/// at every line in file order.
+struct Output<'s> {
+    sink: &'s mut dyn FileSink,
+    buf: Vec<u8>,
+    /// The sink's first error; later lines are dropped and the render fails.
+    failed: Option<String>,
+    session_id: String,
+    /// The target's native id, which seeds the uuids given to lines.
+    native_id: String,
+    ids: UniqueIds,
+    links: Links,
+    /// The `uuid` of the last line that came with one, which minimal records
+    /// link to.
+    last_uuid: Option<String>,
+    /// A `user` or `assistant` line was written; without one there is no
+    /// session to resume.
+    wrote_message: bool,
+    /// Losses of the id guards, reported after the render's own.
+    id_losses: Vec<String>,
+}
+
+impl Output<'_> {
+    /// Guards, serializes and queues one finished line.
+    fn line(&mut self, mut line: Map<String, Value>) {
+        if let Some(uuid) = line.get("uuid").and_then(Value::as_str) {
+            self.last_uuid = Some(uuid.to_owned());
+        }
+        self.wrote_message |= matches!(
+            line.get("type").and_then(Value::as_str),
+            Some("user" | "assistant")
+        );
+        self.ids.fix(&mut line, &mut self.id_losses);
+        self.links.fix(&mut line, &self.native_id);
+        line.insert("sessionId".into(), json!(self.session_id));
+        serde_json::to_writer(&mut self.buf, &line).expect("JSON values always serialize");
+        self.buf.push(b'\n');
+        if self.buf.len() >= FLUSH_BYTES {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.failed.is_none()
+            && !self.buf.is_empty()
+            && let Err(e) = self.sink.write(&self.buf)
+        {
+            self.failed = Some(e);
+        }
+        self.buf.clear();
+    }
+}
+
 /// Holds the render in progress.
-struct Writer<'r, 'a> {
-    req: &'r RenderRequest<'a>,
-    /// The directory the session was captured in, moved to `req.cwd` in
+struct Writer<'a, 's> {
+    head: RenderHead<'a>,
+    out: Output<'s>,
+    /// The directory the session was captured in, moved to `head.cwd` in
     /// kept records (never in records written here, which already have it).
     old_cwd: Option<String>,
-    lines: Vec<Map<String, Value>>,
     /// A native message line whose blocks are still being collected.
     open: Option<Map<String, Value>>,
     foreign: Foreign,
@@ -163,7 +246,9 @@ struct Foreign {
     results: Vec<Value>,
     results_ts: Option<String>,
     /// Canonical call id to the tool id written.
-    call_ids: BTreeMap<String, String>,
+    call_ids: HashMap<String, String>,
+    /// Every tool id written for a call, to keep them unique.
+    written_ids: HashSet<String>,
     /// Tool ids written whose result has not been written yet.
     unanswered: Vec<String>,
     counter: u64,
@@ -171,31 +256,41 @@ struct Foreign {
 
 impl Writer<'_, '_> {
     /// Writes back one event that carries a Claude record or block.
-    fn native(&mut self, event: &Event, native: &Map<String, Value>) -> Result<(), RenderError> {
-        if let Some(Value::Object(record)) = native.get("record") {
+    fn native(&mut self, mut event: Event) -> Result<(), RenderError> {
+        let Some(Value::Object(mut native)) = event
+            .payload
+            .as_object_mut()
+            .and_then(|p| p.remove(NATIVE_KEY))
+        else {
+            return Err(RenderError::Event {
+                seq: event.seq,
+                message: format!("payload.{NATIVE_KEY} is not an object"),
+            });
+        };
+        if let Some(Value::Object(mut record)) = native.remove("record") {
             self.close();
             self.flush_foreign();
             self.native_records += 1;
-            let mut record = record.clone();
             if let (Some(old), Some(Value::String(cwd))) = (&self.old_cwd, record.get_mut("cwd"))
                 && let Some(rest) = cwd.strip_prefix(old.as_str())
                 && (rest.is_empty() || rest.starts_with('/'))
             {
-                *cwd = format!("{}{rest}", self.req.cwd);
+                *cwd = format!("{}{rest}", self.head.cwd);
             }
             if native.get("content").and_then(Value::as_str) == Some("string") {
                 let text = event
                     .payload
-                    .get("text")
-                    .cloned()
+                    .get_mut("text")
+                    .map(Value::take)
                     .unwrap_or_else(|| json!(""));
                 set_content(&mut record, text);
-                self.lines.push(record);
+                self.out.line(record);
             } else if native.contains_key("block") {
-                set_content(&mut record, Value::Array(vec![self.block(event, native)]));
+                let block = self.block(&mut event, native);
+                set_content(&mut record, Value::Array(vec![block]));
                 self.open = Some(record);
             } else {
-                self.lines.push(record);
+                self.out.line(record);
             }
             return Ok(());
         }
@@ -205,7 +300,17 @@ impl Writer<'_, '_> {
                 message: format!("payload.{NATIVE_KEY} has neither a record nor a block"),
             });
         }
-        let block = self.block(event, native);
+        if self.open.is_none() {
+            // A block whose line was lost: write it like a foreign event
+            // rather than drop it.
+            self.losses.push(format!(
+                "event {}: content block without its record, written as a new message",
+                event.seq
+            ));
+            self.foreign_event(event);
+            return Ok(());
+        }
+        let block = self.block(&mut event, native);
         match self
             .open
             .as_mut()
@@ -215,84 +320,76 @@ impl Writer<'_, '_> {
         {
             Some(blocks) => blocks.push(block),
             None => {
-                // A block whose line was lost: write it like a foreign event
-                // rather than drop it.
-                self.losses.push(format!(
-                    "event {}: content block without its record, written as a new message",
-                    event.seq
-                ));
-                self.foreign_event(event);
+                // `set_content` made the content a list when the line was
+                // opened, so this is unreachable; keep the block anyway.
+                if let Some(record) = self.open.as_mut() {
+                    set_content(record, Value::Array(vec![block]));
+                }
             }
         }
         Ok(())
     }
 
-    /// Rebuilds a content block from an event and its kept skeleton.
-    fn block(&mut self, event: &Event, native: &Map<String, Value>) -> Value {
-        let mut block = native
-            .get("block")
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
+    /// Rebuilds a content block from an event and its kept skeleton; takes
+    /// what it needs out of the event's payload instead of copying it.
+    fn block(&mut self, event: &mut Event, mut native: Map<String, Value>) -> Value {
+        let mut block = match native.remove("block") {
+            Some(Value::Object(b)) => b,
+            _ => Map::new(),
+        };
         let absent: BTreeSet<&str> = native
             .get("absent")
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        let p = &event.payload;
+        let seq = event.seq;
         let mut images = event.refs.iter().filter_map(|r| ArtifactId::from_ref(r));
+        let p = &mut event.payload;
+        let mut take = |key: &str| p.get_mut(key).map(Value::take);
         match event.kind.as_str() {
             kinds::MESSAGE_USER | kinds::MESSAGE_ASSISTANT => {
-                if let Some(text) = p.get("text") {
-                    block.insert("text".into(), text.clone());
-                } else if p.get("image").is_some() {
+                if let Some(text) = take("text") {
+                    block.insert("text".into(), text);
+                } else if take("image").is_some() {
                     let data = images
                         .next()
-                        .and_then(|id| self.artifact_base64(event.seq, &id));
+                        .and_then(|id| artifact_base64(&self.head, &mut self.losses, seq, &id));
                     if let Some(Value::Object(source)) = block.get_mut("source") {
                         source.insert("data".into(), json!(data.unwrap_or_default()));
                     }
                 }
             }
             kinds::MESSAGE_THINKING => {
-                if p.get("redacted").and_then(Value::as_bool) == Some(true) {
+                if take("redacted").and_then(|v| v.as_bool()) == Some(true) {
                     block.insert(
                         "data".into(),
-                        p.pointer("/opaque/data").cloned().unwrap_or(Value::Null),
+                        take("opaque")
+                            .and_then(|mut o| o.get_mut("data").map(Value::take))
+                            .unwrap_or(Value::Null),
                     );
                 } else {
-                    block.insert(
-                        "thinking".into(),
-                        p.get("text").cloned().unwrap_or_else(|| json!("")),
-                    );
-                    if let Some(sig) = p.pointer("/opaque/signature") {
-                        block.insert("signature".into(), sig.clone());
+                    block.insert("thinking".into(), take("text").unwrap_or_else(|| json!("")));
+                    if let Some(sig) =
+                        take("opaque").and_then(|mut o| o.get_mut("signature").map(Value::take))
+                    {
+                        block.insert("signature".into(), sig);
                     }
                 }
             }
             kinds::TOOL_CALL => {
-                block.insert(
-                    "id".into(),
-                    p.get("call_id").cloned().unwrap_or(Value::Null),
-                );
-                block.insert("name".into(), p.get("name").cloned().unwrap_or(Value::Null));
+                block.insert("id".into(), take("call_id").unwrap_or(Value::Null));
+                block.insert("name".into(), take("name").unwrap_or(Value::Null));
                 block.insert(
                     "input".into(),
-                    p.get("arguments").cloned().unwrap_or_else(|| json!({})),
+                    take("arguments").unwrap_or_else(|| json!({})),
                 );
             }
             kinds::TOOL_RESULT => {
-                block.insert(
-                    "tool_use_id".into(),
-                    p.get("call_id").cloned().unwrap_or(Value::Null),
-                );
+                block.insert("tool_use_id".into(), take("call_id").unwrap_or(Value::Null));
                 if !absent.contains("is_error") {
-                    block.insert(
-                        "is_error".into(),
-                        p.get("is_error").cloned().unwrap_or(json!(false)),
-                    );
+                    block.insert("is_error".into(), take("is_error").unwrap_or(json!(false)));
                 }
-                let output = p.get("output").cloned().unwrap_or_else(|| json!(""));
+                let output = take("output").unwrap_or_else(|| json!(""));
                 match block.get_mut("content") {
                     _ if absent.contains("content") => {}
                     Some(Value::Array(items)) => {
@@ -308,9 +405,9 @@ impl Writer<'_, '_> {
                                     if source.contains_key("data") {
                                         continue;
                                     }
-                                    let data = images
-                                        .next()
-                                        .and_then(|id| self.artifact_base64(event.seq, &id));
+                                    let data = images.next().and_then(|id| {
+                                        artifact_base64(&self.head, &mut self.losses, seq, &id)
+                                    });
                                     source.insert("data".into(), json!(data.unwrap_or_default()));
                                 }
                                 _ => {}
@@ -329,34 +426,24 @@ impl Writer<'_, '_> {
         Value::Object(block)
     }
 
-    fn artifact_base64(&mut self, seq: u64, id: &ArtifactId) -> Option<String> {
-        match self.req.artifacts.iter().find(|(a, _)| a == id) {
-            Some((_, bytes)) => Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
-            None => {
-                self.losses.push(format!(
-                    "event {seq}: artifact {id} not provided; image written empty"
-                ));
-                None
-            }
-        }
-    }
-
-    /// Writes the native message line being assembled, if any.
+    /// Queues the native message line being assembled, if any.
     fn close(&mut self) {
         if let Some(record) = self.open.take() {
-            self.lines.push(record);
+            self.out.line(record);
         }
     }
 
-    /// Writes an event that has no Claude record as a minimal record.
-    fn foreign_event(&mut self, event: &Event) {
+    fn foreign_event(&mut self, event: Event) {
+        let event = &event;
         let p = &event.payload;
         match event.kind.as_str() {
             kinds::MESSAGE_USER => {
                 let text = p.get("text").and_then(Value::as_str).unwrap_or("");
                 let mut content = vec![json!({"type": "text", "text": text})];
                 for id in event.refs.iter().filter_map(|r| ArtifactId::from_ref(r)) {
-                    if let Some(data) = self.artifact_base64(event.seq, &id) {
+                    if let Some(data) =
+                        artifact_base64(&self.head, &mut self.losses, event.seq, &id)
+                    {
                         let media = p
                             .pointer("/image/media_type")
                             .cloned()
@@ -459,13 +546,15 @@ impl Writer<'_, '_> {
             && call_id
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-            && !self.foreign.call_ids.values().any(|v| v == call_id);
+            && !self.foreign.written_ids.contains(call_id);
         let id = if usable {
             call_id.to_owned()
         } else {
-            let hash = ArtifactId::of(format!("{}:{seq}:{call_id}", self.req.native_id).as_bytes());
+            let hash =
+                ArtifactId::of(format!("{}:{seq}:{call_id}", self.head.native_id).as_bytes());
             format!("toolu_gs{}", &hash.hex()[..24])
         };
+        self.foreign.written_ids.insert(id.clone());
         self.foreign.call_ids.insert(call_id.to_owned(), id.clone());
         id
     }
@@ -501,7 +590,7 @@ impl Writer<'_, '_> {
             .foreign
             .assistant_ts
             .take()
-            .unwrap_or_else(|| self.req.now.to_owned());
+            .unwrap_or_else(|| self.head.now.to_owned());
         self.push_chain("assistant", &ts, Value::Array(blocks));
     }
 
@@ -514,36 +603,50 @@ impl Writer<'_, '_> {
             .foreign
             .results_ts
             .take()
-            .unwrap_or_else(|| self.req.now.to_owned());
+            .unwrap_or_else(|| self.head.now.to_owned());
         self.push_chain("user", &ts, Value::Array(blocks));
     }
 
     /// Appends a minimal chain record linked to the last chain record.
     fn push_chain(&mut self, role: &str, ts: &str, content: Value) {
-        let parent = self
-            .lines
-            .iter()
-            .rev()
-            .find_map(|l| l.get("uuid").and_then(Value::as_str).map(str::to_owned));
+        let parent = self.out.last_uuid.clone();
         self.foreign.counter += 1;
         let uuid = derived_uuid(&format!(
             "{}:{}:{role}",
-            self.req.native_id, self.foreign.counter
+            self.head.native_id, self.foreign.counter
         ));
         let mut message = json!({"role": role, "content": content});
         if role == "assistant" {
             message["type"] = json!("message");
         }
-        self.lines.push(obj(json!({
+        self.out.line(obj(json!({
             "type": role,
             "uuid": uuid,
             "parentUuid": parent,
             "isSidechain": false,
             "userType": "external",
-            "cwd": self.req.cwd,
+            "cwd": self.head.cwd,
             "timestamp": ts,
             "message": message,
         })));
+    }
+}
+
+/// Returns an artifact's bytes as base64, or notes the loss.
+fn artifact_base64(
+    head: &RenderHead<'_>,
+    losses: &mut Vec<String>,
+    seq: u64,
+    id: &ArtifactId,
+) -> Option<String> {
+    match (head.artifact)(id) {
+        Some(bytes) => Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
+        None => {
+            losses.push(format!(
+                "event {seq}: artifact {id} not provided; image written empty"
+            ));
+            None
+        }
     }
 }
 
@@ -588,57 +691,64 @@ fn derived_uuid(seed: &str) -> String {
 /// its result would be dropped), and an assistant `message.id` seen in an
 /// earlier turn (the two messages would be merged). Records of one API
 /// response legitimately share a `message.id` and are left alone.
-fn make_ids_unique(lines: &mut [Map<String, Value>], losses: &mut Vec<String>) {
-    let mut tool_ids = BTreeSet::new();
-    // Old id to new id, applied to the next result naming it.
-    let mut renamed_results: BTreeMap<String, String> = BTreeMap::new();
-    let mut message_turn: BTreeMap<String, usize> = BTreeMap::new();
-    let mut renamed_messages: BTreeMap<(String, usize), String> = BTreeMap::new();
-    let mut turn = 0usize;
-    for line in lines.iter_mut() {
-        let kind = line
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
+///
+/// Sees the lines one at a time in file order and keeps only ids: every
+/// tool id and message id written so far, and the renames still to apply.
+#[derive(Default)]
+struct UniqueIds {
+    tool_ids: HashSet<String>,
+    /// Old id to new id, applied to the next result naming it.
+    renamed_results: HashMap<String, String>,
+    /// Each assistant message id and the turn it was first written in.
+    message_turn: HashMap<String, usize>,
+    renamed_messages: HashMap<(String, usize), String>,
+    turn: usize,
+}
+
+impl UniqueIds {
+    /// Renames the ids of `line` that an earlier line already used.
+    fn fix(&mut self, line: &mut Map<String, Value>, losses: &mut Vec<String>) {
+        let is_assistant = line.get("type").and_then(Value::as_str) == Some("assistant");
+        let is_user = line.get("type").and_then(Value::as_str) == Some("user");
         let Some(message) = line.get_mut("message").and_then(Value::as_object_mut) else {
-            continue;
+            return;
         };
         let blocks: &mut [Value] = match message.get_mut("content") {
             Some(Value::Array(b)) => b,
             _ => &mut [],
         };
-        let is_prompt = kind == "user"
+        let is_prompt = is_user
             && !blocks
                 .iter()
                 .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"));
         for block in blocks.iter_mut().filter_map(Value::as_object_mut) {
             match block.get("type").and_then(Value::as_str) {
                 Some("tool_use") => {
-                    let Some(id) = block.get("id").and_then(Value::as_str).map(str::to_owned)
-                    else {
+                    let Some(id) = block.get("id").and_then(Value::as_str) else {
                         continue;
                     };
-                    if tool_ids.insert(id.clone()) {
+                    if !self.tool_ids.contains(id) {
+                        self.tool_ids.insert(id.to_owned());
                         continue;
                     }
+                    let id = id.to_owned();
                     let mut n = 2;
-                    while tool_ids.contains(&format!("{id}_{n}")) {
+                    while self.tool_ids.contains(&format!("{id}_{n}")) {
                         n += 1;
                     }
                     let new = format!("{id}_{n}");
-                    tool_ids.insert(new.clone());
+                    self.tool_ids.insert(new.clone());
                     losses.push(format!(
                         "tool id {id} was used by two calls; the later one was renamed {new}"
                     ));
                     block.insert("id".into(), json!(new));
-                    renamed_results.insert(id, new);
+                    self.renamed_results.insert(id, new);
                 }
                 Some("tool_result") => {
                     let Some(id) = block.get("tool_use_id").and_then(Value::as_str) else {
                         continue;
                     };
-                    if let Some(new) = renamed_results.remove(id) {
+                    if let Some(new) = self.renamed_results.remove(id) {
                         block.insert("tool_use_id".into(), json!(new));
                     }
                 }
@@ -646,17 +756,26 @@ fn make_ids_unique(lines: &mut [Map<String, Value>], losses: &mut Vec<String>) {
             }
         }
         if is_prompt {
-            turn += 1;
+            self.turn += 1;
         }
-        if kind != "assistant" {
-            continue;
+        if !is_assistant {
+            return;
         }
-        let Some(id) = message.get("id").and_then(Value::as_str).map(str::to_owned) else {
-            continue;
+        let Some(id) = message.get("id").and_then(Value::as_str) else {
+            return;
         };
-        let first = *message_turn.entry(id.clone()).or_insert(turn);
+        let turn = self.turn;
+        let first = match self.message_turn.get(id) {
+            Some(&first) => first,
+            None => {
+                self.message_turn.insert(id.to_owned(), turn);
+                turn
+            }
+        };
         if first != turn {
-            let new = renamed_messages
+            let id = id.to_owned();
+            let new = self
+                .renamed_messages
                 .entry((id.clone(), turn))
                 .or_insert_with(|| {
                     losses.push(format!(
@@ -676,14 +795,18 @@ fn make_ids_unique(lines: &mut [Map<String, Value>], losses: &mut Vec<String>) {
 /// that have a `uuid` keep their links as written, even a parent that is
 /// not in the file, which the client tolerates and which old clients wrote
 /// on purpose (a resumed session pointing into the previous file).
-fn link_unlinked_messages(
-    lines: &mut [Map<String, Value>],
-    native_id: &str,
-    losses: &mut Vec<String>,
-) {
-    let mut last: Option<String> = None;
-    let mut linked = 0usize;
-    for (i, line) in lines.iter_mut().enumerate() {
+#[derive(Default)]
+struct Links {
+    /// The uuid of the last line that has one, after linking.
+    last: Option<String>,
+    /// Lines seen, for the seed of a derived uuid.
+    index: usize,
+    /// Lines that were given a uuid, for the loss report.
+    linked: usize,
+}
+
+impl Links {
+    fn fix(&mut self, line: &mut Map<String, Value>, native_id: &str) {
         let is_message = matches!(
             line.get("type").and_then(Value::as_str),
             Some("user" | "assistant")
@@ -691,19 +814,15 @@ fn link_unlinked_messages(
         if is_message && !line.get("uuid").is_some_and(Value::is_string) {
             line.insert(
                 "uuid".into(),
-                json!(derived_uuid(&format!("{native_id}:line:{i}"))),
+                json!(derived_uuid(&format!("{native_id}:line:{}", self.index))),
             );
-            line.insert("parentUuid".into(), json!(last));
-            linked += 1;
+            line.insert("parentUuid".into(), json!(self.last));
+            self.linked += 1;
         }
         if let Some(uuid) = line.get("uuid").and_then(Value::as_str) {
-            last = Some(uuid.to_owned());
+            self.last = Some(uuid.to_owned());
         }
-    }
-    if linked > 0 {
-        losses.push(format!(
-            "{linked} message line(s) had no uuid; given one and linked in file order so the client sends them"
-        ));
+        self.index += 1;
     }
 }
 
@@ -711,25 +830,28 @@ fn link_unlinked_messages(
 mod tests {
     use super::*;
 
+    fn lines(values: Vec<Value>) -> Vec<Map<String, Value>> {
+        values.into_iter().map(obj).collect()
+    }
+
     #[test]
     fn messages_without_uuids_are_linked_in_file_order() {
-        let mut lines: Vec<Map<String, Value>> = [
+        let mut lines = lines(vec![
             json!({"type":"user","message":{"content":"q"}}),
             json!({"type":"last-prompt","lastPrompt":"q"}),
             json!({"type":"assistant","message":{"content":"a"}}),
-        ]
-        .into_iter()
-        .map(obj)
-        .collect();
-        let mut losses = Vec::new();
-        link_unlinked_messages(&mut lines, "s", &mut losses);
+        ]);
+        let mut links = Links::default();
+        for line in &mut lines {
+            links.fix(line, "s");
+        }
         assert_eq!(lines[0]["parentUuid"], Value::Null);
         assert_eq!(lines[2]["parentUuid"], lines[0]["uuid"]);
         assert!(
             lines[1].get("uuid").is_none(),
             "side records stay as they are"
         );
-        assert_eq!(losses.len(), 1);
+        assert_eq!(links.linked, 2);
     }
 
     #[test]
@@ -743,7 +865,7 @@ mod tests {
 
     #[test]
     fn reused_tool_and_message_ids_are_renamed_once_per_later_use() {
-        let mut lines: Vec<Map<String, Value>> = [
+        let mut lines = lines(vec![
             json!({"type":"user","message":{"content":"q1"}}),
             json!({"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1"}]}}),
             json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1"}]}}),
@@ -751,12 +873,12 @@ mod tests {
             json!({"type":"user","message":{"content":"q2"}}),
             json!({"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1"}]}}),
             json!({"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1"}]}}),
-        ]
-        .into_iter()
-        .map(obj)
-        .collect();
+        ]);
         let mut losses = Vec::new();
-        make_ids_unique(&mut lines, &mut losses);
+        let mut ids = UniqueIds::default();
+        for line in &mut lines {
+            ids.fix(line, &mut losses);
+        }
         assert_eq!(
             lines[3]["message"]["id"],
             json!("m1"),
