@@ -167,7 +167,12 @@ pub enum Verdict {
 
 /// Checks `pem` over `message`; `principal` is who the receipt says signed,
 /// `allowed_signers` the content of git's `gpg.ssh.allowedSignersFile`.
-pub fn verify(pem: &str, message: &[u8], principal: Option<&str>, allowed_signers: Option<&str>) -> Verdict {
+pub fn verify(
+    pem: &str,
+    message: &[u8],
+    principal: Option<&str>,
+    allowed_signers: Option<&str>,
+) -> Verdict {
     let signature = match SshSig::from_pem(pem) {
         Ok(s) => s,
         Err(e) => return Verdict::Bad(format!("unreadable signature: {e}")),
@@ -203,19 +208,30 @@ fn allowed_entry(line: &str) -> Option<(Vec<String>, Option<Vec<String>>, Public
     let (principals, rest) = line.split_once(char::is_whitespace)?;
     let rest = rest.trim_start();
     let mut namespaces = None;
-    let key_text = if rest.starts_with("ssh-") || rest.starts_with("ecdsa-") || rest.starts_with("sk-") {
-        rest
-    } else {
-        let (options, key) = rest.split_once(char::is_whitespace)?;
-        for option in options.split(',') {
-            if let Some(value) = option.strip_prefix("namespaces=") {
-                namespaces = Some(value.trim_matches('"').split(',').map(str::to_owned).collect());
+    let key_text =
+        if rest.starts_with("ssh-") || rest.starts_with("ecdsa-") || rest.starts_with("sk-") {
+            rest
+        } else {
+            let (options, key) = rest.split_once(char::is_whitespace)?;
+            for option in options.split(',') {
+                if let Some(value) = option.strip_prefix("namespaces=") {
+                    namespaces = Some(
+                        value
+                            .trim_matches('"')
+                            .split(',')
+                            .map(str::to_owned)
+                            .collect(),
+                    );
+                }
             }
-        }
-        key.trim_start()
-    };
+            key.trim_start()
+        };
     let key = PublicKey::from_openssh(key_text).ok()?;
-    let principals = principals.trim_matches('"').split(',').map(str::to_owned).collect();
+    let principals = principals
+        .trim_matches('"')
+        .split(',')
+        .map(str::to_owned)
+        .collect();
     Some((principals, namespaces, key))
 }
 
@@ -256,7 +272,10 @@ mod tests {
     #[test]
     fn key_values_parse_like_git() {
         let home = Path::new("/home/u");
-        assert_eq!(KeySource::parse("~/.ssh/id", Some(home)), KeySource::File(home.join(".ssh/id")));
+        assert_eq!(
+            KeySource::parse("~/.ssh/id", Some(home)),
+            KeySource::File(home.join(".ssh/id"))
+        );
         assert_eq!(
             KeySource::parse("key::ssh-ed25519 AAAA x", None),
             KeySource::Literal("ssh-ed25519 AAAA x".into())

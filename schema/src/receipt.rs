@@ -104,7 +104,9 @@ mod tests {
             signer: Some("a@example.com".into()),
             extra: BTreeMap::new(),
         };
-        receipt.extra.insert("future".into(), serde_json::json!({"z": 1, "a": 2}));
+        receipt
+            .extra
+            .insert("future".into(), serde_json::json!({"z": 1, "a": 2}));
         let note = ReceiptNote {
             receipt: receipt.clone(),
             signature: None,

@@ -48,7 +48,10 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let id = store.resolve(&args.session)?;
     let to = Agent::parse(&args.to);
     if git_session_adapters::adapter(&to).is_none() {
-        return Err(CommandError::usage(format!("no adapter can write {to} sessions yet")).hint("agents with an adapter: claude, codex"));
+        return Err(
+            CommandError::usage(format!("no adapter can write {to} sessions yet"))
+                .hint("agents with an adapter: claude, codex"),
+        );
     }
     let user_home = std::env::var_os("HOME").map(PathBuf::from);
     let home = match args.home.or_else(|| user_home.clone()) {
@@ -96,6 +99,11 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         if o.signed { "signed" } else { "unsigned" }
     ));
     status("Continue with:");
-    writeln!(out, "cd {} && {}", super::resume::shell_quote(&o.cwd.to_string_lossy()), o.command)?;
+    writeln!(
+        out,
+        "cd {} && {}",
+        super::resume::shell_quote(&o.cwd.to_string_lossy()),
+        o.command
+    )?;
     Ok(())
 }

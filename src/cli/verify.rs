@@ -58,7 +58,11 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         for v in &verdicts {
             let r = &v.store;
             if v.is_ok() {
-                writeln!(out, "ok      {} ({} events, {} batches)", r.id, r.events, r.batches)?;
+                writeln!(
+                    out,
+                    "ok      {} ({} events, {} batches)",
+                    r.id, r.events, r.batches
+                )?;
             } else {
                 writeln!(out, "FAILED  {}", r.id)?;
                 for p in &r.problems {

@@ -585,6 +585,30 @@ impl BlockReader<'_> {
     }
 }
 
+/// Returns the identity (see [`dedup_key`]) of every event `adapter` reads
+/// from the native file at `path`, in order.
+pub(crate) fn native_keys(adapter: &dyn Adapter, path: &Path, rel: &str) -> OpResult<Vec<String>> {
+    let reader = BlockReader {
+        adapter,
+        path,
+        rel,
+        offset: 0,
+        first_line: 0,
+        first_seq: 0,
+    };
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(2);
+        let producer = scope.spawn(move || reader.run(None, &tx));
+        let keys: Vec<String> = rx
+            .into_iter()
+            .flat_map(|parsed: git_session_adapters::Parsed| parsed.events)
+            .map(|e| dedup_key(&e))
+            .collect();
+        producer.join().expect("the block reader does not panic")?;
+        Ok(keys)
+    })
+}
+
 /// Returns what identifies an event across re-reads of its native file:
 /// its origin (native id or position, and type, since one record can give
 /// several events), or for events without one, a hash of type and body.

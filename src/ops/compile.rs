@@ -4,7 +4,9 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use git_session_compiler::{Compiled, GitFacts, Request, Summarizer, SummarizerError, SummaryRequest, Summary};
+use git_session_compiler::{
+    Compiled, GitFacts, Request, Summarizer, SummarizerError, Summary, SummaryRequest,
+};
 use git_session_schema::{Event, SessionHeader, SessionId};
 
 use super::{OpError, OpResult};
@@ -23,10 +25,14 @@ pub struct CompileRequest {
 }
 
 /// Compiles a stored session.
-pub fn compile(store: &Store, request: &CompileRequest) -> OpResult<(SessionHeader, Vec<Event>, Compiled)> {
+pub fn compile(
+    store: &Store,
+    request: &CompileRequest,
+) -> OpResult<(SessionHeader, Vec<Event>, Compiled)> {
     // The tokenizer takes a moment to build; let it overlap the reading.
     let target = request.request.target.clone();
-    let warm = std::thread::spawn(move || git_session_compiler::Tokenizer::for_agent(&target).load());
+    let warm =
+        std::thread::spawn(move || git_session_compiler::Tokenizer::for_agent(&target).load());
     let header = store.header(&request.id)?;
     let events = load_events(store, &request.id)?;
     let facts = store.work_tree_facts();
@@ -39,7 +45,12 @@ pub fn compile(store: &Store, request: &CompileRequest) -> OpResult<(SessionHead
     };
     let _ = warm.join();
     let compiled = match &request.summarizer_cmd {
-        Some(cmd) => git_session_compiler::compile_with(&header, &events, &compiler_request, &External(cmd.clone())),
+        Some(cmd) => git_session_compiler::compile_with(
+            &header,
+            &events,
+            &compiler_request,
+            &External(cmd.clone()),
+        ),
         None => git_session_compiler::compile(&header, &events, &compiler_request),
     }
     .map_err(|e| OpError::Conflict {
@@ -72,7 +83,10 @@ impl Summarizer for External {
     }
 
     fn summarize(&self, request: &SummaryRequest) -> Result<Vec<Summary>, SummarizerError> {
-        let failed = |message: String| SummarizerError::Failed { message, source: None };
+        let failed = |message: String| SummarizerError::Failed {
+            message,
+            source: None,
+        };
         let mut child = Command::new("sh")
             .arg("-c")
             .arg(&self.0)
@@ -85,7 +99,9 @@ impl Summarizer for External {
         let mut stdin = child.stdin.take().expect("stdin was piped");
         // A summarizer that exits without reading everything is its own failure.
         let writer = std::thread::spawn(move || stdin.write_all(&input));
-        let out = child.wait_with_output().map_err(|e| failed(e.to_string()))?;
+        let out = child
+            .wait_with_output()
+            .map_err(|e| failed(e.to_string()))?;
         let _ = writer.join();
         if !out.status.success() {
             return Err(failed(format!(

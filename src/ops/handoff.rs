@@ -71,12 +71,19 @@ pub struct HandoffOutcome {
 }
 
 /// Hands `request.id` to `request.to`.
-pub fn handoff(store: &Store, clock: &Clock, request: &HandoffRequest<'_>) -> OpResult<HandoffOutcome> {
+pub fn handoff(
+    store: &Store,
+    clock: &Clock,
+    request: &HandoffRequest<'_>,
+) -> OpResult<HandoffOutcome> {
     // A key that cannot sign is found out before anything is written.
     if let Some(key) = &request.key {
         sign::sign(key, b"git-session signing check").map_err(|e| OpError::Conflict {
             message: e.to_string(),
-            hint: Some("fix the key, or unset session.signingKey to hand off with an unsigned receipt".into()),
+            hint: Some(
+                "fix the key, or unset session.signingKey to hand off with an unsigned receipt"
+                    .into(),
+            ),
         })?;
     }
     let compile_request = CompileRequest {
@@ -91,10 +98,17 @@ pub fn handoff(store: &Store, clock: &Clock, request: &HandoffRequest<'_>) -> Op
     };
     let (header, events, compiled) = super::compile::compile(store, &compile_request)?;
     let brief = match &request.note {
-        Some(note) => format!("{}\n\nNote from the user who handed this session over: {}", compiled.text, note.replace('\n', " ")),
+        Some(note) => format!(
+            "{}\n\nNote from the user who handed this session over: {}",
+            compiled.text,
+            note.replace('\n', " ")
+        ),
         None => compiled.text.clone(),
     };
-    let context_sha256: String = Sha256::digest(brief.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let context_sha256: String = Sha256::digest(brief.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
 
     let adapter = adapter_for(&request.to)?;
     let root = adapter.store_root(request.env, &request.home);
@@ -103,7 +117,15 @@ pub fn handoff(store: &Store, clock: &Clock, request: &HandoffRequest<'_>) -> Op
     let now = clock.now_rfc3339();
     // The brief comes first; the history follows, renumbered after it so
     // seqs stay unique for adapters that derive ids from them.
-    let first = Event::new(0, now.clone(), Agent::GitSession, "user", kinds::MESSAGE_USER, Level::Context, json!({ "text": brief }));
+    let first = Event::new(
+        0,
+        now.clone(),
+        Agent::GitSession,
+        "user",
+        kinds::MESSAGE_USER,
+        Level::Context,
+        json!({ "text": brief }),
+    );
     let mut stream = std::iter::once(first).chain(events.into_iter().map(|mut e| {
         e.seq += 1;
         e.parent_seq = e.parent_seq.map(|p| p + 1);
@@ -130,7 +152,15 @@ pub fn handoff(store: &Store, clock: &Clock, request: &HandoffRequest<'_>) -> Op
 
     // Record the handoff in the log: the compiled context and the handoff.
     let info = super::canonical::commit_info(store, clock);
-    let compiled_event = Event::new(0, now.clone(), Agent::GitSession, "system", kinds::CONTEXT_COMPILED, Level::Context, compiled.record());
+    let compiled_event = Event::new(
+        0,
+        now.clone(),
+        Agent::GitSession,
+        "system",
+        kinds::CONTEXT_COMPILED,
+        Level::Context,
+        compiled.record(),
+    );
     let handoff_event = Event::new(
         0,
         now.clone(),
@@ -155,7 +185,9 @@ pub fn handoff(store: &Store, clock: &Clock, request: &HandoffRequest<'_>) -> Op
         sink.push(handoff_event.clone())?;
         Ok::<_, OpError>(())
     })?;
-    let commit = outcome.commit.expect("a batch of two events writes a commit");
+    let commit = outcome
+        .commit
+        .expect("a batch of two events writes a commit");
     let handoff_seq = outcome.seq.expect("two events appended").1;
 
     let receipt = Receipt {
@@ -173,10 +205,16 @@ pub fn handoff(store: &Store, clock: &Clock, request: &HandoffRequest<'_>) -> Op
         extra: Default::default(),
     };
     let signature = match &request.key {
-        Some(key) => Some(sign::sign(key, &receipt.signed_bytes()).map_err(|e| OpError::Conflict {
-            message: format!("the handoff is written, but its receipt could not be signed: {e}"),
-            hint: None,
-        })?),
+        Some(key) => {
+            Some(
+                sign::sign(key, &receipt.signed_bytes()).map_err(|e| OpError::Conflict {
+                    message: format!(
+                        "the handoff is written, but its receipt could not be signed: {e}"
+                    ),
+                    hint: None,
+                })?,
+            )
+        }
         None => None,
     };
     let signed = signature.is_some();

@@ -3,8 +3,8 @@
 //! [`Clock`](crate::clock::Clock) and plain values, and get results back.
 
 pub mod canonical;
-pub mod compile;
 pub mod capture;
+pub mod compile;
 pub mod cursor;
 pub mod fork;
 pub mod handoff;

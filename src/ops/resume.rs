@@ -109,7 +109,9 @@ pub fn resume(
         unchanged,
         skipped_rows,
     } = result.map_err(|e| match e {
-        OpError::NativeExists { native_id, path, .. } => OpError::NativeExists {
+        OpError::NativeExists {
+            native_id, path, ..
+        } => OpError::NativeExists {
             native_id,
             path,
             hint: Some(format!(
@@ -191,8 +193,10 @@ pub(crate) fn write_native(
     target: &NativeTarget<'_>,
     events: &mut dyn Iterator<Item = Event>,
 ) -> OpResult<Written> {
-    let blobs: std::collections::HashMap<_, _> = store.artifacts(target.artifacts_of)?.into_iter().collect();
-    let artifact = |a: &git_session_schema::ArtifactId| blobs.get(a).and_then(|b| store.blob(*b).ok());
+    let blobs: std::collections::HashMap<_, _> =
+        store.artifacts(target.artifacts_of)?.into_iter().collect();
+    let artifact =
+        |a: &git_session_schema::ArtifactId| blobs.get(a).and_then(|b| store.blob(*b).ok());
     let cwd_text = target.cwd.to_string_lossy();
     let now = clock.now_rfc3339();
     let head = RenderHead {
@@ -207,10 +211,32 @@ pub(crate) fn write_native(
         .adapter
         .render_to(head, events, &mut files)
         .map_err(|e| OpError::Conflict {
-            message: format!("cannot write {} as a {} session: {e}", target.header.id, target.adapter.agent()),
+            message: format!(
+                "cannot write {} as a {} session: {e}",
+                target.header.id,
+                target.adapter.agent()
+            ),
             hint: None,
         })?;
-    let conflicts = files.conflicting()?;
+    // Bytes can differ while the records are the same (the agent's file
+    // and our render of it order keys differently, or lack a field the
+    // render adds): the adapter decides whether it is the same session.
+    let mut conflicts = Vec::new();
+    for (path, rendered) in files.conflicting()? {
+        let rel = path
+            .strip_prefix(target.root)
+            .unwrap_or(&path)
+            .to_string_lossy()
+            .into_owned();
+        let same = target.adapter.is_session_file(Path::new(&rel))
+            && super::capture::native_keys(target.adapter, &path, &rel)?
+                == super::capture::native_keys(target.adapter, &rendered, &rel)?;
+        if same {
+            files.keep_existing(&path);
+        } else {
+            conflicts.push(path);
+        }
+    }
     if let Some(first) = conflicts.first() {
         return Err(OpError::NativeExists {
             native_id: target.native_id.to_owned(),
@@ -278,6 +304,8 @@ impl Iterator for StoredEvents<'_> {
 struct TempFiles {
     root: PathBuf,
     files: Vec<(PathBuf, tempfile::NamedTempFile)>,
+    /// Targets whose existing file already holds the session.
+    kept: Vec<PathBuf>,
 }
 
 impl TempFiles {
@@ -285,21 +313,29 @@ impl TempFiles {
         TempFiles {
             root: root.to_owned(),
             files: Vec::new(),
+            kept: Vec::new(),
         }
     }
 
-    /// Returns the targets that exist with different content.
-    fn conflicting(&mut self) -> OpResult<Vec<PathBuf>> {
+    /// Returns the targets that exist with different bytes, each with the
+    /// temporary file holding what the render wanted there.
+    fn conflicting(&mut self) -> OpResult<Vec<(PathBuf, PathBuf)>> {
         let mut out = Vec::new();
         for (path, tmp) in &mut self.files {
             if !path.exists() {
                 continue;
             }
             if !same_content(path, tmp.path())? {
-                out.push(path.clone());
+                out.push((path.clone(), tmp.path().to_owned()));
             }
         }
         Ok(out)
+    }
+
+    /// Leaves the existing file at `path` as it is (it holds the session).
+    fn keep_existing(&mut self, path: &Path) {
+        self.files.retain(|(p, _)| p != path);
+        self.kept.push(path.to_owned());
     }
 
     fn all_present(&self) -> bool {

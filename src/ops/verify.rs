@@ -42,12 +42,17 @@ impl SessionVerdict {
 }
 
 /// Verifies `ids`; `allowed_signers` is the allowed-signers file's content.
-pub fn verify(store: &Store, ids: &[SessionId], allowed_signers: Option<&str>) -> OpResult<Vec<SessionVerdict>> {
+pub fn verify(
+    store: &Store,
+    ids: &[SessionId],
+    allowed_signers: Option<&str>,
+) -> OpResult<Vec<SessionVerdict>> {
     let notes = store.receipt_notes()?;
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
         let report = store.verify(id)?;
-        let own: std::collections::HashSet<gix::ObjectId> = store.batches(id)?.iter().map(|b| b.commit).collect();
+        let own: std::collections::HashSet<gix::ObjectId> =
+            store.batches(id)?.iter().map(|b| b.commit).collect();
         let receipts = notes
             .iter()
             .filter(|(commit, _)| own.contains(commit))
@@ -61,7 +66,13 @@ pub fn verify(store: &Store, ids: &[SessionId], allowed_signers: Option<&str>) -
     Ok(out)
 }
 
-fn check(store: &Store, id: &SessionId, commit: gix::ObjectId, body: &[u8], allowed: Option<&str>) -> ReceiptCheck {
+fn check(
+    store: &Store,
+    id: &SessionId,
+    commit: gix::ObjectId,
+    body: &[u8],
+    allowed: Option<&str>,
+) -> ReceiptCheck {
     let mut result = ReceiptCheck {
         commit,
         seq: None,
@@ -80,10 +91,15 @@ fn check(store: &Store, id: &SessionId, commit: gix::ObjectId, body: &[u8], allo
     if let Some(pem) = &note.signature {
         match verify_signature(pem, &r.signed_bytes(), r.signer.as_deref(), allowed) {
             Verdict::Good { fingerprint } => {
-                result.signature = format!("good signature by {} ({fingerprint})", r.signer.as_deref().unwrap_or("?"));
+                result.signature = format!(
+                    "good signature by {} ({fingerprint})",
+                    r.signer.as_deref().unwrap_or("?")
+                );
             }
             Verdict::ValidUnknownSigner { fingerprint } => {
-                result.signature = format!("valid signature ({fingerprint}); signer not checked: no gpg.ssh.allowedSignersFile");
+                result.signature = format!(
+                    "valid signature ({fingerprint}); signer not checked: no gpg.ssh.allowedSignersFile"
+                );
             }
             Verdict::NotAllowed { fingerprint } => {
                 result.problem = Some(format!(
@@ -93,7 +109,10 @@ fn check(store: &Store, id: &SessionId, commit: gix::ObjectId, body: &[u8], allo
                 ));
             }
             Verdict::Bad(reason) => {
-                result.problem = Some(format!("receipt for seq {}: bad signature: {reason}", r.handoff_seq));
+                result.problem = Some(format!(
+                    "receipt for seq {}: bad signature: {reason}",
+                    r.handoff_seq
+                ));
             }
         }
     }
@@ -104,16 +123,29 @@ fn check(store: &Store, id: &SessionId, commit: gix::ObjectId, body: &[u8], allo
 }
 
 /// Checks that the receipt describes what the log holds.
-fn matches_log(store: &Store, id: &SessionId, commit: gix::ObjectId, note: &ReceiptNote) -> Result<(), String> {
+fn matches_log(
+    store: &Store,
+    id: &SessionId,
+    commit: gix::ObjectId,
+    note: &ReceiptNote,
+) -> Result<(), String> {
     let r = &note.receipt;
     if r.session != *id || r.commit != commit.to_string() {
-        return Err(format!("receipt on {commit} names session {} commit {}", r.session, r.commit));
+        return Err(format!(
+            "receipt on {commit} names session {} commit {}",
+            r.session, r.commit
+        ));
     }
     let line = store
         .lines_at(id, commit, r.handoff_seq, Some(r.handoff_seq))
         .map_err(|e| e.to_string())?
         .next()
-        .ok_or_else(|| format!("receipt names seq {}, which commit {commit} does not hold", r.handoff_seq))?
+        .ok_or_else(|| {
+            format!(
+                "receipt names seq {}, which commit {commit} does not hold",
+                r.handoff_seq
+            )
+        })?
         .map_err(|e| e.to_string())?;
     let event = line.decode().map_err(|e| e.to_string())?;
     let p = &event.payload;
@@ -124,6 +156,9 @@ fn matches_log(store: &Store, id: &SessionId, commit: gix::ObjectId, note: &Rece
     if same {
         Ok(())
     } else {
-        Err(format!("receipt for seq {} does not match the handoff event in the log", r.handoff_seq))
+        Err(format!(
+            "receipt for seq {} does not match the handoff event in the log",
+            r.handoff_seq
+        ))
     }
 }

@@ -52,7 +52,12 @@ impl Store {
         let notes_ref = refs::RECEIPTS_NOTES_REF.trim_start_matches("refs/notes/");
         let mut child = self
             .git_command()
-            .args(["-c", &format!("user.name={}", sig.name), "-c", &format!("user.email={}", sig.email)])
+            .args([
+                "-c",
+                &format!("user.name={}", sig.name),
+                "-c",
+                &format!("user.email={}", sig.email),
+            ])
             .args(["notes", &format!("--ref={notes_ref}"), "add", "-F", "-"])
             .arg(commit.to_string())
             .env("GIT_COMMITTER_DATE", format!("{time} +0000"))
@@ -65,10 +70,12 @@ impl Store {
                 path: PathBuf::from("git"),
                 source,
             })?;
-        std::io::Write::write_all(child.stdin.as_mut().expect("stdin was piped"), body).map_err(|source| StoreError::Io {
-            path: PathBuf::from("git notes"),
-            source,
-        })?;
+        std::io::Write::write_all(child.stdin.as_mut().expect("stdin was piped"), body).map_err(
+            |source| StoreError::Io {
+                path: PathBuf::from("git notes"),
+                source,
+            },
+        )?;
         let out = child.wait_with_output().map_err(|source| StoreError::Io {
             path: PathBuf::from("git"),
             source,
@@ -84,14 +91,21 @@ impl Store {
 
     /// Returns every receipt note: the annotated commit and the note body.
     pub fn receipt_notes(&self) -> StoreResult<Vec<(ObjectId, Vec<u8>)>> {
-        if self.repo.try_find_reference(refs::RECEIPTS_NOTES_REF).map_err(git)?.is_none() {
+        if self
+            .repo
+            .try_find_reference(refs::RECEIPTS_NOTES_REF)
+            .map_err(git)?
+            .is_none()
+        {
             return Ok(Vec::new());
         }
         let notes_ref = refs::RECEIPTS_NOTES_REF.trim_start_matches("refs/notes/");
         let out = self.run_git(&["notes".into(), format!("--ref={notes_ref}"), "list".into()])?;
         let mut notes = Vec::new();
         for line in String::from_utf8_lossy(&out.stdout).lines() {
-            let mut ids = line.split_whitespace().filter_map(|h| ObjectId::from_hex(h.as_bytes()).ok());
+            let mut ids = line
+                .split_whitespace()
+                .filter_map(|h| ObjectId::from_hex(h.as_bytes()).ok());
             if let (Some(blob), Some(commit)) = (ids.next(), ids.next()) {
                 notes.push((commit, self.blob(blob)?));
             }
@@ -184,19 +198,34 @@ impl Store {
     /// parts where git cannot tell (a bare repository, an unborn branch).
     pub fn work_tree_facts(&self) -> WorkTreeFacts {
         let text = |args: &[&str]| -> Option<String> {
-            let out = self.git_in_work_tree().args(args).stdin(std::process::Stdio::null()).output().ok()?;
-            out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim_end().to_owned())
+            let out = self
+                .git_in_work_tree()
+                .args(args)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .ok()?;
+            out.status
+                .success()
+                .then(|| String::from_utf8_lossy(&out.stdout).trim_end().to_owned())
         };
         let mut recent: Vec<String> = Vec::new();
-        for file in text(&["log", "-n", "5", "--name-only", "--format="]).unwrap_or_default().lines() {
+        for file in text(&["log", "-n", "5", "--name-only", "--format="])
+            .unwrap_or_default()
+            .lines()
+        {
             if !file.is_empty() && !recent.iter().any(|f| f == file) && recent.len() < 20 {
                 recent.push(file.to_owned());
             }
         }
         WorkTreeFacts {
             branch: text(&["symbolic-ref", "--short", "-q", "HEAD"]).filter(|b| !b.is_empty()),
-            head: text(&["rev-parse", "--short", "-q", "--verify", "HEAD"]).filter(|h| !h.is_empty()),
-            status: text(&["status", "--porcelain"]).unwrap_or_default().lines().map(str::to_owned).collect(),
+            head: text(&["rev-parse", "--short", "-q", "--verify", "HEAD"])
+                .filter(|h| !h.is_empty()),
+            status: text(&["status", "--porcelain"])
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_owned)
+                .collect(),
             recent_files: recent,
         }
     }

@@ -266,3 +266,75 @@ fn a_claude_session_can_be_written_for_codex() {
     let rollout = std::fs::read_to_string(&found[0]).unwrap();
     assert!(rollout.contains("Please write hello into note.txt"));
 }
+
+#[test]
+fn resuming_where_the_session_was_captured_finds_it_in_place() {
+    for (agent, fixture, old, id) in [
+        (
+            "claude",
+            "claude/roundtrip/native",
+            "/tmp/oracle-sample/claude/project",
+            ROUNDTRIP,
+        ),
+        (
+            "codex",
+            "codex/function-tools/native",
+            "/tmp/oracle-sample/codex/project",
+            CODEX_ID,
+        ),
+    ] {
+        let repo = Repo::new();
+        let dot = if agent == "claude" {
+            ".claude"
+        } else {
+            ".codex"
+        };
+        copy_tree(
+            &fixtures().join(fixture),
+            &repo.home.join(dot),
+            old,
+            repo.root.to_str().unwrap(),
+        );
+        if agent == "claude" {
+            // The agent keeps a session under the encoding of its cwd.
+            let projects = repo.home.join(".claude/projects");
+            let real = git_session_adapters::claude::project_dir_name(repo.root.to_str().unwrap());
+            std::fs::rename(
+                projects.join("-tmp-oracle-sample-claude-project"),
+                projects.join(real),
+            )
+            .unwrap();
+        }
+        let home = repo.home.to_str().unwrap();
+        repo.ok(&["import", "--agent", agent, "--home", home]);
+        let before = std::process::Command::new("find")
+            .arg(&repo.home)
+            .arg("-type")
+            .arg("f")
+            .output()
+            .unwrap()
+            .stdout;
+        let out = repo
+            .session()
+            .args(["resume", id, "--home", home])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{agent}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("already in place"),
+            "{agent}: {}",
+            text(&out.stderr)
+        );
+        let after = std::process::Command::new("find")
+            .arg(&repo.home)
+            .arg("-type")
+            .arg("f")
+            .output()
+            .unwrap()
+            .stdout;
+        assert_eq!(
+            before, after,
+            "{agent}: files were added next to the original"
+        );
+    }
+}
