@@ -72,6 +72,17 @@
 //! present as Codex wrote it); rendered with its parent's events first (a
 //! canonical fork), it becomes one self-contained rollout under the fork's
 //! header, because re-serialized parent lines would not match the offset.
+//! The header is the `session_meta` of the canonical header's native id (or
+//! the first one, without an id); a later one of another thread, as in a
+//! concatenated rollout, is not written.
+//!
+//! The render streams: each event is taken once, its line is written as
+//! soon as the header is out, and buffered bytes go to the sink in chunks
+//! of 64 KiB. The `threads` row is built at the end from facts
+//! gathered on the way (first user text, last timestamp, newest
+//! `turn_context`). The one exception is a canonical fork: the parent's
+//! lines come before the fork's `session_meta`, which must be the first
+//! line, so they are held until it arrives.
 //!
 //! Any other session becomes a *legacy* rollout (formats/codex.md §6.1, §7):
 //! a minimal `session_meta`, then per canonical user, assistant and tool
@@ -90,7 +101,7 @@
 
 pub mod wire;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -99,8 +110,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::{
-    Adapter, ChangeSet, FileWrite, NativeParent, NativeSession, ParseInput, Parsed, RenderError,
-    RenderRequest, RowWrite, Warning,
+    Adapter, ChangeSet, FileSink, FileWrite, NativeParent, NativeSession, ParseInput, Parsed,
+    RenderError, RenderHead, RowWrite, Warning,
 };
 
 use wire::{CommandExecution, Compacted, EventMsg, Line, ResponseItem, SessionMeta, TurnContext};
@@ -211,22 +222,11 @@ impl Adapter for Codex {
 
     fn render_to(
         &self,
-        head: crate::RenderHead<'_>,
-        events: &mut dyn Iterator<Item = git_session_schema::Event>,
-        out: &mut dyn crate::FileSink,
+        head: RenderHead<'_>,
+        events: &mut dyn Iterator<Item = Event>,
+        out: &mut dyn FileSink,
     ) -> Result<ChangeSet, RenderError> {
-        // Not streaming yet: the render needs the whole session.
-        let (events, artifacts) = crate::collect(&head, events);
-        let mut changes = render(RenderRequest {
-            header: head.header,
-            events: &events,
-            artifacts: &artifacts,
-            native_id: head.native_id,
-            cwd: head.cwd,
-            now: head.now,
-        })?;
-        crate::emit(&mut changes, out)?;
-        Ok(changes)
+        render(head, events, out)
     }
 }
 
@@ -289,6 +289,56 @@ fn parse(input: ParseInput<'_>) -> Parsed {
     }
 }
 
+/// Holds what one line maps to, read from the line in place before the
+/// line itself moves into the event as [`NATIVE_KEY`].
+struct Mapped {
+    actor: &'static str,
+    kind: &'static str,
+    level: Level,
+    /// The canonical fields, without `native`.
+    body: Value,
+    then: Then,
+}
+
+/// Says what follows once the primary event of a line has its seq.
+enum Then {
+    Nothing,
+    /// Remember a tool call under its call id until its output.
+    Call(String, Call),
+    /// Link a tool output to its call and derive what the call did.
+    Output {
+        call_id: String,
+        call: Option<Call>,
+        text: String,
+    },
+}
+
+impl Mapped {
+    /// Returns a `meta` event body for the line.
+    fn meta(mut body: Value) -> Mapped {
+        strip_nulls(&mut body);
+        Mapped {
+            actor: "system",
+            kind: kinds::META,
+            level: Level::Native,
+            body,
+            then: Then::Nothing,
+        }
+    }
+
+    /// Returns a primary event other than `meta`.
+    fn event(actor: &'static str, kind: &'static str, level: Level, mut body: Value) -> Mapped {
+        strip_nulls(&mut body);
+        Mapped {
+            actor,
+            kind,
+            level,
+            body,
+            then: Then::Nothing,
+        }
+    }
+}
+
 impl Parser<'_> {
     fn warn(&mut self, line: u64, message: String) {
         self.warnings.push(Warning {
@@ -326,81 +376,90 @@ impl Parser<'_> {
     }
 
     fn line(&mut self, line_no: u64, raw: &[u8]) {
-        let value: Value = match serde_json::from_slice(raw) {
-            Ok(v) => v,
+        let line: Map<String, Value> = match serde_json::from_slice(raw) {
+            Ok(Value::Object(line)) => line,
+            Ok(_) => {
+                self.warn(line_no, "not a JSON object; line skipped".into());
+                return;
+            }
             Err(e) => {
                 self.warn(line_no, format!("not JSON ({e}); line skipped"));
                 return;
             }
         };
-        if !value.is_object() {
-            self.warn(line_no, "not a JSON object; line skipped".into());
-            return;
-        }
-        let envelope = match Line::deserialize(&value) {
+        let envelope = match Line::read(&line) {
             Ok(l) => l,
             Err(e) => {
                 self.warn(line_no, format!("unreadable envelope ({e}); line skipped"));
                 return;
             }
         };
-        let ts = match &envelope.timestamp {
+        let ts = match envelope.timestamp {
             Some(ts) => {
-                self.state.last_ts = Some(ts.clone());
-                ts.clone()
+                match &mut self.state.last_ts {
+                    Some(last) => {
+                        last.clear();
+                        last.push_str(ts);
+                    }
+                    None => self.state.last_ts = Some(ts.to_owned()),
+                }
+                ts.to_owned()
             }
             None => {
                 self.warn(line_no, "no timestamp; using the previous line's".into());
                 self.state.last_ts.clone().unwrap_or_default()
             }
         };
-        let payload = &envelope.payload;
-        match envelope.kind.as_str() {
-            "session_meta" => self.session_meta(line_no, &ts, payload, &value),
-            "response_item" => self.response_item(line_no, &ts, payload, &value),
-            "event_msg" => self.event_msg(line_no, &ts, payload, &value),
+        let payload = envelope.payload;
+        let mapped = match envelope.kind {
+            "session_meta" => self.session_meta(line_no, &ts, payload),
+            "response_item" => self.response_item(line_no, payload),
+            "event_msg" => self.event_msg(payload),
             "turn_context" => {
                 let tc = TurnContext::deserialize(payload).unwrap_or_default();
-                let body = json!({
+                Mapped::meta(json!({
                     "codex": "turn_context",
                     "turn_id": tc.turn_id,
                     "model": tc.model,
                     "cwd": tc.cwd,
                     "approval_policy": tc.approval_policy,
                     "sandbox_policy": tc.sandbox_policy,
-                });
-                self.meta(line_no, &ts, body, value);
+                }))
             }
-            "compacted" => self.compacted(line_no, &ts, payload, &value),
-            other => {
-                let body = json!({ "codex": other });
-                self.meta(line_no, &ts, body, value);
+            "compacted" => compacted(payload),
+            other => Mapped::meta(json!({ "codex": other })),
+        };
+        let Mapped {
+            actor,
+            kind,
+            level,
+            mut body,
+            then,
+        } = mapped;
+        // The line moves into the event: it is parsed once and never copied.
+        body[NATIVE_KEY] = Value::Object(line);
+        let seq = self.push((line_no, &ts), actor, kind, level, body, None);
+        match then {
+            Then::Nothing => {}
+            Then::Call(call_id, mut call) => {
+                call.seq = seq;
+                self.state.calls.insert(call_id, call);
             }
+            Then::Output {
+                call_id,
+                call,
+                text,
+            } => self.derive(line_no, &ts, seq, &call_id, call, &text),
         }
     }
 
-    /// Appends a `meta` event keeping the whole line.
-    fn meta(&mut self, line_no: u64, ts: &str, mut body: Value, raw: Value) {
-        strip_nulls(&mut body);
-        body[NATIVE_KEY] = raw;
-        self.push(
-            (line_no, ts),
-            "system",
-            kinds::META,
-            Level::Native,
-            body,
-            None,
-        );
-    }
-
-    fn session_meta(&mut self, line_no: u64, ts: &str, payload: &Value, raw: &Value) {
-        let meta = SessionMeta::deserialize(payload).unwrap_or_default();
+    fn session_meta(&mut self, line_no: u64, ts: &str, payload: &Value) -> Mapped {
         // Only the first session_meta describes this thread; a later one
         // (concatenated files) is kept as meta so nothing is lost.
         if self.state.meta_seen {
-            self.meta(line_no, ts, json!({"codex": "session_meta"}), raw.clone());
-            return;
+            return Mapped::meta(json!({"codex": "session_meta"}));
         }
+        let meta = SessionMeta::deserialize(payload).unwrap_or_default();
         self.state.meta_seen = true;
         if meta.id.is_none() {
             self.warn(line_no, "session_meta without id".into());
@@ -409,29 +468,24 @@ impl Parser<'_> {
         self.state.facts.cwd = meta.cwd.clone();
         self.state.facts.created = meta.timestamp.clone().or_else(|| Some(ts.to_owned()));
         self.state.facts.parent = meta.forked_from_id.clone();
-        let mut body = json!({
-            "cwd": meta.cwd,
-            "originator": meta.originator,
-            "cli_version": meta.cli_version,
-            "source": meta.source,
-            "model_provider": meta.model_provider,
-            "forked_from_id": meta.forked_from_id,
-            "history_mode": meta.history_mode,
-        });
-        strip_nulls(&mut body);
-        body[NATIVE_KEY] = raw.clone();
-        self.push(
-            (line_no, ts),
+        Mapped::event(
             "system",
             kinds::SESSION_START,
             Level::Context,
-            body,
-            None,
-        );
+            json!({
+                "cwd": meta.cwd,
+                "originator": meta.originator,
+                "cli_version": meta.cli_version,
+                "source": meta.source,
+                "model_provider": meta.model_provider,
+                "forked_from_id": meta.forked_from_id,
+                "history_mode": meta.history_mode,
+            }),
+        )
     }
 
-    fn response_item(&mut self, line_no: u64, ts: &str, payload: &Value, raw: &Value) {
-        let item = match ResponseItem::deserialize(payload) {
+    fn response_item(&mut self, line_no: u64, payload: &Value) -> Mapped {
+        let item = match ResponseItem::read(payload) {
             Ok(item) => item,
             Err(e) => {
                 self.warn(
@@ -439,12 +493,9 @@ impl Parser<'_> {
                     format!("response_item not understood ({e}); kept as meta"),
                 );
                 let kind = payload.get("type").and_then(Value::as_str).unwrap_or("?");
-                let body = json!({ "codex": format!("response_item.{kind}") });
-                self.meta(line_no, ts, body, raw.clone());
-                return;
+                return Mapped::meta(json!({ "codex": format!("response_item.{kind}") }));
             }
         };
-        let raw = raw.clone();
         match item {
             ResponseItem::Message {
                 role,
@@ -452,43 +503,26 @@ impl Parser<'_> {
                 id,
                 phase,
             } => {
-                let text = content_text(&content);
-                match role.as_str() {
-                    "user" if !is_injected(&text) => {
-                        let mut body = json!({ "text": text, "item_id": id });
-                        strip_nulls(&mut body);
-                        body[NATIVE_KEY] = raw;
-                        self.push(
-                            (line_no, ts),
-                            "user",
-                            kinds::MESSAGE_USER,
-                            Level::History,
-                            body,
-                            None,
-                        );
-                    }
-                    "assistant" => {
-                        let mut body = json!({ "text": text, "phase": phase, "item_id": id });
-                        strip_nulls(&mut body);
-                        body[NATIVE_KEY] = raw;
-                        self.push(
-                            (line_no, ts),
-                            ACTOR_AGENT,
-                            kinds::MESSAGE_ASSISTANT,
-                            Level::History,
-                            body,
-                            None,
-                        );
-                    }
-                    _ => {
-                        let body = json!({
-                            "codex": "response_item.message",
-                            "role": role,
-                            "text": text,
-                            "injected": role == "user",
-                        });
-                        self.meta(line_no, ts, body, raw);
-                    }
+                let text = content_text(content);
+                match role {
+                    "user" if !is_injected(&text) => Mapped::event(
+                        "user",
+                        kinds::MESSAGE_USER,
+                        Level::History,
+                        json!({ "text": text, "item_id": id }),
+                    ),
+                    "assistant" => Mapped::event(
+                        ACTOR_AGENT,
+                        kinds::MESSAGE_ASSISTANT,
+                        Level::History,
+                        json!({ "text": text, "phase": phase, "item_id": id }),
+                    ),
+                    _ => Mapped::meta(json!({
+                        "codex": "response_item.message",
+                        "role": role,
+                        "text": text,
+                        "injected": role == "user",
+                    })),
                 }
             }
             ResponseItem::Reasoning {
@@ -497,30 +531,20 @@ impl Parser<'_> {
                 content,
                 encrypted_content,
             } => {
-                let mut texts: Vec<&str> =
-                    summary.iter().filter_map(|p| p.text.as_deref()).collect();
+                let mut texts: Vec<&str> = summary.iter().filter_map(|p| p.text).collect();
                 if texts.is_empty() {
-                    texts = content
-                        .iter()
-                        .flatten()
-                        .filter_map(|p| p.text.as_deref())
-                        .collect();
+                    texts = content.iter().flatten().filter_map(|p| p.text).collect();
                 }
-                let mut body = json!({
-                    "text": texts.join("\n"),
-                    "encrypted": encrypted_content.is_some(),
-                    "item_id": id,
-                });
-                strip_nulls(&mut body);
-                body[NATIVE_KEY] = raw;
-                self.push(
-                    (line_no, ts),
+                Mapped::event(
                     ACTOR_AGENT,
                     kinds::MESSAGE_THINKING,
                     Level::Context,
-                    body,
-                    None,
-                );
+                    json!({
+                        "text": texts.join("\n"),
+                        "encrypted": encrypted_content.is_some(),
+                        "item_id": id,
+                    }),
+                )
             }
             ResponseItem::FunctionCall {
                 name,
@@ -530,10 +554,10 @@ impl Parser<'_> {
             } => {
                 // Arguments are JSON text; keep them parsed when they are,
                 // and verbatim otherwise (the model may write anything).
-                let input = serde_json::from_str::<Value>(&arguments)
-                    .unwrap_or_else(|_| Value::String(arguments.clone()));
+                let input = serde_json::from_str::<Value>(arguments)
+                    .unwrap_or_else(|_| Value::String(arguments.to_owned()));
                 let call = Call {
-                    cmd: shell_command(&name, &input),
+                    cmd: shell_command(name, &input),
                     patch: (name == "apply_patch")
                         .then(|| {
                             input
@@ -542,12 +566,12 @@ impl Parser<'_> {
                                 .map(str::to_owned)
                         })
                         .flatten(),
-                    name: name.clone(),
+                    name: name.to_owned(),
                     ..Default::default()
                 };
                 let body =
                     json!({ "call_id": call_id, "name": name, "input": input, "item_id": id });
-                self.tool_call(line_no, ts, body, raw, call_id, call);
+                tool_call(body, call_id, call)
             }
             ResponseItem::CustomToolCall {
                 name,
@@ -556,96 +580,85 @@ impl Parser<'_> {
                 id,
             } => {
                 let call = Call {
-                    patch: (name == "apply_patch").then(|| input.clone()),
-                    name: name.clone(),
+                    patch: (name == "apply_patch").then(|| input.to_owned()),
+                    name: name.to_owned(),
                     ..Default::default()
                 };
                 let body = json!({
                     "call_id": call_id, "name": name, "input": input,
                     "freeform": true, "item_id": id,
                 });
-                self.tool_call(line_no, ts, body, raw, call_id, call);
+                tool_call(body, call_id, call)
             }
             ResponseItem::FunctionCallOutput { call_id, output }
             | ResponseItem::CustomToolCallOutput { call_id, output } => {
-                self.tool_result(line_no, ts, raw, call_id, &output);
+                self.tool_result(line_no, call_id, output)
             }
-            ResponseItem::AdditionalTools {} => {
-                let body = json!({"codex": "response_item.additional_tools", "role": "developer"});
-                self.meta(line_no, ts, body, raw);
-            }
+            ResponseItem::AdditionalTools => Mapped::meta(
+                json!({"codex": "response_item.additional_tools", "role": "developer"}),
+            ),
             ResponseItem::Compaction { .. } => {
-                let body = json!({"codex": "response_item.compaction", "opaque": true});
-                self.meta(line_no, ts, body, raw);
+                Mapped::meta(json!({"codex": "response_item.compaction", "opaque": true}))
             }
             ResponseItem::Other => {
                 let kind = payload.get("type").and_then(Value::as_str).unwrap_or("?");
-                let body = json!({ "codex": format!("response_item.{kind}") });
-                self.meta(line_no, ts, body, raw);
+                Mapped::meta(json!({ "codex": format!("response_item.{kind}") }))
             }
         }
     }
 
-    fn tool_call(
-        &mut self,
-        line_no: u64,
-        ts: &str,
-        mut body: Value,
-        raw: Value,
-        call_id: String,
-        mut call: Call,
-    ) {
-        strip_nulls(&mut body);
-        body[NATIVE_KEY] = raw;
-        call.seq = self.push(
-            (line_no, ts),
-            ACTOR_AGENT,
-            kinds::TOOL_CALL,
-            Level::History,
-            body,
-            None,
-        );
-        self.state.calls.insert(call_id, call);
-    }
-
-    fn tool_result(&mut self, line_no: u64, ts: &str, raw: Value, call_id: String, output: &Value) {
+    fn tool_result(&mut self, line_no: u64, call_id: &str, output: &Value) -> Mapped {
         let text = output_text(output);
         // A call is answered once; forgetting it keeps the state as small as
         // the number of calls still open, however long the thread grows.
-        let call = self.state.calls.remove(&call_id);
+        let call = self.state.calls.remove(call_id);
         if call.is_none() {
             self.warn(
                 line_no,
                 format!("output for unknown call id {call_id:?}; kept without a parent"),
             );
         }
-        let mut body = json!({
-            "call_id": call_id,
-            "name": call.as_ref().map(|c| c.name.clone()),
-            "output": text,
-        });
-        strip_nulls(&mut body);
-        body[NATIVE_KEY] = raw;
-        let seq = self.push(
-            (line_no, ts),
+        let mut mapped = Mapped::event(
             "tool",
             kinds::TOOL_RESULT,
             Level::History,
-            body,
-            None,
+            json!({
+                "call_id": call_id,
+                "name": call.as_ref().map(|c| c.name.as_str()),
+                "output": text,
+            }),
         );
+        mapped.then = Then::Output {
+            call_id: call_id.to_owned(),
+            call,
+            text,
+        };
+        mapped
+    }
+
+    /// Links a tool output (event `seq`) to its call and appends what the
+    /// call did: a `command.run` for a shell call no UI item reported, a
+    /// `file.edit` per file of a patch.
+    fn derive(
+        &mut self,
+        line_no: u64,
+        ts: &str,
+        seq: u64,
+        call_id: &str,
+        call: Option<Call>,
+        text: &str,
+    ) {
         if let Some(e) = self.events.last_mut() {
             e.parent_seq = call.as_ref().map(|c| c.seq);
         }
         let Some(call) = call else { return };
         if let (Some(cmd), false) = (&call.cmd, call.reported) {
-            let body = json!({
+            let mut body = json!({
                 "cmd": cmd,
-                "exit_code": exit_code(&text),
-                "output_tail": tail(command_output(&text), OUTPUT_TAIL),
+                "exit_code": exit_code(text),
+                "output_tail": tail(command_output(text), OUTPUT_TAIL),
                 "call_id": call_id,
             });
-            let mut body = body;
             strip_nulls(&mut body);
             let derived = self.push(
                 (line_no, ts),
@@ -679,7 +692,7 @@ impl Parser<'_> {
         }
     }
 
-    fn event_msg(&mut self, line_no: u64, ts: &str, payload: &Value, raw: &Value) {
+    fn event_msg(&mut self, payload: &Value) -> Mapped {
         let kind = payload.get("type").and_then(Value::as_str).unwrap_or("?");
         let name = format!("event_msg.{kind}");
         // The only title a rollout itself holds; names set in the TUI also
@@ -689,8 +702,7 @@ impl Parser<'_> {
         {
             self.state.facts.title = Some(title.to_owned());
         }
-        let msg = EventMsg::deserialize(payload).unwrap_or(EventMsg::Other);
-        let body = match msg {
+        let body = match EventMsg::read(payload) {
             EventMsg::UserMessage { message } => json!({ "codex": name, "text": message }),
             EventMsg::AgentMessage { message } => json!({ "codex": name, "text": message }),
             EventMsg::TaskStarted { turn_id } => json!({ "codex": name, "turn_id": turn_id }),
@@ -708,18 +720,17 @@ impl Parser<'_> {
             EventMsg::ItemCompleted { item, turn_id } => {
                 let item_kind = item.get("type").and_then(Value::as_str).unwrap_or("?");
                 if item_kind == "CommandExecution" {
-                    let exec = CommandExecution::deserialize(&item).unwrap_or_default();
-                    self.command_execution(line_no, ts, exec, raw.clone());
-                    return;
+                    let exec = CommandExecution::deserialize(item).unwrap_or_default();
+                    return self.command_execution(exec);
                 }
                 json!({ "codex": format!("{name}.{item_kind}"), "turn_id": turn_id })
             }
             EventMsg::Other => json!({ "codex": name }),
         };
-        self.meta(line_no, ts, body, raw.clone());
+        Mapped::meta(body)
     }
 
-    fn command_execution(&mut self, line_no: u64, ts: &str, exec: CommandExecution, raw: Value) {
+    fn command_execution(&mut self, exec: CommandExecution) -> Mapped {
         // The UI item is the only place code-mode commands (run from
         // JavaScript inside `exec`) show their argv and exit code, so it is
         // the `command.run`; any open shell call is marked as reported.
@@ -734,58 +745,59 @@ impl Parser<'_> {
             }
             argv => argv.join(" "),
         };
-        let mut body = json!({
-            "cmd": cmd,
-            "argv": exec.command,
-            "exit_code": exec.exit_code,
-            "output_tail": exec.aggregated_output.as_deref().map(|o| tail(o, OUTPUT_TAIL)),
-            "cwd": exec.cwd.as_deref().map(|c| c.strip_prefix("file://").unwrap_or(c)),
-            "status": exec.status,
-            "item_id": exec.id,
-        });
-        strip_nulls(&mut body);
-        body[NATIVE_KEY] = raw;
-        self.push(
-            (line_no, ts),
+        Mapped::event(
             ACTOR_AGENT,
             kinds::COMMAND_RUN,
             Level::Context,
-            body,
-            None,
-        );
+            json!({
+                "cmd": cmd,
+                "argv": exec.command,
+                "exit_code": exec.exit_code,
+                "output_tail": exec.aggregated_output.as_deref().map(|o| tail(o, OUTPUT_TAIL)),
+                "cwd": exec.cwd.as_deref().map(|c| c.strip_prefix("file://").unwrap_or(c)),
+                "status": exec.status,
+                "item_id": exec.id,
+            }),
+        )
     }
+}
 
-    fn compacted(&mut self, line_no: u64, ts: &str, payload: &Value, raw: &Value) {
-        let c = Compacted::deserialize(payload).unwrap_or_default();
-        let remote = c
-            .replacement_history
-            .iter()
-            .any(|i| i.get("type").and_then(Value::as_str) == Some("compaction"));
-        let retained: Vec<String> = c
-            .replacement_history
-            .iter()
-            .filter(|i| {
-                i.get("type").and_then(Value::as_str) == Some("message")
-                    && i.get("role").and_then(Value::as_str) == Some("user")
-            })
-            .map(|i| content_text(i.get("content").unwrap_or(&Value::Null)))
-            .filter(|t| !is_injected(t) && *t != c.message)
-            .collect();
-        let body = json!({
+/// Maps a tool call line; its seq is remembered once it has one.
+fn tool_call(body: Value, call_id: &str, call: Call) -> Mapped {
+    let mut mapped = Mapped::event(ACTOR_AGENT, kinds::TOOL_CALL, Level::History, body);
+    mapped.then = Then::Call(call_id.to_owned(), call);
+    mapped
+}
+
+/// Maps a `compacted` line to a checkpoint.
+fn compacted(payload: &Value) -> Mapped {
+    let c = Compacted::deserialize(payload).unwrap_or_default();
+    let remote = c
+        .replacement_history
+        .iter()
+        .any(|i| i.get("type").and_then(Value::as_str) == Some("compaction"));
+    let retained: Vec<String> = c
+        .replacement_history
+        .iter()
+        .filter(|i| {
+            i.get("type").and_then(Value::as_str) == Some("message")
+                && i.get("role").and_then(Value::as_str) == Some("user")
+        })
+        .map(|i| content_text(i.get("content").unwrap_or(&Value::Null)))
+        .filter(|t| !is_injected(t) && *t != c.message)
+        .collect();
+    // No nulls to strip, and `remote: false` is a fact worth keeping.
+    Mapped {
+        actor: "system",
+        kind: kinds::CHECKPOINT,
+        level: Level::Context,
+        body: json!({
             "reason": "compaction",
             "summary": c.message,
             "remote": remote,
             "retained_user_messages": retained,
-            NATIVE_KEY: raw,
-        });
-        self.push(
-            (line_no, ts),
-            "system",
-            kinds::CHECKPOINT,
-            Level::Context,
-            body,
-            None,
-        );
+        }),
+        then: Then::Nothing,
     }
 }
 
@@ -939,12 +951,29 @@ fn is_uuid(s: &str) -> bool {
 
 // ---------------------------------------------------------------- render
 
+/// How many rendered bytes the writer holds before sending them to the
+/// sink: `ops` writes each chunk straight to a file, so one write per line
+/// would be one system call per line; this keeps the buffer small and fixed.
+const FLUSH_AT: usize = 64 * 1024;
+
 /// Returns the Codex line an event carries, if it came from a Codex rollout.
 fn native_line(event: &Event) -> Option<&Map<String, Value>> {
     if event.agent != Agent::Codex {
         return None;
     }
     event.payload.get(NATIVE_KEY)?.as_object()
+}
+
+/// Takes the Codex line out of an event: the render owns the events it is
+/// handed, so the line is moved into the output instead of copied.
+fn take_native_line(event: &mut Event) -> Option<Map<String, Value>> {
+    if event.agent != Agent::Codex {
+        return None;
+    }
+    match event.payload.get_mut(NATIVE_KEY)? {
+        Value::Object(line) => Some(std::mem::take(line)),
+        _ => None,
+    }
 }
 
 /// Holds the rewrites a faithful render applies to Codex lines.
@@ -987,155 +1016,128 @@ fn move_path(s: &str, from: &str, to: &str) -> Option<String> {
     None
 }
 
-/// Accumulates the lines of a rendered rollout.
+/// Says where the rollout's first line, its `session_meta`, stands.
+enum Header {
+    /// No `session_meta` seen and no line written yet.
+    Undecided,
+    /// Only `session_meta` lines of another thread seen so far: the parent
+    /// of a canonical fork, whose own header comes after the inherited
+    /// events. Lines wait in [`Writer::pending`] until it arrives.
+    Waiting {
+        /// The newest of those lines, with its event's `cwd` and `ts`: the
+        /// header if no line of this thread ever comes.
+        latest: (Map<String, Value>, Option<String>, String),
+        /// The first one's ordinal, which the header takes over.
+        first_ordinal: Option<Value>,
+        /// How many were seen: with more than one, the header drops its
+        /// reference to the parent, whose events are inherited.
+        count: usize,
+    },
+    /// The header is written and the file begun.
+    Written(Rollout),
+}
+
+/// Holds what the `threads` row needs from the rollout's first line.
+struct Rollout {
+    path: PathBuf,
+    stamp: FileStamp,
+    source: String,
+    cli_version: String,
+    originator: String,
+}
+
+/// Holds the settings of the newest `turn_context` line, for the row.
+struct Context {
+    model: Value,
+    sandbox_policy: Option<String>,
+    approval_policy: Option<String>,
+}
+
+/// Writes a rollout line by line as the events come.
+///
+/// What it keeps is small and does not grow with the session, except the
+/// ids of foreign tool calls still waiting for their result, and the
+/// inherited lines of a canonical fork (see [`Header::Waiting`]), which
+/// cannot be written before the fork's own header line.
 struct Writer<'a> {
-    request: &'a RenderRequest<'a>,
-    lines: Vec<Value>,
+    head: RenderHead<'a>,
+    out: &'a mut dyn FileSink,
+    header: Header,
+    /// Lines that arrived before the header, with whether they get the
+    /// cwd rewrites (only while [`Header::Waiting`]).
+    pending: Vec<(Value, bool)>,
+    /// Serialized lines not yet sent to the sink.
+    buf: Vec<u8>,
+    remap: Remap<'a>,
+    /// How often each kind of loss occurred.
     losses: BTreeMap<String, usize>,
-    /// Original call ids to the ids written (Codex caps them at 64 chars).
-    call_ids: BTreeMap<String, String>,
-    /// Written call ids, to keep them unique.
-    used_ids: std::collections::BTreeSet<String>,
+    /// Original ids of foreign tool calls without a result yet, to the ids
+    /// written (Codex caps them at 64 chars); forgotten once answered.
+    call_ids: HashMap<String, String>,
+    /// Hashes of the call ids written, to keep them unique. A collision
+    /// only renames a call to `call_gs_<seq>`, which is still unique.
+    used_ids: HashSet<u64>,
     /// Next ordinal, for paginated rollouts (None for legacy ones).
     ordinal: Option<u64>,
     first_user_text: Option<String>,
     user_event_written: bool,
+    response_item_written: bool,
+    /// The timestamp of the last line written.
+    last_ts: String,
+    context: Option<Context>,
 }
 
-fn render(request: RenderRequest<'_>) -> Result<ChangeSet, RenderError> {
-    if !is_uuid(request.native_id) {
+fn render(
+    head: RenderHead<'_>,
+    events: &mut dyn Iterator<Item = Event>,
+    out: &mut dyn FileSink,
+) -> Result<ChangeSet, RenderError> {
+    if !is_uuid(head.native_id) {
         return Err(RenderError::Request(format!(
             "codex thread ids are UUIDs, not {:?}",
-            request.native_id
+            head.native_id
         )));
     }
     let mut w = Writer {
-        request: &request,
-        lines: Vec::new(),
+        head,
+        out,
+        header: Header::Undecided,
+        pending: Vec::new(),
+        buf: Vec::with_capacity(FLUSH_AT + FLUSH_AT / 4),
+        remap: Remap {
+            from_cwd: None,
+            to_cwd: head.cwd,
+        },
         losses: BTreeMap::new(),
-        call_ids: BTreeMap::new(),
-        used_ids: Default::default(),
+        call_ids: HashMap::new(),
+        used_ids: HashSet::new(),
         ordinal: None,
         first_user_text: None,
         user_event_written: false,
+        response_item_written: false,
+        last_ts: String::new(),
+        context: None,
     };
-    // A canonical fork carries its parent's events first, so its events can
-    // hold two `session_meta` lines: the parent's, then the fork's, whose
-    // `history_base` points into the parent rollout by byte offset. Written
-    // back, such a session becomes one self-contained rollout under the
-    // fork's header (an ordinal gap where the parent's header was is fine
-    // for 0.171.0), since the rewritten parent no longer has those bytes.
-    let metas: Vec<&Event> = request
-        .events
-        .iter()
-        .filter(|e| is_session_meta(e))
-        .collect();
-    let meta_event = metas.last().copied();
-    let remap = Remap {
-        from_cwd: meta_event
-            .and_then(|e| e.payload.get("cwd"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .or_else(|| request.header.cwd.clone()),
-        to_cwd: request.cwd,
-    };
-    let created = match meta_event {
-        Some(e) => {
-            let mut line = Value::Object(native_line(e).cloned().unwrap_or_default());
-            if metas.len() > 1 {
-                if let Some(p) = line.get_mut("payload").and_then(Value::as_object_mut) {
-                    for key in [
-                        "forked_from_id",
-                        "forked_from_ordinal_exclusive",
-                        "history_base",
-                    ] {
-                        p.remove(key);
-                    }
-                }
-                let first = metas
-                    .first()
-                    .and_then(|m| native_line(m)?.get("ordinal").cloned());
-                if let (Some(o), Some(map)) = (first, line.as_object_mut()) {
-                    map.insert("ordinal".into(), o);
-                }
-            }
-            w.faithful_meta(&mut line, &remap);
-            let created = line["payload"]["timestamp"]
-                .as_str()
-                .unwrap_or(&e.ts)
-                .to_owned();
-            w.ordinal = line.get("ordinal").and_then(Value::as_u64).map(|o| o + 1);
-            w.lines.push(line);
-            created
-        }
-        None => {
-            let created = request.header.created.clone();
-            w.lines.push(w.minimal_meta(&created));
-            created
-        }
-    };
-    for event in request.events {
-        if is_session_meta(event) {
+    for mut event in events {
+        if is_session_meta(&event) {
+            w.session_meta(event)?;
             continue;
         }
-        match native_line(event) {
-            Some(line) => w.faithful(event, line, &remap),
-            None if event.agent == Agent::Codex && is_derived(event) => {}
-            None => w.foreign(event)?,
+        match take_native_line(&mut event) {
+            Some(line) => w.faithful(&event, line)?,
+            None if event.agent == Agent::Codex && is_derived(&event) => {}
+            None => w.foreign(&event)?,
         }
     }
-    if !w.lines.iter().any(|l| l["type"] == "response_item") {
-        return Err(RenderError::Empty(
-            "no message or tool event to write as a Codex response item".into(),
-        ));
-    }
-    let Some(stamp) = FileStamp::parse(&created).or_else(|| FileStamp::parse(request.now)) else {
-        return Err(RenderError::Request(format!(
-            "neither the creation time {created:?} nor now {:?} is an RFC 3339 UTC time",
-            request.now
-        )));
-    };
-    let path = PathBuf::from(format!(
-        "sessions/{}/{}/{}/rollout-{}-{}.jsonl",
-        stamp.year, stamp.month, stamp.day, stamp.file_time, request.native_id
-    ));
-    let mut bytes = Vec::new();
-    for line in &w.lines {
-        serde_json::to_writer(&mut bytes, line).expect("JSON values always serialize");
-        bytes.push(b'\n');
-    }
-    let mut changes = ChangeSet {
-        resume_command: format!("codex resume {}", request.native_id),
-        losses: w
-            .losses
-            .iter()
-            .map(|(what, n)| format!("{what} ({n})"))
-            .collect(),
-        ..Default::default()
-    };
-    if let Some(title) = &request.header.title {
-        // The TUI shows a thread's name from this append-only index; the
-        // newest entry for an id wins, so appending never clobbers others.
-        let mut entry = serde_json::to_vec(&json!({
-            "id": request.native_id,
-            "thread_name": title,
-            "updated_at": request.now,
-        }))
-        .expect("JSON values always serialize");
-        entry.push(b'\n');
-        changes.appends.push(FileWrite {
-            path: PathBuf::from("session_index.jsonl"),
-            bytes: entry,
-        });
-    }
-    changes.rows.push(w.thread_row(&path, &stamp));
-    changes.files.push(FileWrite { path, bytes });
-    Ok(changes)
+    w.finish()
 }
 
 /// Says whether an event carries a captured Codex `session_meta` line.
 fn is_session_meta(event: &Event) -> bool {
-    native_line(event).and_then(|l| l.get("type")) == Some(&json!("session_meta"))
+    native_line(event)
+        .and_then(|l| l.get("type"))
+        .and_then(Value::as_str)
+        == Some("session_meta")
 }
 
 /// Says whether a Codex event was derived from another line (no line of its own).
@@ -1153,10 +1155,149 @@ impl Writer<'_> {
         *self.losses.entry(what.into()).or_default() += 1;
     }
 
+    /// Takes a `session_meta` event: the header when it is this thread's.
+    ///
+    /// A canonical fork carries its parent's events first, so its events
+    /// hold two `session_meta` lines: the parent's, then the fork's, whose
+    /// `history_base` points into the parent rollout by byte offset.
+    /// Written back, such a session becomes one self-contained rollout
+    /// under the fork's header (an ordinal gap where the parent's header was
+    /// is fine for 0.171.0), since the rewritten parent no longer has those
+    /// bytes. The header's thread is the canonical header's native id; one
+    /// without it takes the first `session_meta`.
+    fn session_meta(&mut self, mut event: Event) -> Result<(), RenderError> {
+        let Some(line) = take_native_line(&mut event) else {
+            return Ok(());
+        };
+        let cwd = event
+            .payload
+            .get("cwd")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let (first_ordinal, count) = match &mut self.header {
+            // A later `session_meta` (a concatenated rollout) is not
+            // written: the thread has its header.
+            Header::Written(_) => return Ok(()),
+            Header::Waiting {
+                first_ordinal,
+                count,
+                ..
+            } => (first_ordinal.take(), *count + 1),
+            Header::Undecided => {
+                let ordinal = line.get("ordinal").cloned();
+                self.ordinal = ordinal.as_ref().and_then(Value::as_u64).map(|o| o + 1);
+                (ordinal, 1)
+            }
+        };
+        let inherited = count > 1;
+        let own = self.head.header.native_id.as_deref();
+        let id = line
+            .get("payload")
+            .and_then(|p| p.get("id"))
+            .and_then(Value::as_str);
+        if own.is_none_or(|own| id == Some(own)) {
+            return self.write_meta(line, cwd, &event.ts, inherited.then_some(first_ordinal));
+        }
+        self.header = Header::Waiting {
+            latest: (line, cwd, event.ts),
+            first_ordinal,
+            count,
+        };
+        Ok(())
+    }
+
+    /// Writes a captured `session_meta` line as the header; `inherited`
+    /// holds the first header's ordinal when parent events come first.
+    fn write_meta(
+        &mut self,
+        line: Map<String, Value>,
+        cwd: Option<String>,
+        ts: &str,
+        inherited: Option<Option<Value>>,
+    ) -> Result<(), RenderError> {
+        let mut line = Value::Object(line);
+        if let Some(first_ordinal) = inherited {
+            if let Some(p) = line.get_mut("payload").and_then(Value::as_object_mut) {
+                for key in [
+                    "forked_from_id",
+                    "forked_from_ordinal_exclusive",
+                    "history_base",
+                ] {
+                    p.remove(key);
+                }
+            }
+            if let (Some(o), Some(map)) = (first_ordinal, line.as_object_mut()) {
+                map.insert("ordinal".into(), o);
+            }
+        }
+        self.remap.from_cwd = cwd.or_else(|| self.head.header.cwd.clone());
+        self.faithful_meta(&mut line);
+        let created = line["payload"]["timestamp"]
+            .as_str()
+            .unwrap_or(ts)
+            .to_owned();
+        self.begin(&created, &line["payload"])?;
+        self.emit(line, false)?;
+        for (line, rewrite) in std::mem::take(&mut self.pending) {
+            self.emit(line, rewrite)?;
+        }
+        Ok(())
+    }
+
+    /// Starts the rollout file, named after its creation time.
+    fn begin(&mut self, created: &str, meta: &Value) -> Result<(), RenderError> {
+        let Some(stamp) = FileStamp::parse(created).or_else(|| FileStamp::parse(self.head.now))
+        else {
+            return Err(RenderError::Request(format!(
+                "neither the creation time {created:?} nor now {:?} is an RFC 3339 UTC time",
+                self.head.now
+            )));
+        };
+        let path = PathBuf::from(format!(
+            "sessions/{}/{}/{}/rollout-{}-{}.jsonl",
+            stamp.year, stamp.month, stamp.day, stamp.file_time, self.head.native_id
+        ));
+        self.out.begin(&path).map_err(RenderError::Sink)?;
+        let text = |k: &str, default: &str| {
+            meta.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or(default)
+                .to_owned()
+        };
+        self.header = Header::Written(Rollout {
+            path,
+            stamp,
+            source: text("source", "cli"),
+            cli_version: text("cli_version", ""),
+            originator: text("originator", "git_session"),
+        });
+        Ok(())
+    }
+
+    /// Writes the minimal header of a session that has no `session_meta`.
+    fn write_minimal_meta(&mut self) -> Result<(), RenderError> {
+        let created = self.head.header.created.clone();
+        let ts = codex_ts(&created, self.head.now);
+        let line = json!({
+            "timestamp": ts,
+            "type": "session_meta",
+            "payload": {
+                "id": self.head.native_id,
+                "timestamp": ts,
+                "cwd": self.head.cwd,
+                "originator": "git_session",
+                "cli_version": "0.0.0",
+                "source": "cli",
+            },
+        });
+        self.begin(&created, &line["payload"])?;
+        self.emit(line, false)
+    }
+
     /// Applies the documented rewrites to a captured `session_meta` line.
-    fn faithful_meta(&mut self, line: &mut Value, remap: &Remap<'_>) {
-        remap.apply(line);
-        let id = self.request.native_id;
+    fn faithful_meta(&mut self, line: &mut Value) {
+        self.remap.apply(line);
+        let id = self.head.native_id;
         let Some(payload) = line.get_mut("payload").and_then(Value::as_object_mut) else {
             return;
         };
@@ -1164,7 +1305,7 @@ impl Writer<'_> {
         if payload.contains_key("session_id") {
             payload.insert("session_id".into(), json!(id));
         }
-        payload.insert("cwd".into(), json!(self.request.cwd));
+        payload.insert("cwd".into(), json!(self.head.cwd));
         // `exec` threads are not listed by the interactive picker.
         let interactive = matches!(
             payload.get("source").and_then(Value::as_str),
@@ -1185,25 +1326,35 @@ impl Writer<'_> {
         }
     }
 
-    fn minimal_meta(&self, created: &str) -> Value {
-        let ts = codex_ts(created, self.request.now);
-        json!({
-            "timestamp": ts,
-            "type": "session_meta",
-            "payload": {
-                "id": self.request.native_id,
-                "timestamp": ts,
-                "cwd": self.request.cwd,
-                "originator": "git_session",
-                "cli_version": "0.0.0",
-                "source": "cli",
-            },
-        })
+    /// Writes a captured Codex line back, with the documented rewrites.
+    fn faithful(&mut self, event: &Event, line: Map<String, Value>) -> Result<(), RenderError> {
+        if let Some(o) = line.get("ordinal").and_then(Value::as_u64) {
+            self.ordinal = Some(o + 1);
+        }
+        if event.kind == kinds::MESSAGE_USER && self.first_user_text.is_none() {
+            self.first_user_text = event
+                .payload
+                .get("text")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
+        let payload = line.get("payload");
+        if line.get("type").and_then(Value::as_str) == Some("event_msg")
+            && payload.and_then(|p| p.get("type")).and_then(Value::as_str) == Some("user_message")
+        {
+            self.user_event_written = true;
+            if self.first_user_text.is_none() {
+                self.first_user_text = payload
+                    .and_then(|p| p.get("message"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+            }
+        }
+        self.put(Value::Object(line), true)
     }
 
-    /// Writes a captured Codex line back, with the documented rewrites.
-    fn faithful(&mut self, event: &Event, line: &Map<String, Value>, remap: &Remap<'_>) {
-        let mut line = Value::Object(line.clone());
+    /// Applies the rewrites a captured line needs for the new cwd.
+    fn rewrite(&self, line: &mut Value) {
         match line.get("type").and_then(Value::as_str) {
             // The client also takes the provider from the newest applied
             // settings and refuses a resume under another one ("model
@@ -1215,48 +1366,138 @@ impl Writer<'_> {
                 {
                     settings.remove("model_provider_id");
                 }
-                remap.apply(&mut line["payload"]);
+                self.remap.apply(&mut line["payload"]);
             }
             // `--last` and the picker match the directory of the newest
             // turn context, not session_meta's (seen with 0.171.0: a moved
             // thread whose turn_context kept the old cwd was not found).
-            Some("turn_context") => remap.apply(&mut line["payload"]),
+            Some("turn_context") => self.remap.apply(&mut line["payload"]),
             // Everything else is history, written as captured. `world_state`
             // records what the model was told (the old cwd among it); left
             // alone, it lets the client see the move and tell the model.
             _ => {}
         }
-        if let Some(o) = line.get("ordinal").and_then(Value::as_u64) {
-            self.ordinal = Some(o + 1);
-        }
-        if event.kind == kinds::MESSAGE_USER && self.first_user_text.is_none() {
-            self.first_user_text = event
-                .payload
-                .get("text")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-        }
-        if line["type"] == "event_msg" && line["payload"]["type"] == "user_message" {
-            self.user_event_written = true;
-            if self.first_user_text.is_none() {
-                self.first_user_text = line["payload"]["message"].as_str().map(str::to_owned);
+    }
+
+    /// Writes a line after the header, or holds it until the header can be
+    /// written; `rewrite` says whether it is a captured line.
+    fn put(&mut self, line: Value, rewrite: bool) -> Result<(), RenderError> {
+        match self.header {
+            Header::Written(_) => self.emit(line, rewrite),
+            Header::Waiting { .. } => {
+                self.pending.push((line, rewrite));
+                Ok(())
+            }
+            Header::Undecided => {
+                self.write_minimal_meta()?;
+                self.emit(line, rewrite)
             }
         }
-        self.lines.push(line);
+    }
+
+    /// Serializes one line after the header and sends full buffers on.
+    fn emit(&mut self, mut line: Value, rewrite: bool) -> Result<(), RenderError> {
+        if rewrite {
+            self.rewrite(&mut line);
+        }
+        match line.get("type").and_then(Value::as_str) {
+            Some("response_item") => self.response_item_written = true,
+            Some("turn_context") => {
+                let p = &line["payload"];
+                self.context = Some(Context {
+                    model: p.get("model").cloned().unwrap_or(Value::Null),
+                    sandbox_policy: p.get("sandbox_policy").map(Value::to_string),
+                    approval_policy: p
+                        .get("approval_policy")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                });
+            }
+            _ => {}
+        }
+        self.last_ts.clear();
+        if let Some(ts) = line.get("timestamp").and_then(Value::as_str) {
+            self.last_ts.push_str(ts);
+        }
+        serde_json::to_writer(&mut self.buf, &line).expect("JSON values always serialize");
+        self.buf.push(b'\n');
+        if self.buf.len() >= FLUSH_AT {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), RenderError> {
+        if !self.buf.is_empty() {
+            self.out.write(&self.buf).map_err(RenderError::Sink)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    /// Writes what is still held and describes the rest of the change set.
+    fn finish(mut self) -> Result<ChangeSet, RenderError> {
+        match std::mem::replace(&mut self.header, Header::Undecided) {
+            Header::Written(rollout) => self.header = Header::Written(rollout),
+            // Parent events of a fork whose own header never came: the
+            // newest `session_meta` is the header.
+            Header::Waiting {
+                latest: (line, cwd, ts),
+                first_ordinal,
+                count,
+            } => self.write_meta(line, cwd, &ts, (count > 1).then_some(first_ordinal))?,
+            Header::Undecided => {}
+        }
+        if !self.response_item_written {
+            return Err(RenderError::Empty(
+                "no message or tool event to write as a Codex response item".into(),
+            ));
+        }
+        self.flush()?;
+        let Header::Written(rollout) = &self.header else {
+            unreachable!("a response item was written, so the header was")
+        };
+        let native_id = self.head.native_id;
+        let mut changes = ChangeSet {
+            resume_command: format!("codex resume {native_id}"),
+            losses: self
+                .losses
+                .iter()
+                .map(|(what, n)| format!("{what} ({n})"))
+                .collect(),
+            ..Default::default()
+        };
+        if let Some(title) = &self.head.header.title {
+            // The TUI shows a thread's name from this append-only index; the
+            // newest entry for an id wins, so appending never clobbers others.
+            let mut entry = serde_json::to_vec(&json!({
+                "id": native_id,
+                "thread_name": title,
+                "updated_at": self.head.now,
+            }))
+            .expect("JSON values always serialize");
+            entry.push(b'\n');
+            changes.appends.push(FileWrite {
+                path: PathBuf::from("session_index.jsonl"),
+                bytes: entry,
+            });
+        }
+        changes.rows.push(self.thread_row(rollout));
+        Ok(changes)
     }
 
     /// Appends a line built from canonical fields, with an ordinal when the
     /// rollout is paginated (the client refuses a paginated line without one).
-    fn push_line(&mut self, ts: &str, kind: &str, payload: Value) {
+    fn push_line(&mut self, ts: &str, kind: &str, payload: Value) -> Result<(), RenderError> {
         let mut line = Map::new();
-        line.insert("timestamp".into(), json!(codex_ts(ts, self.request.now)));
+        line.insert("timestamp".into(), json!(codex_ts(ts, self.head.now)));
         if let Some(o) = self.ordinal {
             line.insert("ordinal".into(), json!(o));
             self.ordinal = Some(o + 1);
         }
         line.insert("type".into(), json!(kind));
         line.insert("payload".into(), payload);
-        self.lines.push(Value::Object(line));
+        self.put(Value::Object(line), false)
     }
 
     /// Writes an event from another agent (or built by git-session).
@@ -1282,14 +1523,14 @@ impl Writer<'_> {
                     "response_item",
                     json!({"type": "message", "role": "user",
                            "content": [{"type": "input_text", "text": text}]}),
-                );
+                )?;
                 // The picker, `--last` and the title key on this UI event.
                 self.push_line(
                     &event.ts,
                     "event_msg",
                     json!({"type": "user_message", "message": text, "images": [],
                            "local_images": [], "text_elements": []}),
-                );
+                )?;
                 self.user_event_written = true;
             }
             kinds::MESSAGE_ASSISTANT => {
@@ -1302,13 +1543,13 @@ impl Writer<'_> {
                     &event.ts,
                     "event_msg",
                     json!({"type": "agent_message", "message": text}),
-                );
+                )?;
                 self.push_line(
                     &event.ts,
                     "response_item",
                     json!({"type": "message", "role": "assistant",
                            "content": [{"type": "output_text", "text": text}]}),
-                );
+                )?;
             }
             kinds::TOOL_CALL => {
                 let name = str_field(p, &["name", "tool"]).unwrap_or("tool").to_owned();
@@ -1331,11 +1572,13 @@ impl Writer<'_> {
                     "response_item",
                     json!({"type": "function_call", "name": name,
                            "arguments": arguments, "call_id": call_id}),
-                );
+                )?;
             }
             kinds::TOOL_RESULT => {
                 let original = str_field(p, &["call_id", "tool_use_id", "id"]).map(str::to_owned);
-                let Some(call_id) = original.and_then(|o| self.call_ids.get(&o).cloned()) else {
+                // A call is answered once; forgetting it keeps the map as small
+                // as the number of calls still open.
+                let Some(call_id) = original.and_then(|o| self.call_ids.remove(&o)) else {
                     self.loss("tool.result without a written tool.call not written");
                     return Ok(());
                 };
@@ -1348,7 +1591,7 @@ impl Writer<'_> {
                     &event.ts,
                     "response_item",
                     json!({"type": "function_call_output", "call_id": call_id, "output": output}),
-                );
+                )?;
             }
             kinds::MESSAGE_THINKING => {
                 self.loss("message.thinking not written: Codex only sends its own reasoning back")
@@ -1374,10 +1617,10 @@ impl Writer<'_> {
         } else {
             format!("call_gs_{seq}")
         };
-        if self.used_ids.contains(&id) {
+        if !self.used_ids.insert(id_hash(&id)) {
             id = format!("call_gs_{seq}");
+            self.used_ids.insert(id_hash(&id));
         }
-        self.used_ids.insert(id.clone());
         self.call_ids.insert(original.to_owned(), id.clone());
         id
     }
@@ -1388,24 +1631,13 @@ impl Writer<'_> {
     /// finds), but in one whose database already exists a new rollout is
     /// resumable by id yet missing from the `/resume` picker until this row
     /// is there (seen with 0.171.0; listed once the row was inserted).
-    fn thread_row(&self, path: &Path, stamp: &FileStamp) -> RowWrite {
-        let meta = self.lines.first().map(|l| &l["payload"]);
-        let meta_str = |k: &str| meta.and_then(|m| m.get(k)).and_then(Value::as_str);
-        let last_ts = self
-            .lines
-            .last()
-            .and_then(|l| l["timestamp"].as_str())
-            .and_then(FileStamp::parse)
-            .map_or(stamp.epoch_ms, |s| s.epoch_ms);
-        let context = self
-            .lines
-            .iter()
-            .rev()
-            .find(|l| l["type"] == "turn_context")
-            .map(|l| &l["payload"]);
+    fn thread_row(&self, rollout: &Rollout) -> RowWrite {
+        let stamp = &rollout.stamp;
+        let last_ts = FileStamp::parse(&self.last_ts).map_or(stamp.epoch_ms, |s| s.epoch_ms);
+        let context = self.context.as_ref();
         let first = self.first_user_text.clone().unwrap_or_default();
         let title = self
-            .request
+            .head
             .header
             .title
             .clone()
@@ -1416,38 +1648,37 @@ impl Writer<'_> {
             "legacy"
         };
         let columns = json!({
-            "id": self.request.native_id,
-            "rollout_path": path.to_string_lossy(),
+            "id": self.head.native_id,
+            "rollout_path": rollout.path.to_string_lossy(),
             "created_at": stamp.epoch_ms / 1000,
             "created_at_ms": stamp.epoch_ms,
             "updated_at": last_ts / 1000,
             "updated_at_ms": last_ts,
             "recency_at": last_ts / 1000,
             "recency_at_ms": last_ts,
-            "source": meta_str("source").unwrap_or("cli"),
+            "source": rollout.source,
             "thread_source": "user",
             // The row pins the provider like the rollout would ("model
             // provider … is no longer configured"); an empty one resumes
             // under any provider, and the client then records its own
             // (seen with 0.171.0). The column is NOT NULL.
             "model_provider": "",
-            "model": context.and_then(|c| c.get("model")).cloned().unwrap_or(Value::Null),
-            "cwd": self.request.cwd,
+            "model": context.map_or(Value::Null, |c| c.model.clone()),
+            "cwd": self.head.cwd,
             "title": title,
             "first_user_message": first,
             "preview": first,
             "sandbox_policy": context
-                .and_then(|c| c.get("sandbox_policy"))
-                .map_or_else(|| r#"{"type":"danger-full-access"}"#.to_owned(), Value::to_string),
+                .and_then(|c| c.sandbox_policy.clone())
+                .unwrap_or_else(|| r#"{"type":"danger-full-access"}"#.to_owned()),
             "approval_mode": context
-                .and_then(|c| c.get("approval_policy"))
-                .and_then(Value::as_str)
+                .and_then(|c| c.approval_policy.as_deref())
                 .unwrap_or("on-request"),
             "tokens_used": 0,
             "has_user_event": i64::from(self.user_event_written),
             "archived": 0,
-            "cli_version": meta_str("cli_version").unwrap_or(""),
-            "originator": meta_str("originator").unwrap_or("git_session"),
+            "cli_version": rollout.cli_version,
+            "originator": rollout.originator,
             "history_mode": history_mode,
             "memory_mode": "enabled",
         });
@@ -1462,6 +1693,15 @@ impl Writer<'_> {
             root_relative: vec!["rollout_path".into()],
         }
     }
+}
+
+/// Returns a hash of a call id, for [`Writer::used_ids`].
+fn id_hash(id: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // Fixed keys: the same session renders the same ids on every run.
+    let mut h = std::hash::DefaultHasher::new();
+    id.hash(&mut h);
+    h.finish()
 }
 
 /// Returns the first string among `keys` in a payload.

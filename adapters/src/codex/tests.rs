@@ -13,6 +13,7 @@ use git_session_schema::{Agent, Event, Level, SessionHeader, SessionId, kinds};
 use serde_json::{Value, json};
 
 use super::*;
+use crate::RenderRequest;
 
 const NOW: &str = "2026-12-01T10:00:00.000Z";
 
@@ -986,4 +987,83 @@ fn foreign_events_after_a_paginated_thread_get_ordinals() {
         lines[lines.len() - 2]["timestamp"],
         "2026-11-30T08:00:00.000Z"
     );
+}
+
+/// Counts the bytes that reached the sink, shared with whoever watches.
+struct CountingSink(std::rc::Rc<std::cell::Cell<usize>>);
+
+impl crate::FileSink for CountingSink {
+    fn begin(&mut self, _path: &Path) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
+        self.0.set(self.0.get() + bytes.len());
+        Ok(())
+    }
+}
+
+#[test]
+fn render_streams_lines_before_later_events_are_pulled() {
+    use std::cell::{Cell, RefCell};
+    use std::rc::Rc;
+
+    // A long thread: the function-tools turns, forty times over.
+    let case = cases()
+        .into_iter()
+        .find(|c| c.name == "function-tools")
+        .unwrap();
+    let parsed = parse_bytes(&case.bytes, 0, 0, None);
+    let mut events = parsed.events.clone();
+    for _ in 0..40 {
+        events.extend(parsed.events[1..].iter().cloned());
+    }
+    let header = header_for(&parsed);
+    let id = parsed.session.native_id.clone().unwrap();
+    let cwd = parsed.session.cwd.clone().unwrap();
+    let lookup = |_: &git_session_schema::ArtifactId| None;
+    let head = RenderHead {
+        header: &header,
+        artifact: &lookup,
+        native_id: &id,
+        cwd: &cwd,
+        now: NOW,
+    };
+    let written = Rc::new(Cell::new(0usize));
+    // What had reached the sink when each event was pulled.
+    let seen = RefCell::new(Vec::new());
+    let mut pulled = events
+        .iter()
+        .cloned()
+        .inspect(|_| seen.borrow_mut().push(written.get()));
+    let mut sink = CountingSink(written.clone());
+    Codex.render_to(head, &mut pulled, &mut sink).unwrap();
+    let total = written.get();
+    assert!(total > 10 * FLUSH_AT, "{total} bytes is too short a test");
+
+    // Every event with a native line adds one line, in order, so what was
+    // made before event `i` was pulled is known from the whole file; all
+    // but one buffer of it must have reached the sink.
+    let whole = render_parsed(
+        &Parsed {
+            events: events.clone(),
+            ..Default::default()
+        },
+        &id,
+        &cwd,
+    );
+    let file = &rollout_of(&whole).bytes;
+    assert_eq!(file.len(), total, "the streamed file is the whole file");
+    let mut lines = file.split_inclusive(|&b| b == b'\n').map(<[u8]>::len);
+    let mut made = 0usize;
+    for (i, (event, &out)) in events.iter().zip(seen.borrow().iter()).enumerate() {
+        assert!(
+            made < out + FLUSH_AT,
+            "event {i}: {made} bytes made, only {out} reached the sink"
+        );
+        if native_line(event).is_some() {
+            made += lines.next().unwrap();
+        }
+    }
+    assert_eq!(made, total);
 }

@@ -2,34 +2,50 @@
 //!
 //! These types only *read* what the mapping in `mod.rs` needs; they are
 //! forgiving on purpose (every field defaulted, unknown variants collected
-//! by `#[serde(other)]`), because a rollout from a newer client must still
-//! be captured. Fidelity does not come from these structs: the mapping keeps
+//! as `Other`), because a rollout from a newer client must still be
+//! captured. Fidelity does not come from these structs: the mapping keeps
 //! each whole line as a JSON value next to the event it produced, so fields
 //! this file does not name survive a capture and write-back unchanged.
+//!
+//! The records on every line (the envelope, response items, UI events) are
+//! views borrowed from that parsed line, read member by member with the
+//! rules `#[serde(default)]` would apply: deserializing them would copy
+//! their strings (and, for tagged enums, the whole payload) once more per
+//! line, which was most of the cost of a capture. The rarer records
+//! (`session_meta`, `turn_context`, …) are plain serde structs.
 //!
 //! Not here: mapping to canonical events, and writing. The writer in
 //! `mod.rs` builds lines with `serde_json::json!` so that the field set of a
 //! rendered rollout is visible in one place, next to the format notes.
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Holds one line of a rollout: the envelope around every record.
 ///
 /// `ordinal` (paginated rollouts) and `metadata` (on `response_item` lines)
 /// are read from the raw line where needed and otherwise ride along in it.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct Line {
+#[derive(Clone, Copy, Debug)]
+pub struct Line<'a> {
     /// When the line was written; the client treats a file without it as
     /// empty, so the writer always sets it.
-    #[serde(default)]
-    pub timestamp: Option<String>,
+    pub timestamp: Option<&'a str>,
     /// The line type: `session_meta`, `response_item`, `event_msg`, ….
-    #[serde(rename = "type", default)]
-    pub kind: String,
+    pub kind: &'a str,
     /// The record itself; its shape depends on `kind`.
-    #[serde(default)]
-    pub payload: Value,
+    pub payload: &'a Value,
+}
+
+impl<'a> Line<'a> {
+    /// Reads the envelope of a parsed line.
+    pub fn read(line: &'a Map<String, Value>) -> Result<Line<'a>, String> {
+        let f = Fields(line);
+        Ok(Line {
+            timestamp: f.opt_string("timestamp")?,
+            kind: f.string("type")?,
+            payload: f.value("payload"),
+        })
+    }
 }
 
 /// Holds the `session_meta` payload (line 1 of every rollout).
@@ -84,162 +100,300 @@ pub struct TurnContext {
     pub sandbox_policy: Option<Value>,
 }
 
+/// Reads one member of a record the way `#[serde(default)]` would: absent
+/// is the default, a value of the wrong type is an error.
+struct Fields<'a>(&'a Map<String, Value>);
+
+impl<'a> Fields<'a> {
+    /// Returns a string member (`String`): absent is `""`, null is an error.
+    fn string(&self, key: &str) -> Result<&'a str, String> {
+        match self.0.get(key) {
+            None => Ok(""),
+            Some(Value::String(s)) => Ok(s),
+            Some(other) => Err(wrong(key, "a string", other)),
+        }
+    }
+
+    /// Returns an optional string member (`Option<String>`).
+    fn opt_string(&self, key: &str) -> Result<Option<&'a str>, String> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(wrong(key, "a string", other)),
+        }
+    }
+
+    /// Returns any member (`Value`): absent is null.
+    fn value(&self, key: &str) -> &'a Value {
+        self.0.get(key).unwrap_or(&NULL)
+    }
+
+    /// Returns a list of parts (`Vec<Part>`): absent is empty.
+    fn parts(&self, key: &str) -> Result<Vec<Part<'a>>, String> {
+        match self.0.get(key) {
+            None => Ok(Vec::new()),
+            Some(Value::Array(items)) => items.iter().map(Part::read).collect(),
+            Some(other) => Err(wrong(key, "a list", other)),
+        }
+    }
+
+    /// Returns an optional list of parts (`Option<Vec<Part>>`).
+    fn opt_parts(&self, key: &str) -> Result<Option<Vec<Part<'a>>>, String> {
+        match self.0.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.parts(key).map(Some),
+        }
+    }
+}
+
+/// The value of an absent member.
+static NULL: Value = Value::Null;
+
+/// Describes a member of the wrong type.
+fn wrong(key: &str, want: &str, got: &Value) -> String {
+    let got = match got {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    };
+    format!("`{key}` is {got}, expected {want}")
+}
+
+/// Returns the `type` member of a tagged record.
+fn tag(payload: &Value) -> Result<(&str, Fields<'_>), String> {
+    let Value::Object(map) = payload else {
+        return Err("not an object".into());
+    };
+    match map.get("type") {
+        Some(Value::String(t)) => Ok((t, Fields(map))),
+        Some(other) => Err(wrong("type", "a string", other)),
+        None => Err("missing field `type`".into()),
+    }
+}
+
 /// Holds a `response_item` payload: one Responses API item the model saw.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ResponseItem {
+///
+/// Borrowed from the parsed line, which the event keeps whole: reading an
+/// item copies nothing.
+#[derive(Clone, Debug)]
+pub enum ResponseItem<'a> {
     /// A user, assistant, developer or system message.
     Message {
         /// `user`, `assistant`, `developer`, `system`.
-        #[serde(default)]
-        role: String,
+        role: &'a str,
         /// A list of parts; the client silently drops an item whose
         /// content is a plain string, so this stays a raw value here.
-        #[serde(default)]
-        content: Value,
+        content: &'a Value,
         /// The item id, when the API gave one.
-        #[serde(default)]
-        id: Option<String>,
+        id: Option<&'a str>,
         /// `commentary` or `final_answer` on assistant messages.
-        #[serde(default)]
-        phase: Option<String>,
+        phase: Option<&'a str>,
     },
     /// A reasoning item: readable summaries plus opaque ciphertext.
     Reasoning {
         /// The item id.
-        #[serde(default)]
-        id: Option<String>,
+        id: Option<&'a str>,
         /// `{type:"summary_text", text}` parts.
-        #[serde(default)]
-        summary: Vec<Part>,
+        summary: Vec<Part<'a>>,
         /// Raw reasoning text parts, when the provider sends them.
-        #[serde(default)]
-        content: Option<Vec<Part>>,
+        content: Option<Vec<Part<'a>>>,
         /// Provider-bound ciphertext; only the same API can read it.
-        #[serde(default)]
-        encrypted_content: Option<String>,
+        encrypted_content: Option<&'a str>,
     },
     /// A classic function tool call; `arguments` is a JSON string.
     FunctionCall {
         /// The tool name, e.g. `exec_command`, `apply_patch`.
-        #[serde(default)]
-        name: String,
+        name: &'a str,
         /// The arguments as the model wrote them (JSON text).
-        #[serde(default)]
-        arguments: String,
+        arguments: &'a str,
         /// Pairs the call with its output.
-        #[serde(default)]
-        call_id: String,
+        call_id: &'a str,
         /// The item id.
-        #[serde(default)]
-        id: Option<String>,
+        id: Option<&'a str>,
     },
     /// The output of a function call: a string or a list of parts.
     FunctionCallOutput {
         /// The call this answers.
-        #[serde(default)]
-        call_id: String,
+        call_id: &'a str,
         /// A string, a list of parts, or an object with `content`.
-        #[serde(default)]
-        output: Value,
+        output: &'a Value,
     },
     /// A freeform tool call (code mode `exec`, freeform `apply_patch`).
     CustomToolCall {
         /// The tool name.
-        #[serde(default)]
-        name: String,
+        name: &'a str,
         /// The free text the model wrote (JavaScript, a patch, …).
-        #[serde(default)]
-        input: String,
+        input: &'a str,
         /// Pairs the call with its output.
-        #[serde(default)]
-        call_id: String,
+        call_id: &'a str,
         /// The item id.
-        #[serde(default)]
-        id: Option<String>,
+        id: Option<&'a str>,
     },
     /// The output of a freeform tool call.
     CustomToolCallOutput {
         /// The call this answers.
-        #[serde(default)]
-        call_id: String,
+        call_id: &'a str,
         /// A string or a list of parts.
-        #[serde(default)]
-        output: Value,
+        output: &'a Value,
     },
     /// The in-band tool list sent as the first item with the default model.
-    AdditionalTools {},
+    AdditionalTools,
     /// An opaque remote-compaction result.
     Compaction {
         /// Provider-bound ciphertext.
-        #[serde(default)]
-        encrypted_content: Option<String>,
+        encrypted_content: Option<&'a str>,
     },
     /// Any item type this build does not know (web search, local shell, …).
-    #[serde(other)]
     Other,
 }
 
+impl<'a> ResponseItem<'a> {
+    /// Reads an item; an error says which member has the wrong shape.
+    pub fn read(payload: &'a Value) -> Result<ResponseItem<'a>, String> {
+        let (kind, f) = tag(payload)?;
+        Ok(match kind {
+            "message" => ResponseItem::Message {
+                role: f.string("role")?,
+                content: f.value("content"),
+                id: f.opt_string("id")?,
+                phase: f.opt_string("phase")?,
+            },
+            "reasoning" => ResponseItem::Reasoning {
+                id: f.opt_string("id")?,
+                summary: f.parts("summary")?,
+                content: f.opt_parts("content")?,
+                encrypted_content: f.opt_string("encrypted_content")?,
+            },
+            "function_call" => ResponseItem::FunctionCall {
+                name: f.string("name")?,
+                arguments: f.string("arguments")?,
+                call_id: f.string("call_id")?,
+                id: f.opt_string("id")?,
+            },
+            "function_call_output" => ResponseItem::FunctionCallOutput {
+                call_id: f.string("call_id")?,
+                output: f.value("output"),
+            },
+            "custom_tool_call" => ResponseItem::CustomToolCall {
+                name: f.string("name")?,
+                input: f.string("input")?,
+                call_id: f.string("call_id")?,
+                id: f.opt_string("id")?,
+            },
+            "custom_tool_call_output" => ResponseItem::CustomToolCallOutput {
+                call_id: f.string("call_id")?,
+                output: f.value("output"),
+            },
+            "additional_tools" => ResponseItem::AdditionalTools,
+            "compaction" => ResponseItem::Compaction {
+                encrypted_content: f.opt_string("encrypted_content")?,
+            },
+            _ => ResponseItem::Other,
+        })
+    }
+}
+
 /// Holds one part of a message content list or a reasoning summary.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct Part {
+#[derive(Clone, Debug, Default)]
+pub struct Part<'a> {
     /// `input_text`, `output_text`, `summary_text`, `input_image`, ….
-    #[serde(rename = "type", default)]
-    pub kind: String,
+    pub kind: &'a str,
     /// The text, for text parts.
-    #[serde(default)]
-    pub text: Option<String>,
+    pub text: Option<&'a str>,
+}
+
+impl<'a> Part<'a> {
+    fn read(part: &'a Value) -> Result<Part<'a>, String> {
+        let Value::Object(map) = part else {
+            return Err(wrong("part", "an object", part));
+        };
+        let f = Fields(map);
+        Ok(Part {
+            kind: f.string("type")?,
+            text: f.opt_string("text")?,
+        })
+    }
 }
 
 /// Holds an `event_msg` payload: a UI event, never sent to the model.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum EventMsg {
+///
+/// Borrowed from the parsed line, like [`ResponseItem`].
+#[derive(Clone, Debug)]
+pub enum EventMsg<'a> {
     /// Legacy: the text the user typed for a turn.
     UserMessage {
         /// The prompt text.
-        #[serde(default)]
-        message: String,
+        message: &'a str,
     },
     /// Legacy: an assistant message as shown in the UI.
     AgentMessage {
         /// The text.
-        #[serde(default)]
-        message: String,
+        message: &'a str,
     },
     /// Paginated: one finished UI item (user message, command, …).
     ItemCompleted {
         /// The item; only `CommandExecution` is mapped on its own.
-        #[serde(default)]
-        item: Value,
+        item: &'a Value,
         /// The turn the item belongs to.
-        #[serde(default)]
-        turn_id: Option<String>,
+        turn_id: Option<&'a str>,
     },
     /// A turn started.
     TaskStarted {
         /// The turn id.
-        #[serde(default)]
-        turn_id: Option<String>,
+        turn_id: Option<&'a str>,
     },
     /// A turn ended.
     TaskComplete {
         /// The turn id.
-        #[serde(default)]
-        turn_id: Option<String>,
+        turn_id: Option<&'a str>,
         /// The last assistant text of the turn.
-        #[serde(default)]
-        last_agent_message: Option<String>,
+        last_agent_message: Option<&'a str>,
     },
     /// Token accounting after a model response.
     TokenCount {
         /// `total_token_usage`, `last_token_usage`, `model_context_window`.
-        #[serde(default)]
-        info: Value,
+        info: &'a Value,
     },
-    /// Any other UI event (reasoning deltas, settings, …): kept as meta.
-    #[serde(other)]
+    /// Any other UI event (reasoning deltas, settings, …), or one whose
+    /// members have the wrong shape: kept as meta.
     Other,
+}
+
+impl<'a> EventMsg<'a> {
+    /// Reads an event; one that cannot be read is [`EventMsg::Other`].
+    pub fn read(payload: &'a Value) -> EventMsg<'a> {
+        Self::try_read(payload).unwrap_or(EventMsg::Other)
+    }
+
+    fn try_read(payload: &'a Value) -> Result<EventMsg<'a>, String> {
+        let (kind, f) = tag(payload)?;
+        Ok(match kind {
+            "user_message" => EventMsg::UserMessage {
+                message: f.string("message")?,
+            },
+            "agent_message" => EventMsg::AgentMessage {
+                message: f.string("message")?,
+            },
+            "item_completed" => EventMsg::ItemCompleted {
+                item: f.value("item"),
+                turn_id: f.opt_string("turn_id")?,
+            },
+            "task_started" => EventMsg::TaskStarted {
+                turn_id: f.opt_string("turn_id")?,
+            },
+            "task_complete" => EventMsg::TaskComplete {
+                turn_id: f.opt_string("turn_id")?,
+                last_agent_message: f.opt_string("last_agent_message")?,
+            },
+            "token_count" => EventMsg::TokenCount {
+                info: f.value("info"),
+            },
+            _ => EventMsg::Other,
+        })
+    }
 }
 
 /// Holds the `CommandExecution` item of an `item_completed` event.
