@@ -188,7 +188,12 @@ pub struct ChangeSet {
     pub files: Vec<FileWrite>,
     /// The command that resumes the session, e.g. `claude --resume <id>`.
     pub resume_command: String,
-    /// What the target cannot hold, one line each (the loss report).
+    /// What the target cannot hold, one line each (the loss report). Each
+    /// line starts with a stable code and a colon: `thinking-dropped`,
+    /// `image-omitted`, `tool-result-orphaned`, `tool-id-renamed`,
+    /// `message-id-renamed`, `uuid-assigned`, `block-relinked`,
+    /// `message-empty`, `derived-event-folded`, `event-unmapped`,
+    /// `fork-parent-missing`, `subagent-meta-omitted`, `unparsed-line-omitted`.
     pub losses: Vec<String>,
     /// Lines to append to shared index files, relative to the store root
     /// (created when missing). Each `bytes` is whole lines ending in `\n`;

@@ -11,9 +11,10 @@ pub const MESSAGE_USER: &str = "message.user";
 pub const MESSAGE_ASSISTANT: &str = "message.assistant";
 /// Reasoning; provider-bound signatures or ciphertext stay opaque.
 pub const MESSAGE_THINKING: &str = "message.thinking";
-/// A tool call: name, arguments, call id.
+/// A tool call. Payload: `name`, `call_id`, and `arguments`: an object for
+/// JSON-argument tools, a string for freeform input (with `freeform: true`).
 pub const TOOL_CALL: &str = "tool.call";
-/// A tool result: content, is_error.
+/// A tool result. Payload: `call_id`, `output` (text), `is_error`.
 pub const TOOL_RESULT: &str = "tool.result";
 /// A file was read: path, range, digest.
 pub const FILE_READ: &str = "file.read";

@@ -130,7 +130,7 @@ fn matches_log(
     note: &ReceiptNote,
 ) -> Result<(), String> {
     let r = &note.receipt;
-    if r.session != *id || r.commit != commit.to_string() {
+    if r.session != *id || gix::ObjectId::from_hex(r.commit.as_bytes()).ok() != Some(commit) {
         return Err(format!(
             "receipt on {commit} names session {} commit {}",
             r.session, r.commit

@@ -361,7 +361,24 @@ fn a_bad_native_line_is_a_warning_not_a_lost_session() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let err = text(&out.stderr);
     assert!(err.contains(&format!("{ROUNDTRIP}.jsonl:2:")), "{err}");
-    assert!(repo.events(ROUNDTRIP).len() > 10);
+    let events = repo.events(ROUNDTRIP);
+    assert!(events.len() > 10);
+    let kept: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["payload"]["unparsed"].is_string())
+        .collect();
+    assert_eq!(
+        kept.len(),
+        1,
+        "the bad line is kept as one unparsed meta event"
+    );
+    assert_eq!(
+        (
+            kept[0]["type"].as_str(),
+            kept[0]["payload"]["unparsed"].as_str()
+        ),
+        (Some("meta"), Some("{this is not json"))
+    );
 }
 
 #[test]

@@ -7,6 +7,7 @@ mod capture;
 mod cli;
 mod concurrency;
 mod fork;
+mod handoff;
 mod hooks;
 mod import_export;
 mod layout;

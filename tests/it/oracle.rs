@@ -354,3 +354,166 @@ fn claude_fresh_session_survives_capture_and_resume() {
 fn codex_fresh_session_survives_capture_and_resume() {
     fresh_session("codex");
 }
+
+/// Returns the conversation of a check: kind and text (tool calls by their
+/// input), without injected context and thinking, which targets differ on.
+fn conversation(report: &Value, roots: &[&Path]) -> Vec<(String, String)> {
+    report["turns"]
+        .as_array()
+        .expect("a report has turns")
+        .iter()
+        .filter(|t| t["injected"] != true && t["kind"] != "thinking")
+        .map(|t| {
+            let kind = t["kind"].as_str().unwrap_or("").to_owned();
+            let mut body = t["text"].as_str().unwrap_or("").to_owned();
+            for root in roots {
+                body = body.replace(&root.to_string_lossy().into_owned(), "[ROOT]");
+            }
+            (kind, body)
+        })
+        .collect()
+}
+
+/// Makes a fresh session with the real `agent` in a new repo and captures it.
+fn fresh_captured(agent: &str) -> (Repo, PathBuf, String) {
+    let repo = Repo::new();
+    let home = repo.outside(&format!("{agent}-home"));
+    std::fs::create_dir_all(&home).unwrap();
+    let out = Command::new("bash")
+        .arg(shared_oracle().join(format!("{agent}-roundtrip.sh")))
+        .arg(&home)
+        .arg(&repo.root)
+        .env("ORACLE_PREFIX", prefix())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{agent} roundtrip failed: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let made: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let session = made["session_id"].as_str().unwrap().to_owned();
+    repo.ok(&["import", "--agent", agent, "--home", home.to_str().unwrap()]);
+    (repo, home, session)
+}
+
+/// Hands `session` to `to` into a fresh home; returns that home and the native id.
+fn hand(repo: &Repo, session: &str, to: &str, tag: &str) -> (PathBuf, String) {
+    let home = repo.outside(&format!("{to}-target-{tag}"));
+    std::fs::create_dir_all(&home).unwrap();
+    let out = repo
+        .session()
+        .args([
+            "handoff",
+            session,
+            "--to",
+            to,
+            "--home",
+            home.to_str().unwrap(),
+            "--note",
+            "carry on",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "handoff to {to}: {}",
+        text(&out.stderr)
+    );
+    let printed = text(&out.stdout);
+    let native = printed.trim().rsplit(' ').next().unwrap().to_owned();
+    (home, native)
+}
+
+/// Returns whether a target's turn carries a source turn: the same text; a
+/// tool result that contains it; or a freeform tool call (raw input, like
+/// Codex's `exec`) that the target wrapped as `{"input": <raw>}`.
+fn same_turn(kind: &str, want: &str, got: &str) -> bool {
+    if got == want {
+        return true;
+    }
+    match kind {
+        "tool_result" => got.contains(want.trim()),
+        "tool_call" => serde_json::from_str::<Value>(got)
+            .ok()
+            .and_then(|v| v.get("input").and_then(Value::as_str).map(|s| s == want))
+            .unwrap_or(false),
+        _ => false,
+    }
+}
+
+/// Asserts that `got` starts with the brief and then holds every turn of
+/// `source` in order.
+fn assert_handed_over(source: &[(String, String)], got: &[(String, String)]) {
+    assert!(!source.is_empty());
+    let (first_kind, first_text) = &got[0];
+    assert_eq!(first_kind, "user");
+    assert!(
+        first_text.contains("carry on"),
+        "the brief (with the note) must come first: {first_text}"
+    );
+    let mut rest = got[1..].iter();
+    for want in source {
+        assert!(
+            rest.any(|g| g.0 == want.0 && same_turn(&want.0, &want.1, &g.1)),
+            "{want:?} missing or out of order in what the target sent: {got:#?}"
+        );
+    }
+}
+
+#[test]
+fn a_claude_session_handed_to_codex_keeps_every_turn() {
+    let (repo, home, session) = fresh_captured("claude");
+    let source = conversation(
+        &resume_check("claude", &home, &session, &repo.root),
+        &[&repo.root],
+    );
+    let (target, native) = hand(&repo, &session, "codex", "1");
+    let got = conversation(
+        &resume_check("codex", &target, &native, &repo.root),
+        &[&repo.root],
+    );
+    assert_handed_over(&source, &got);
+}
+
+#[test]
+fn a_codex_session_handed_to_claude_keeps_every_turn() {
+    let (repo, home, session) = fresh_captured("codex");
+    let source = conversation(
+        &resume_check("codex", &home, &session, &repo.root),
+        &[&repo.root],
+    );
+    let (target, native) = hand(&repo, &session, "claude", "1");
+    let got = conversation(
+        &resume_check("claude", &target, &native, &repo.root),
+        &[&repo.root],
+    );
+    assert_handed_over(&source, &got);
+}
+
+#[test]
+fn claude_to_codex_to_claude_keeps_the_original_turns() {
+    let (repo, home, session) = fresh_captured("claude");
+    let source = conversation(
+        &resume_check("claude", &home, &session, &repo.root),
+        &[&repo.root],
+    );
+    let (codex_home, codex_id) = hand(&repo, &session, "codex", "1");
+    // Codex's session comes back into the store like any other capture.
+    let captured = repo.ok(&[
+        "import",
+        "--agent",
+        "codex",
+        "--home",
+        codex_home.to_str().unwrap(),
+    ]);
+    assert!(captured.contains(&codex_id), "{captured}");
+    let (claude_home, claude_id) = hand(&repo, &codex_id, "claude", "2");
+    let got = conversation(
+        &resume_check("claude", &claude_home, &claude_id, &repo.root),
+        &[&repo.root],
+    );
+    assert_handed_over(&source, &got);
+    repo.ok(&["verify"]);
+}

@@ -114,14 +114,14 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
         Ok(text) => {
             for (this, line) in (input.first_line..).zip(text.split('\n')) {
                 if !is_blank(line.as_bytes()) {
-                    p.line(this, serde_json::from_str(line));
+                    p.line(this, line.as_bytes(), serde_json::from_str(line));
                 }
             }
         }
         Err(_) => {
             for (this, line) in (input.first_line..).zip(input.bytes.split(|&b| b == b'\n')) {
                 if !is_blank(line) {
-                    p.line(this, serde_json::from_slice(line));
+                    p.line(this, line, serde_json::from_slice(line));
                 }
             }
         }
@@ -242,15 +242,35 @@ fn is_blank(line: &[u8]) -> bool {
 
 impl Parser {
     /// Maps one line, given as the JSON parser read it.
-    fn line(&mut self, no: u64, value: serde_json::Result<Value>) {
+    fn line(&mut self, no: u64, raw: &[u8], value: serde_json::Result<Value>) {
         match value {
             Ok(Value::Object(record)) => self.record(no, record),
-            Ok(other) => self.warn(
+            Ok(other) => self.unparsed(
                 no,
-                format!("not a JSON object ({}); skipped", type_name(&other)),
+                raw,
+                format!("not a JSON object ({})", type_name(&other)),
             ),
-            Err(e) => self.warn(no, format!("not valid JSON ({e}); skipped")),
+            Err(e) => self.unparsed(no, raw, format!("not valid JSON ({e})")),
         }
+    }
+
+    /// Keeps a line that is not a record as a `meta` event marked
+    /// unparsed, so nothing of the file is lost; a warning names the line.
+    fn unparsed(&mut self, no: u64, raw: &[u8], why: String) {
+        self.warn(no, format!("{why}; kept as an unparsed meta event"));
+        let mut line = Line {
+            no,
+            ts: self
+                .state
+                .last_ts
+                .clone()
+                .unwrap_or_else(|| UNKNOWN_TS.to_owned()),
+            uuid: None,
+            made: 0,
+            parent: None,
+        };
+        let payload = serde_json::json!({ "unparsed": String::from_utf8_lossy(raw), "error": why });
+        self.push(&mut line, "system", kinds::META, Level::History, payload);
     }
 
     fn warn(&mut self, line: u64, message: String) {

@@ -102,7 +102,15 @@ pub(super) fn render_to(
         }
         let native = event.agent == Agent::Claude
             && event.payload.get(NATIVE_KEY).is_some_and(Value::is_object);
-        if native {
+        let unparsed = (event.agent == Agent::Claude && event.kind == kinds::META)
+            .then(|| event.payload.get("unparsed").and_then(Value::as_str))
+            .flatten();
+        if let Some(raw) = unparsed {
+            // A line that was not a record goes back as it was: the client
+            // skips such lines, and the file stays the agent's own.
+            w.close();
+            w.out.raw(raw);
+        } else if native {
             w.native(event)?;
         } else {
             w.close();
@@ -137,19 +145,24 @@ pub(super) fn render_to(
     }
     for (kind, n) in skipped {
         losses.push(format!(
-            "{n} {kind} event(s) have no Claude Code record and were not written"
+            "{}: {n} {kind} event(s) have no Claude Code record and were not written",
+            if kind.starts_with("message.thinking") {
+                "thinking-dropped"
+            } else {
+                "event-unmapped"
+            }
         ));
     }
     losses.extend(out.id_losses);
     if out.links.linked > 0 {
         losses.push(format!(
-            "{} message line(s) had no uuid; given one and linked in file order so the client sends them",
+            "uuid-assigned: {} message line(s) had no uuid; given one and linked in file order so the client sends them",
             out.links.linked
         ));
     }
     if head.native_id.contains('/') {
         losses.push(
-            "the sub-agent's agent-<id>.meta.json is not part of the session and was not written"
+            "subagent-meta-omitted: the sub-agent's agent-<id>.meta.json is not part of the session and was not written"
                 .to_owned(),
         );
     }
@@ -203,6 +216,15 @@ impl Output<'_> {
         self.links.fix(&mut line, &self.native_id);
         line.insert("sessionId".into(), json!(self.session_id));
         serde_json::to_writer(&mut self.buf, &line).expect("JSON values always serialize");
+        self.buf.push(b'\n');
+        if self.buf.len() >= FLUSH_BYTES {
+            self.flush();
+        }
+    }
+
+    /// Queues a line exactly as given (a line kept unparsed at capture).
+    fn raw(&mut self, text: &str) {
+        self.buf.extend_from_slice(text.as_bytes());
         self.buf.push(b'\n');
         if self.buf.len() >= FLUSH_BYTES {
             self.flush();
@@ -304,7 +326,7 @@ impl Writer<'_, '_> {
             // A block whose line was lost: write it like a foreign event
             // rather than drop it.
             self.losses.push(format!(
-                "event {}: content block without its record, written as a new message",
+                "block-relinked: event {}: content block without its record, written as a new message",
                 event.seq
             ));
             self.foreign_event(event);
@@ -521,7 +543,7 @@ impl Writer<'_, '_> {
                         let text = format!("[tool result for {call_id}]\n{output}");
                         self.push_chain("user", &event.ts, json!(text));
                         self.losses.push(format!(
-                            "event {}: tool result without a written call, kept as text",
+                            "tool-result-orphaned: event {}: tool result without a written call, kept as text",
                             event.seq
                         ));
                     }
@@ -643,7 +665,7 @@ fn artifact_base64(
         Some(bytes) => Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
         None => {
             losses.push(format!(
-                "event {seq}: artifact {id} not provided; image written empty"
+                "image-omitted: event {seq}: artifact {id} not provided; image written empty"
             ));
             None
         }
@@ -739,7 +761,7 @@ impl UniqueIds {
                     let new = format!("{id}_{n}");
                     self.tool_ids.insert(new.clone());
                     losses.push(format!(
-                        "tool id {id} was used by two calls; the later one was renamed {new}"
+                        "tool-id-renamed: tool id {id} was used by two calls; the later one was renamed {new}"
                     ));
                     block.insert("id".into(), json!(new));
                     self.renamed_results.insert(id, new);
@@ -779,7 +801,7 @@ impl UniqueIds {
                 .entry((id.clone(), turn))
                 .or_insert_with(|| {
                     losses.push(format!(
-                        "message id {id} was reused in a later turn; renamed there"
+                        "message-id-renamed: message id {id} was reused in a later turn; renamed there"
                     ));
                     format!("{id}_t{turn}")
                 })

@@ -23,7 +23,7 @@
 //! | `response_item` `message` assistant | `message.assistant` (`text`, `phase`) |
 //! | `response_item` `message` developer/system, `additional_tools` | `meta` (`role`, `text`) |
 //! | `response_item` `reasoning` | `message.thinking` (`text` = summaries; `encrypted: true` when it has ciphertext, which stays only in `native`: it is bound to the Codex API) |
-//! | `response_item` `function_call` / `custom_tool_call` | `tool.call` (`call_id`, `name`, `input`; `freeform: true` for custom tools) |
+//! | `response_item` `function_call` / `custom_tool_call` | `tool.call` (`call_id`, `name`, `arguments`; `freeform: true` for custom tools) |
 //! | `response_item` `*_output` | `tool.result` (`call_id`, `name`, `output` text), `parent_seq` = the call |
 //! | `compacted` | `checkpoint` (`reason: "compaction"`, `summary`, `remote`, `retained_user_messages`) |
 //! | `event_msg` `item_completed` `CommandExecution` | `command.run` (`cmd`, `argv`, `exit_code`, `output_tail`, `cwd`) |
@@ -375,17 +375,31 @@ impl Parser<'_> {
         seq
     }
 
+    /// Keeps a line that is not a record as a `meta` event marked
+    /// unparsed, so nothing of the file is lost; a warning names the line.
+    fn unparsed(&mut self, line_no: u64, raw: &[u8], why: String) {
+        self.warn(line_no, format!("{why}; kept as an unparsed meta event"));
+        let ts = self
+            .state
+            .last_ts
+            .clone()
+            .unwrap_or_else(|| "1970-01-01T00:00:00.000Z".to_owned());
+        let payload = json!({ "unparsed": String::from_utf8_lossy(raw), "error": why });
+        self.push(
+            (line_no, &ts),
+            "system",
+            kinds::META,
+            Level::History,
+            payload,
+            None,
+        );
+    }
+
     fn line(&mut self, line_no: u64, raw: &[u8]) {
         let line: Map<String, Value> = match serde_json::from_slice(raw) {
             Ok(Value::Object(line)) => line,
-            Ok(_) => {
-                self.warn(line_no, "not a JSON object; line skipped".into());
-                return;
-            }
-            Err(e) => {
-                self.warn(line_no, format!("not JSON ({e}); line skipped"));
-                return;
-            }
+            Ok(_) => return self.unparsed(line_no, raw, "not a JSON object".into()),
+            Err(e) => return self.unparsed(line_no, raw, format!("not JSON ({e})")),
         };
         let envelope = match Line::read(&line) {
             Ok(l) => l,
@@ -570,7 +584,7 @@ impl Parser<'_> {
                     ..Default::default()
                 };
                 let body =
-                    json!({ "call_id": call_id, "name": name, "input": input, "item_id": id });
+                    json!({ "call_id": call_id, "name": name, "arguments": input, "item_id": id });
                 tool_call(body, call_id, call)
             }
             ResponseItem::CustomToolCall {
@@ -585,7 +599,7 @@ impl Parser<'_> {
                     ..Default::default()
                 };
                 let body = json!({
-                    "call_id": call_id, "name": name, "input": input,
+                    "call_id": call_id, "name": name, "arguments": input,
                     "freeform": true, "item_id": id,
                 });
                 tool_call(body, call_id, call)
@@ -1123,6 +1137,13 @@ fn render(
             w.session_meta(event)?;
             continue;
         }
+        let unparsed = (event.agent == Agent::Codex && event.kind == kinds::META)
+            .then(|| event.payload.get("unparsed").and_then(Value::as_str))
+            .flatten();
+        if let Some(raw) = unparsed {
+            w.raw(raw)?;
+            continue;
+        }
         match take_native_line(&mut event) {
             Some(line) => w.faithful(&event, line)?,
             None if event.agent == Agent::Codex && is_derived(&event) => {}
@@ -1319,7 +1340,7 @@ impl Writer<'_> {
         if let Some(parent) = payload.get("forked_from_id").and_then(Value::as_str) {
             let parent = parent.to_owned();
             self.loss(format!(
-                "fork of codex thread {parent} without its parent's events: Codex reads the \
+                "fork-parent-missing: fork of codex thread {parent} without its parent's events: Codex reads the \
                  inherited history from the parent rollout, which must be present as Codex \
                  wrote it (history_base is a byte offset into it)"
             ));
@@ -1393,6 +1414,24 @@ impl Writer<'_> {
                 self.emit(line, rewrite)
             }
         }
+    }
+
+    /// Writes back a line that was not a record when captured, as it was:
+    /// the client skips such lines in the middle of a rollout, but refuses a
+    /// rollout that starts with one, so before the header it is left out.
+    fn raw(&mut self, text: &str) -> Result<(), RenderError> {
+        if !matches!(self.header, Header::Written(_)) {
+            self.loss(
+                "unparsed-line-omitted: a line that was not a record, before the session header",
+            );
+            return Ok(());
+        }
+        self.buf.extend_from_slice(text.as_bytes());
+        self.buf.push(b'\n');
+        if self.buf.len() >= FLUSH_AT {
+            self.flush()?;
+        }
+        Ok(())
     }
 
     /// Serializes one line after the header and sends full buffers on.
@@ -1509,10 +1548,10 @@ impl Writer<'_> {
                 if has_non_text_parts(p) || !event.refs.is_empty() {
                     // Images travel as artifacts; writing them as Codex
                     // `input_image` parts is not done yet.
-                    self.loss("message.user image or file parts not written");
+                    self.loss("image-omitted: message.user image or file parts not written");
                 }
                 if text.is_empty() {
-                    self.loss("message.user without text not written");
+                    self.loss("message-empty: message.user without text not written");
                     return Ok(());
                 }
                 if self.first_user_text.is_none() {
@@ -1536,7 +1575,7 @@ impl Writer<'_> {
             kinds::MESSAGE_ASSISTANT => {
                 let text = payload_text(p);
                 if text.is_empty() {
-                    self.loss("message.assistant without text not written");
+                    self.loss("message-empty: message.assistant without text not written");
                     return Ok(());
                 }
                 self.push_line(
@@ -1557,11 +1596,7 @@ impl Writer<'_> {
                     .map(str::to_owned)
                     .unwrap_or_else(|| format!("seq{}", event.seq));
                 let call_id = self.call_id(&original, event.seq);
-                let input = p
-                    .get("input")
-                    .or_else(|| p.get("arguments"))
-                    .cloned()
-                    .unwrap_or(json!({}));
+                let input = p.get("arguments").cloned().unwrap_or(json!({}));
                 // Arguments travel as JSON text; a string input is already text.
                 let arguments = match &input {
                     Value::String(s) => s.clone(),
@@ -1579,7 +1614,7 @@ impl Writer<'_> {
                 // A call is answered once; forgetting it keeps the map as small
                 // as the number of calls still open.
                 let Some(call_id) = original.and_then(|o| self.call_ids.remove(&o)) else {
-                    self.loss("tool.result without a written tool.call not written");
+                    self.loss("tool-result-orphaned: tool.result without a written tool.call not written");
                     return Ok(());
                 };
                 let output = ["output", "content", "text", "result"]
@@ -1594,14 +1629,14 @@ impl Writer<'_> {
                 )?;
             }
             kinds::MESSAGE_THINKING => {
-                self.loss("message.thinking not written: Codex only sends its own reasoning back")
+                self.loss("thinking-dropped: message.thinking not written: Codex only sends its own reasoning back")
             }
             kinds::COMMAND_RUN | kinds::FILE_EDIT | kinds::FILE_READ => self.loss(format!(
-                "{} not written on its own: its tool.call and tool.result carry it",
+                "derived-event-folded: {} not written on its own: its tool.call and tool.result carry it",
                 event.kind
             )),
             kinds::SESSION_START => {}
-            other => self.loss(format!("{other} has no Codex form")),
+            other => self.loss(format!("event-unmapped: {other} has no Codex form")),
         }
         Ok(())
     }

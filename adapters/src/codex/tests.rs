@@ -334,7 +334,7 @@ fn parse_derives_command_run_from_function_tool_output() {
         .unwrap();
     assert_eq!(call.payload["name"], "exec_command");
     assert_eq!(
-        call.payload["input"],
+        call.payload["arguments"],
         json!({"cmd": "echo hello > note.txt"})
     );
     let runs: Vec<&Event> = parsed
@@ -584,9 +584,41 @@ fn one_bad_line_is_a_warning() {
     let bad = parse_bytes(&bytes, 0, 0, None);
     assert_eq!(bad.warnings.len(), 1);
     assert_eq!(bad.warnings[0].line, 2);
-    assert_eq!(bad.events.len(), good.events.len());
-    let texts = |p: &Parsed| -> Vec<Value> { p.events.iter().map(|e| e.payload.clone()).collect() };
+    // The bad line is kept, marked unparsed; everything else is as before.
+    assert_eq!(bad.events.len(), good.events.len() + 1);
+    let kept = bad
+        .events
+        .iter()
+        .find(|e| e.payload.get("unparsed").is_some())
+        .unwrap();
+    assert_eq!(
+        (kept.kind.as_str(), kept.payload["unparsed"].as_str()),
+        (kinds::META, Some("{not json"))
+    );
+    let texts = |p: &Parsed| -> Vec<Value> {
+        p.events
+            .iter()
+            .filter(|e| e.payload.get("unparsed").is_none())
+            .map(|e| e.payload.clone())
+            .collect()
+    };
     assert_eq!(texts(&bad), texts(&good));
+    // Written back, the bad line is there again, as it was.
+    let mut sink = crate::MemorySink::default();
+    let header = header_for(&bad);
+    let lookup = |_: &git_session_schema::ArtifactId| None;
+    let head = crate::RenderHead {
+        header: &header,
+        artifact: &lookup,
+        native_id: header.native_id.as_deref().unwrap_or_default(),
+        cwd: "/work",
+        now: "2026-01-01T00:00:00.000Z",
+    };
+    Codex
+        .render_to(head, &mut bad.events.clone().into_iter(), &mut sink)
+        .unwrap();
+    let text = String::from_utf8(sink.files[0].bytes.clone()).unwrap();
+    assert!(text.lines().any(|l| l == "{not json"), "{text}");
 }
 
 /// Builds a session as another agent (here shaped like Claude Code) would
@@ -634,7 +666,7 @@ fn foreign_events() -> Vec<Event> {
             "agent:claude",
             kinds::TOOL_CALL,
             json!({"call_id": long_id, "name": "Bash",
-            "input": {"command": "echo hello > note.txt", "description": "Write a note"}}),
+            "arguments": {"command": "echo hello > note.txt", "description": "Write a note"}}),
         ),
         e(
             5,
@@ -707,9 +739,14 @@ fn foreign_session_becomes_a_minimal_legacy_rollout() {
         changes
             .losses
             .iter()
-            .any(|l| l.starts_with("message.thinking"))
+            .any(|l| l.starts_with("thinking-dropped: message.thinking"))
     );
-    assert!(changes.losses.iter().any(|l| l.starts_with("command.run")));
+    assert!(
+        changes
+            .losses
+            .iter()
+            .any(|l| l.starts_with("derived-event-folded: command.run"))
+    );
     assert_eq!(changes.appends.len(), 1);
     assert_eq!(
         changes.appends[0].path,
@@ -740,7 +777,7 @@ fn foreign_session_becomes_a_minimal_legacy_rollout() {
                 (
                     e.kind.clone(),
                     body,
-                    p.get("input").cloned().unwrap_or(Value::Null),
+                    p.get("arguments").cloned().unwrap_or(Value::Null),
                 )
             })
             .collect()

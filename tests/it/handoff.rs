@@ -1,0 +1,344 @@
+//! Handoff to another agent: the brief first, the history after it, the
+//! handoff in the log, and a receipt note, signed or marked unsigned.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::*;
+
+const ROUNDTRIP: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+fn captured_claude(repo: &Repo) {
+    let source = repo.outside("source");
+    let fixture = fixtures().join("claude/roundtrip/native");
+    let mut stack = vec![fixture.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            let target = source
+                .join(".claude")
+                .join(path.strip_prefix(&fixture).unwrap());
+            std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+            let body = std::fs::read_to_string(&path).unwrap();
+            std::fs::write(
+                target,
+                body.replace(
+                    "/tmp/oracle-sample/claude/project",
+                    repo.root.to_str().unwrap(),
+                ),
+            )
+            .unwrap();
+        }
+    }
+    repo.ok(&["import", "--home", source.to_str().unwrap()]);
+}
+
+fn note(repo: &Repo, commit: &str) -> Value {
+    serde_json::from_str(&repo.git(&["notes", "--ref=git-session/receipts", "show", commit]))
+        .unwrap()
+}
+
+fn handoff(repo: &Repo, extra: &[&str]) -> (String, Value) {
+    let home = repo.outside("codex-home");
+    let mut args = vec![
+        "handoff",
+        ROUNDTRIP,
+        "--to",
+        "codex",
+        "--home",
+        home.to_str().unwrap(),
+        "--note",
+        "finish the tests",
+    ];
+    args.extend_from_slice(extra);
+    let out = repo.session().args(&args).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let printed = text(&out.stdout);
+    assert!(printed.contains("codex resume "), "{printed}");
+    let events = repo.events(ROUNDTRIP);
+    let handoff = events.last().unwrap().clone();
+    assert_eq!(handoff["type"], "handoff");
+    assert_eq!(events[events.len() - 2]["type"], "context.compiled");
+    (printed, handoff)
+}
+
+#[test]
+fn handoff_writes_the_brief_first_and_records_an_unsigned_receipt() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let before = repo.events(ROUNDTRIP).len();
+    let (printed, event) = handoff(&repo, &[]);
+    let native = printed.trim().rsplit(' ').next().unwrap().to_owned();
+    assert_eq!(
+        repo.events(ROUNDTRIP).len(),
+        before + 2,
+        "one batch: context.compiled and handoff"
+    );
+    let p = &event["payload"];
+    assert_eq!(
+        (p["from"].as_str(), p["to"].as_str(), p["note"].as_str()),
+        (Some("claude"), Some("codex"), Some("finish the tests"))
+    );
+    assert_eq!(p["target_native_id"], native.as_str());
+    // The loss report: Claude's thinking does not go to Codex, and says so
+    // with a stable code, like every line of the report.
+    let losses: Vec<&str> = p["losses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert!(
+        losses.iter().any(|l| l.starts_with("thinking-dropped: ")),
+        "{losses:?}"
+    );
+    for line in &losses {
+        let code = line.split(": ").next().unwrap();
+        assert!(
+            !code.is_empty() && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'),
+            "no stable code: {line}"
+        );
+    }
+
+    // The rollout starts with the brief, then the history.
+    let mut rollout = None;
+    let mut stack = vec![repo.outside("codex-home")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let path = e.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.to_string_lossy().ends_with(&format!("{native}.jsonl")) {
+                rollout = Some(std::fs::read_to_string(path).unwrap());
+            }
+        }
+    }
+    let rollout = rollout.expect("a rollout for the target id");
+    let user_texts: Vec<String> = rollout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["type"] == "response_item" && l["payload"]["role"] == "user")
+        .map(|l| l["payload"]["content"].to_string())
+        .collect();
+    assert!(
+        user_texts[0].contains("finish the tests"),
+        "the brief must be the first user message: {:?}",
+        user_texts[0]
+    );
+    assert!(
+        user_texts[1..]
+            .iter()
+            .any(|t| t.contains("Please write hello into note.txt")),
+        "the history follows the brief"
+    );
+
+    // The receipt is a note on the batch commit, unsigned and marked so.
+    let tip = repo.git(&["rev-parse", &format!("refs/sessions/{ROUNDTRIP}")]);
+    let receipt = note(&repo, &tip);
+    assert_eq!(receipt["signature"], Value::Null);
+    assert_eq!(receipt["receipt"]["signer"], Value::Null);
+    assert_eq!(receipt["receipt"]["handoff_seq"], event["seq"]);
+    assert_eq!(
+        receipt["receipt"]["context_sha256"],
+        event["payload"]["context_sha256"]
+    );
+    let verify = repo.ok(&["verify", ROUNDTRIP]);
+    assert!(verify.contains("unsigned"), "{verify}");
+    // Never on user commits.
+    let on_head = repo
+        .git_in(&repo.root)
+        .args(["notes", "--ref=git-session/receipts", "show", "HEAD"])
+        .output()
+        .unwrap();
+    assert!(!on_head.status.success());
+}
+
+fn keygen(dir: &Path, name: &str, passphrase: &str) -> PathBuf {
+    let key = dir.join(name);
+    let out = Command::new("ssh-keygen")
+        .args([
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            passphrase,
+            "-C",
+            "test@example.com",
+            "-f",
+        ])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    key
+}
+
+#[test]
+fn a_signed_receipt_verifies_here_and_with_ssh_keygen_and_tampering_fails() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let key = keygen(&repo.outside(""), "id_receipts", "");
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let allowed = repo.outside("allowed_signers");
+    std::fs::write(
+        &allowed,
+        format!("test@example.com namespaces=\"git-session,git\" {public}"),
+    )
+    .unwrap();
+    repo.git(&["config", "session.signingKey", key.to_str().unwrap()]);
+    repo.git(&[
+        "config",
+        "gpg.ssh.allowedSignersFile",
+        allowed.to_str().unwrap(),
+    ]);
+    handoff(&repo, &[]);
+    let tip = repo.git(&["rev-parse", &format!("refs/sessions/{ROUNDTRIP}")]);
+    let receipt = note(&repo, &tip);
+    assert_eq!(receipt["receipt"]["signer"], "test@example.com");
+    let verify = repo.ok(&["verify", ROUNDTRIP]);
+    assert!(
+        verify.contains("good signature by test@example.com"),
+        "{verify}"
+    );
+
+    // Interop: ssh-keygen verifies the same bytes and signature.
+    let signed = repo.outside("receipt.json");
+    std::fs::write(&signed, serde_json::to_vec(&receipt["receipt"]).unwrap()).unwrap();
+    let sig = repo.outside("receipt.sig");
+    std::fs::write(&sig, receipt["signature"].as_str().unwrap()).unwrap();
+    let check = Command::new("ssh-keygen")
+        .args([
+            "-Y",
+            "verify",
+            "-n",
+            "git-session",
+            "-I",
+            "test@example.com",
+            "-f",
+        ])
+        .arg(&allowed)
+        .arg("-s")
+        .arg(&sig)
+        .stdin(std::fs::File::open(&signed).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "ssh-keygen: {}{}",
+        text(&check.stdout),
+        text(&check.stderr)
+    );
+
+    // A tampered receipt fails.
+    let mut forged = receipt.clone();
+    forged["receipt"]["to"] = "claude".into();
+    repo.git_stdin(
+        &[
+            "notes",
+            "--ref=git-session/receipts",
+            "add",
+            "-f",
+            "-F",
+            "-",
+            &tip,
+        ],
+        serde_json::to_string_pretty(&forged).unwrap().as_bytes(),
+    );
+    let out = repo.session().args(["verify", ROUNDTRIP]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("bad signature"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    // A signature by a key the allowed-signers file does not list fails.
+    std::fs::write(&allowed, format!("someone@else.org {public}")).unwrap();
+    repo.git_stdin(
+        &[
+            "notes",
+            "--ref=git-session/receipts",
+            "add",
+            "-f",
+            "-F",
+            "-",
+            &tip,
+        ],
+        serde_json::to_string_pretty(&receipt).unwrap().as_bytes(),
+    );
+    let out = repo.session().args(["verify", ROUNDTRIP]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("does not list"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
+#[test]
+fn a_passphrase_protected_key_without_an_agent_is_refused_before_writing() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let key = keygen(&repo.outside(""), "id_locked", "correct horse");
+    std::fs::remove_file(key.with_extension("pub")).unwrap();
+    let before = repo.events(ROUNDTRIP).len();
+    let home = repo.outside("codex-home");
+    let err = repo.fails(
+        &[
+            "handoff",
+            ROUNDTRIP,
+            "--to",
+            "codex",
+            "--home",
+            home.to_str().unwrap(),
+            "--key",
+            key.to_str().unwrap(),
+        ],
+        1,
+    );
+    assert!(
+        err.contains("passphrase-protected") && err.contains("ssh-agent"),
+        "{err}"
+    );
+    assert_eq!(repo.events(ROUNDTRIP).len(), before);
+    assert!(
+        !home.exists(),
+        "nothing may be written when the receipt cannot be signed"
+    );
+}
+
+#[test]
+fn compile_prints_a_brief_within_the_budget() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let brief = repo.ok(&["compile", "d050", "--for", "codex", "--budget", "2000"]);
+    assert!(
+        brief.contains("Please write hello into note.txt"),
+        "{brief}"
+    );
+    let out = repo
+        .session()
+        .args(["compile", "d050", "--for", "codex", "--budget", "5"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("budget"),
+        "{}",
+        text(&out.stderr)
+    );
+    let json: Value =
+        serde_json::from_str(&repo.ok(&["compile", "d050", "--for", "claude", "--format", "json"]))
+            .unwrap();
+    assert!(json.is_object());
+}
