@@ -243,6 +243,62 @@ fn main() {
         None,
     ));
 
+    // Compile a 10k-event session to a 32k-token budget, and hand it off.
+    let repo = fresh_repo(work.path(), "handoff");
+    let file = work.path().join("gen-10k-handoff.jsonl");
+    std::fs::write(&file, synth::session_file("handoff-10k", 10_000, 3)).expect("write");
+    measure(
+        &repo,
+        &["import", "--canonical", file.to_str().expect("utf8")],
+    );
+    let mut times = Vec::new();
+    let mut rss = 0;
+    for _ in 0..(if quick { 1 } else { 5 }) {
+        let (t, r) = measure(
+            &repo,
+            &[
+                "compile",
+                "handoff-10k",
+                "--for",
+                "codex",
+                "--budget",
+                "32000",
+            ],
+        );
+        times.push(t);
+        rss = rss.max(r);
+    }
+    results.push(row(
+        "compile 10k events for codex, 32k budget (process start and tokenizer load included)",
+        &times,
+        rss,
+        None,
+    ));
+    let mut times = Vec::new();
+    let mut rss = 0;
+    for i in 0..(if quick { 1 } else { 3 }) {
+        let home = work.path().join(format!("handoff-home-{i}"));
+        let (t, r) = measure(
+            &repo,
+            &[
+                "handoff",
+                "handoff-10k",
+                "--to",
+                "codex",
+                "--home",
+                home.to_str().expect("utf8"),
+            ],
+        );
+        times.push(t);
+        rss = rss.max(r);
+    }
+    results.push(row(
+        "handoff of 10k events to codex, end to end",
+        &times,
+        rss,
+        None,
+    ));
+
     print_table(&results);
     if let Some(path) = json_out {
         let rows: Vec<_> = results

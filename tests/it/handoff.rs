@@ -342,3 +342,52 @@ fn compile_prints_a_brief_within_the_budget() {
             .unwrap();
     assert!(json.is_object());
 }
+
+#[test]
+fn an_external_summarizer_is_used_and_its_failure_falls_back() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let script = r#"python3 -c 'import json,sys; r=json.load(sys.stdin); print(json.dumps({"summaries":[{"text":"SUMMARY-FROM-COMMAND","seqs":[r["excerpts"][0]["seq"]]}]}))'"#;
+    let out = repo
+        .session()
+        .args([
+            "compile",
+            "d050",
+            "--for",
+            "codex",
+            "--summarizer-cmd",
+            script,
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("SUMMARY-FROM-COMMAND"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let out = repo
+        .session()
+        .args([
+            "compile",
+            "d050",
+            "--for",
+            "codex",
+            "--summarizer-cmd",
+            "echo broken >&2; exit 3",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "a failing summarizer must not fail the compile: {}",
+        text(&out.stderr)
+    );
+    assert!(
+        text(&out.stderr).contains("warning:"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(text(&out.stdout).contains("Please write hello into note.txt"));
+}

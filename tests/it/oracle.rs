@@ -136,6 +136,10 @@ fn place(fixture: &Path, store: &Path, old_cwd: &str, cwd: &Path, claude: bool) 
 
 /// Returns the first cwd recorded in a fixture's files.
 fn recorded_cwd(fixture: &Path) -> String {
+    find_cwd(fixture).unwrap_or_else(|| panic!("no cwd recorded under {}", fixture.display()))
+}
+
+fn find_cwd(fixture: &Path) -> Option<String> {
     let mut stack = vec![fixture.to_owned()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).unwrap() {
@@ -150,13 +154,13 @@ fn recorded_cwd(fixture: &Path) -> String {
                     };
                     let cwd = record.get("cwd").or_else(|| record.pointer("/payload/cwd"));
                     if let Some(cwd) = cwd.and_then(Value::as_str) {
-                        return cwd.to_owned();
+                        return Some(cwd.to_owned());
                     }
                 }
             }
         }
     }
-    panic!("no cwd recorded under {}", fixture.display())
+    None
 }
 
 /// Captures a fixture's sessions into a repo, resumes each into a fresh
@@ -167,6 +171,12 @@ fn round_trip(agent: &str, case: &str) {
         .join(agent)
         .join(case)
         .join("native");
+    round_trip_store(agent, &fixture);
+}
+
+/// Like [`round_trip`], for a native store root anywhere.
+fn round_trip_store(agent: &str, fixture: &Path) {
+    let fixture = fixture.to_owned();
     let claude = agent == "claude";
     let dot = if claude { ".claude" } else { ".codex" };
     let old_cwd = recorded_cwd(&fixture);
@@ -224,7 +234,8 @@ fn round_trip(agent: &str, case: &str) {
         assert_eq!(
             turns(&got, &roots),
             turns(&want, &roots),
-            "{agent}/{case} session {session}: history differs"
+            "{agent} {} session {session}: history differs",
+            fixture.display()
         );
         assert!(!turns(&want, &roots).is_empty());
     }
@@ -241,7 +252,10 @@ fn session_ids(fixture: &Path, claude: bool) -> Vec<String> {
                 if name != "subagents" {
                     stack.push(path);
                 }
-            } else if let Some(stem) = name.strip_suffix(".jsonl") {
+            } else if let Some(stem) = name.strip_suffix(".jsonl")
+                // Claude's prompt history (~/.claude/history.jsonl) is no session.
+                && !(claude && path.parent().is_some_and(|p| p == fixture))
+            {
                 out.push(if claude {
                     stem.to_owned()
                 } else {
@@ -280,6 +294,65 @@ oracle_cases! {
     codex_compacted_local_resumes_with_the_same_history: "codex" / "compacted-local";
     codex_crafted_minimal_resumes_with_the_same_history: "codex" / "crafted-minimal";
     codex_resumed_legacy_resumes_with_the_same_history: "codex" / "crafted-resumed-legacy";
+}
+
+/// Every session the real clients wrote for `shared/samples/<agent>/oracle`
+/// (each sample folder is a copy of the client's HOME after one step).
+fn every_sample(agent: &str) {
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/samples")
+        .join(agent)
+        .join("oracle");
+    let dot = if agent == "claude" {
+        ".claude"
+    } else {
+        ".codex"
+    };
+    let mut stores = Vec::new();
+    let mut stack = vec![samples.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                if path.file_name().is_some_and(|n| n == dot) {
+                    stores.push(path);
+                } else {
+                    stack.push(path);
+                }
+            }
+        }
+    }
+    stores.sort();
+    assert!(
+        stores.len() >= 6,
+        "expected the oracle samples under {}",
+        samples.display()
+    );
+    let mut checked = 0;
+    for store in &stores {
+        // A hand-made file without any cwd cannot be told to belong to a
+        // repository, so capture (rightly) leaves it alone.
+        if !has_cwd(store) {
+            continue;
+        }
+        round_trip_store(agent, store);
+        checked += 1;
+    }
+    assert!(checked >= 6, "only {checked} samples checked");
+}
+
+fn has_cwd(dir: &Path) -> bool {
+    find_cwd(dir).is_some()
+}
+
+#[test]
+fn every_claude_sample_resumes_with_the_same_history() {
+    every_sample("claude");
+}
+
+#[test]
+fn every_codex_sample_resumes_with_the_same_history() {
+    every_sample("codex");
 }
 
 /// A session made now by the real client in the repository: capture,
