@@ -109,6 +109,12 @@ impl<'r> BatchSink<'r> {
 
     /// Seals `event` into the log and returns its seq.
     pub fn push(&mut self, mut event: Event) -> StoreResult<u64> {
+        self.push_mut(&mut event)
+    }
+
+    /// Like [`BatchSink::push`], sealing the caller's event in place (its
+    /// seq and checksum are set), so the caller decides where it is freed.
+    pub fn push_mut(&mut self, event: &mut Event) -> StoreResult<u64> {
         let given = event.checksum.take();
         match self.mode {
             SeqMode::Assign => event.seq = self.next_seq,
@@ -136,9 +142,9 @@ impl<'r> BatchSink<'r> {
         if self.chunk.is_empty() {
             self.chunk_first = event.seq;
         }
-        encode_event(&event, &mut self.chunk);
+        encode_event(event, &mut self.chunk);
         self.chunk.push(b'\n');
-        self.prev = event.checksum;
+        self.prev = event.checksum.clone();
         self.next_seq += 1;
         if self.chunk.len() >= CHUNK_BYTES {
             self.seal_chunk()?;
