@@ -11,14 +11,18 @@
 
 #![allow(clippy::print_stdout)] // a bench reports on stdout
 
+#[path = "../common/mod.rs"]
+mod common;
+
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+
+use common::{fresh_repo, measure, measure_env};
+use std::time::Duration;
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_git-session");
 const CLAUDE_TEMPLATE: &str = "fixtures/claude/roundtrip/native/projects/-tmp-oracle-sample-claude-project/d05046d2-74b1-4451-90dc-37fbd42c25e6.jsonl";
 const CODEX_DIR: &str = "fixtures/codex/function-tools/native/sessions/2026/11/29";
 const OLD_CWD_CLAUDE: &str = "/tmp/oracle-sample/claude/project";
@@ -26,14 +30,7 @@ const OLD_CWD_CODEX: &str = "/tmp/oracle-sample/codex/project";
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if let Some(pos) = args.iter().position(|a| a == "--measure-child") {
-        let status = Command::new(&args[pos + 1])
-            .args(&args[pos + 2..])
-            .status()
-            .expect("spawn");
-        let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
-            .expect("getrusage");
-        println!("{} {}", usage.max_rss(), status.success());
+    if common::measure_child_mode(&args) {
         return;
     }
     if args.iter().any(|a| a == "--list") {
@@ -427,54 +424,4 @@ fn lengthen_outputs(v: &mut Value, counter: &mut u64) {
         Value::Array(a) => a.iter_mut().for_each(|v| lengthen_outputs(v, counter)),
         _ => {}
     }
-}
-
-fn fresh_repo(work: &Path, name: &str) -> PathBuf {
-    let dir = work.join(name);
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    for args in [
-        &["init", "-q", "-b", "main", "."][..],
-        &["config", "user.name", "Bench"],
-        &["config", "user.email", "b@example.com"],
-        &["config", "gc.auto", "0"],
-    ] {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(&dir)
-            .output()
-            .expect("git");
-        assert!(out.status.success());
-    }
-    dir.canonicalize().expect("canonical")
-}
-
-fn measure(repo: &Path, args: &[&str]) -> (Duration, u64) {
-    measure_env(repo, args, &[])
-}
-
-fn measure_env(repo: &Path, args: &[&str], envs: &[(&str, &Path)]) -> (Duration, u64) {
-    let me = std::env::current_exe().expect("exe");
-    let started = Instant::now();
-    let out = Command::new(me)
-        .arg("--measure-child")
-        .arg(BIN)
-        .args(args)
-        .current_dir(repo)
-        .envs(envs.iter().map(|(k, v)| (*k, *v)))
-        .env_remove("CODEX_HOME")
-        .env_remove("CLAUDE_CONFIG_DIR")
-        .output()
-        .expect("spawn");
-    let elapsed = started.elapsed();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let last = text.lines().last().unwrap_or_default();
-    let mut parts = last.split_whitespace();
-    let rss: u64 = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-    assert_eq!(
-        parts.next(),
-        Some("true"),
-        "git-session {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (elapsed, rss)
 }

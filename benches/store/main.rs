@@ -10,29 +10,23 @@
 
 #![allow(clippy::print_stdout)] // a bench reports on stdout
 
+#[path = "../common/mod.rs"]
+mod common;
+
 mod synth;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+use common::{fresh_repo, git, measure};
 use std::time::{Duration, Instant};
 
 use git_session::clock::Clock;
 use git_session::store::{CommitInfo, SeqMode, Store};
 use git_session_schema::{Agent, Event, SessionHeader, SessionId};
 
-const BIN: &str = env!("CARGO_BIN_EXE_git-session");
-
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    // Helper mode: run one command, print its peak RSS in KiB.
-    if let Some(pos) = args.iter().position(|a| a == "--measure-child") {
-        let status = Command::new(&args[pos + 1])
-            .args(&args[pos + 2..])
-            .status()
-            .expect("spawn");
-        let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
-            .expect("getrusage");
-        println!("{} {}", usage.max_rss(), status.success());
+    if common::measure_child_mode(&args) {
         return;
     }
     if args.iter().any(|a| a == "--list") {
@@ -344,55 +338,6 @@ fn print_table(rows: &[Row]) {
             println!("{:<70} {:>10.1} {:>12.1}", r.name, r.median_ms, r.rss_mb);
         }
     }
-}
-
-fn fresh_repo(work: &Path, name: &str) -> PathBuf {
-    let dir = work.join(name);
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    git(&dir, &["init", "-q", "-b", "main", "."]);
-    git(&dir, &["config", "user.name", "Bench"]);
-    git(&dir, &["config", "user.email", "bench@example.com"]);
-    git(&dir, &["config", "gc.auto", "0"]);
-    dir
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Runs `git-session args` in `repo` via the helper; returns time and peak RSS (KiB).
-fn measure(repo: &Path, args: &[&str]) -> (Duration, u64) {
-    let me = std::env::current_exe().expect("exe");
-    let started = Instant::now();
-    let out = Command::new(me)
-        .arg("--measure-child")
-        .arg(BIN)
-        .args(args)
-        .current_dir(repo)
-        .output()
-        .expect("spawn");
-    let elapsed = started.elapsed();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let last = text.lines().last().unwrap_or_default();
-    let mut parts = last.split_whitespace();
-    let rss: u64 = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-    assert_eq!(
-        parts.next(),
-        Some("true"),
-        "git-session {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (elapsed, rss)
 }
 
 /// Returns (loose bytes, packed bytes after `git gc`, gc time).

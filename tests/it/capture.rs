@@ -13,25 +13,6 @@ const CLAUDE_CWD: &str = "/tmp/oracle-sample/claude/project";
 const CODEX_CWD: &str = "/tmp/oracle-sample/codex/project";
 const ROUNDTRIP: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
-}
-
-/// Copies `fixtures/<from>` into `to`, replacing the recorded cwd.
-fn copy_tree(from: &Path, to: &Path, old_cwd: &str, new_cwd: &str) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy_tree(&entry.path(), &target, old_cwd, new_cwd);
-        } else {
-            let text = std::fs::read_to_string(entry.path()).unwrap();
-            std::fs::write(&target, text.replace(old_cwd, new_cwd)).unwrap();
-        }
-    }
-}
-
 /// Returns every file under `dir` with the SHA-256 of its bytes.
 fn hash_tree(dir: &Path) -> BTreeMap<PathBuf, String> {
     let mut out = BTreeMap::new();

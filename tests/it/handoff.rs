@@ -10,39 +10,6 @@ use crate::support::*;
 
 const ROUNDTRIP: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
-}
-
-fn captured_claude(repo: &Repo) {
-    let source = repo.outside("source");
-    let fixture = fixtures().join("claude/roundtrip/native");
-    let mut stack = vec![fixture.clone()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-                continue;
-            }
-            let target = source
-                .join(".claude")
-                .join(path.strip_prefix(&fixture).unwrap());
-            std::fs::create_dir_all(target.parent().unwrap()).unwrap();
-            let body = std::fs::read_to_string(&path).unwrap();
-            std::fs::write(
-                target,
-                body.replace(
-                    "/tmp/oracle-sample/claude/project",
-                    repo.root.to_str().unwrap(),
-                ),
-            )
-            .unwrap();
-        }
-    }
-    repo.ok(&["import", "--home", source.to_str().unwrap()]);
-}
-
 fn note(repo: &Repo, commit: &str) -> Value {
     serde_json::from_str(&repo.git(&["notes", "--ref=git-session/receipts", "show", commit]))
         .unwrap()

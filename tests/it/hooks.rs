@@ -1,36 +1,12 @@
 //! Capture on commit: the post-commit hook, its install and removal, and
 //! that nothing can make it fail or block a commit.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::support::*;
 
 const CLAUDE_ID: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
 const CODEX_ID: &str = "01a22641-1298-70e1-90e6-4b6faeb436bb";
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
-}
-
-fn copy_tree(from: &Path, to: &Path, old: &str, new: &str) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy_tree(&entry.path(), &target, old, new);
-        } else {
-            std::fs::create_dir_all(to).unwrap();
-            std::fs::write(
-                &target,
-                std::fs::read_to_string(entry.path())
-                    .unwrap()
-                    .replace(old, new),
-            )
-            .unwrap();
-        }
-    }
-}
 
 /// Fake Claude and Codex stores in the repo's HOME whose sessions ran in `cwd`.
 fn fake_stores(repo: &Repo, cwd: &Path) {

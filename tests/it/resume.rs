@@ -9,41 +9,6 @@ use crate::support::*;
 const ROUNDTRIP: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
 const CODEX_ID: &str = "01a22641-1298-70e1-90e6-4b6faeb436bb";
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
-}
-
-fn copy_tree(from: &Path, to: &Path, old: &str, new: &str) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy_tree(&entry.path(), &target, old, new);
-        } else {
-            std::fs::create_dir_all(to).unwrap();
-            std::fs::write(
-                &target,
-                std::fs::read_to_string(entry.path())
-                    .unwrap()
-                    .replace(old, new),
-            )
-            .unwrap();
-        }
-    }
-}
-
-fn captured_claude(repo: &Repo) {
-    let source = repo.outside("source");
-    copy_tree(
-        &fixtures().join("claude/roundtrip/native"),
-        &source.join(".claude"),
-        "/tmp/oracle-sample/claude/project",
-        repo.root.to_str().unwrap(),
-    );
-    repo.ok(&["import", "--home", source.to_str().unwrap()]);
-}
-
 #[test]
 fn resume_writes_once_never_overwrites_and_forks_on_request() {
     let repo = Repo::new();

@@ -242,3 +242,37 @@ pub fn session_lines(id: &str, n: u64) -> Vec<Value> {
     lines.extend((0..n).map(event));
     lines
 }
+
+/// Returns the `fixtures/` directory.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+/// Copies the tree `from` into `to`, replacing `old` by `new` in every file
+/// (how a native store recorded in one directory is moved to a test repo).
+pub fn copy_tree(from: &Path, to: &Path, old: &str, new: &str) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target, old, new);
+        } else {
+            std::fs::create_dir_all(to).unwrap();
+            let body = std::fs::read_to_string(entry.path()).unwrap();
+            std::fs::write(&target, body.replace(old, new)).unwrap();
+        }
+    }
+}
+
+/// Captures the Claude roundtrip fixture, recorded as run in `repo`.
+pub fn captured_claude(repo: &Repo) {
+    let source = repo.outside("source");
+    copy_tree(
+        &fixtures().join("claude/roundtrip/native"),
+        &source.join(".claude"),
+        "/tmp/oracle-sample/claude/project",
+        repo.root.to_str().unwrap(),
+    );
+    repo.ok(&["import", "--home", source.to_str().unwrap()]);
+}
