@@ -193,7 +193,9 @@ pub struct ChangeSet {
     /// `image-omitted`, `tool-result-orphaned`, `tool-id-renamed`,
     /// `message-id-renamed`, `uuid-assigned`, `block-relinked`,
     /// `message-empty`, `derived-event-folded`, `event-unmapped`,
-    /// `fork-parent-missing`, `subagent-meta-omitted`, `unparsed-line-omitted`.
+    /// `fork-parent-missing`, `subagent-meta-omitted`, `unparsed-line-omitted`,
+    /// `tool-unmapped` (a call to a tool the target does not have, written
+    /// under its own name).
     pub losses: Vec<String>,
     /// Lines to append to shared index files, relative to the store root
     /// (created when missing). Each `bytes` is whole lines ending in `\n`;
@@ -342,6 +344,34 @@ pub fn emit(changes: &mut ChangeSet, out: &mut dyn FileSink) -> Result<(), Rende
         out.write(&f.bytes).map_err(RenderError::Sink)?;
     }
     Ok(())
+}
+
+/// Returns the shell command a tool call runs, whichever agent's shell tool
+/// it is: Claude Code's `Bash {command}`, Codex's `exec_command {cmd}`,
+/// `shell {command: [argv]}` (a `sh -c SCRIPT` argv gives the script), or
+/// `shell_command` / `local_shell`. Renders use it to map a shell call to
+/// the target's own shell tool.
+pub fn shell_command(name: &str, arguments: &Value) -> Option<String> {
+    if !matches!(
+        name,
+        "Bash" | "exec_command" | "shell" | "shell_command" | "local_shell"
+    ) {
+        return None;
+    }
+    let arg = arguments.get("cmd").or_else(|| arguments.get("command"))?;
+    match arg {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(argv) => {
+            let argv: Vec<&str> = argv.iter().filter_map(Value::as_str).collect();
+            match argv.as_slice() {
+                [_, flag, script] if flag.starts_with('-') && flag.ends_with('c') => {
+                    Some((*script).to_owned())
+                }
+                _ => Some(argv.join(" ")),
+            }
+        }
+        _ => None,
+    }
 }
 
 /// Returns the adapter for `agent`, or `None` for agents without one yet.

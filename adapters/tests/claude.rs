@@ -597,7 +597,21 @@ fn foreign_session_renders_a_minimal_linked_transcript() {
                 let p = &e.payload;
                 let body = match e.kind.as_str() {
                     kinds::MESSAGE_USER | kinds::MESSAGE_ASSISTANT => p["text"].clone(),
-                    kinds::TOOL_CALL => json!([p["name"], p["arguments"]]),
+                    // A shell call becomes Claude Code's Bash: the command is
+                    // what must survive, not the other agent's tool shape.
+                    kinds::TOOL_CALL => match p["name"]
+                        .as_str()
+                        .zip(Some(&p["arguments"]))
+                        .and_then(|(n, a)| {
+                            let a = match a {
+                                Value::String(s) => serde_json::from_str(s).unwrap_or(Value::Null),
+                                other => other.clone(),
+                            };
+                            git_session_adapters::shell_command(n, &a)
+                        }) {
+                        Some(cmd) => json!(["shell command", cmd]),
+                        None => json!([p["name"], p["arguments"]]),
+                    },
                     kinds::TOOL_RESULT => json!([p["output"], p["is_error"]]),
                     _ => return None,
                 };
@@ -606,8 +620,6 @@ fn foreign_session_renders_a_minimal_linked_transcript() {
             .collect()
     };
     let mut expected = texts(&foreign_events());
-    // Arguments given as a JSON string arrive as the object they spell.
-    expected[2].1 = json!(["shell", {"command": ["ls"]}]);
     // The call left open before the next prompt gets a synthetic answer.
     expected.insert(
         8,
@@ -617,6 +629,14 @@ fn foreign_session_renders_a_minimal_linked_transcript() {
         ),
     );
     assert_eq!(texts(&parsed.events), expected);
+    let names: Vec<&str> = parsed
+        .events
+        .iter()
+        .filter(|e| e.kind == kinds::TOOL_CALL)
+        .filter_map(|e| e.payload["name"].as_str())
+        .collect();
+    // Shell calls with a command become Bash; one without stays as it was.
+    assert_eq!(names, ["Bash", "Bash", "shell"]);
 }
 
 #[test]

@@ -508,10 +508,24 @@ fn same_turn(kind: &str, want: &str, got: &str) -> bool {
     }
     match kind {
         "tool_result" => got.contains(want.trim()),
-        "tool_call" => serde_json::from_str::<Value>(got)
-            .ok()
-            .and_then(|v| v.get("input").and_then(Value::as_str).map(|s| s == want))
-            .unwrap_or(false),
+        "tool_call" => {
+            let got_v = serde_json::from_str::<Value>(got).ok();
+            // A shell call arrives as the target's shell tool: same command.
+            let command = |v: &Value| {
+                ["command", "cmd"]
+                    .iter()
+                    .find_map(|k| v.get(*k).and_then(Value::as_str).map(str::to_owned))
+            };
+            let same_command = serde_json::from_str::<Value>(want)
+                .ok()
+                .and_then(|w| command(&w))
+                .zip(got_v.as_ref().and_then(command))
+                .is_some_and(|(w, g)| w == g);
+            same_command
+                || got_v
+                    .and_then(|v| v.get("input").and_then(Value::as_str).map(|s| s == want))
+                    .unwrap_or(false)
+        }
         _ => false,
     }
 }

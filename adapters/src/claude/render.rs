@@ -88,6 +88,7 @@ pub(super) fn render_to(
         foreign: Foreign::default(),
         losses: Vec::new(),
         skipped: BTreeMap::new(),
+        unmapped: BTreeMap::new(),
         native_records: 0,
     };
     for event in events {
@@ -136,8 +137,14 @@ pub(super) fn render_to(
         out,
         mut losses,
         skipped,
+        unmapped,
         ..
     } = w;
+    for (tool, n) in unmapped {
+        losses.push(format!(
+            "tool-unmapped: {n} call(s) to {tool}, which Claude Code does not have; written under its own name"
+        ));
+    }
     if !out.wrote_message {
         return Err(RenderError::Empty(
             "no user or assistant message to write".to_owned(),
@@ -179,6 +186,23 @@ fn obj(v: Value) -> Map<String, Value> {
         _ => Map::new(),
     }
 }
+
+/// Claude Code's own tools: a foreign call under one of these names needs
+/// no report.
+const CLAUDE_TOOLS: [&str; 12] = [
+    "Bash",
+    "Read",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "Glob",
+    "Grep",
+    "TodoWrite",
+    "WebFetch",
+    "WebSearch",
+    "Task",
+    "Agent",
+];
 
 /// Holds finished lines on their way to the sink, and the guards that look
 /// at every line in file order.
@@ -253,6 +277,8 @@ struct Writer<'a, 's> {
     open: Option<Map<String, Value>>,
     foreign: Foreign,
     losses: Vec<String>,
+    /// Foreign tool names Claude Code does not have, with their call counts.
+    unmapped: BTreeMap<String, usize>,
     /// Events with no Claude form, counted by type for the loss report.
     skipped: BTreeMap<String, usize>,
     native_records: usize,
@@ -496,8 +522,8 @@ impl Writer<'_, '_> {
                 self.flush_results();
                 let call_id = p.get("call_id").and_then(Value::as_str).unwrap_or("");
                 let id = self.tool_id(call_id, event.seq);
-                let name = p.get("name").and_then(Value::as_str).unwrap_or("tool");
-                let input = match p.get("arguments") {
+                let mut name = p.get("name").and_then(Value::as_str).unwrap_or("tool");
+                let mut input = match p.get("arguments") {
                     Some(Value::Object(m)) => Value::Object(m.clone()),
                     // The API wants an object; a JSON string is unwrapped,
                     // anything else is wrapped.
@@ -508,6 +534,14 @@ impl Writer<'_, '_> {
                     Some(Value::Null) | None => json!({}),
                     Some(other) => json!({ "input": other }),
                 };
+                // A shell call becomes Claude Code's own shell tool; other
+                // tools keep their name, which Claude Code does not have.
+                if let Some(cmd) = crate::shell_command(name, &input) {
+                    name = "Bash";
+                    input = json!({ "command": cmd });
+                } else if !CLAUDE_TOOLS.contains(&name) {
+                    *self.unmapped.entry(name.to_owned()).or_default() += 1;
+                }
                 self.foreign.unanswered.push(id.clone());
                 self.foreign
                     .assistant

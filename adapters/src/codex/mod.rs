@@ -571,7 +571,7 @@ impl Parser<'_> {
                 let input = serde_json::from_str::<Value>(arguments)
                     .unwrap_or_else(|_| Value::String(arguments.to_owned()));
                 let call = Call {
-                    cmd: shell_command(name, &input),
+                    cmd: crate::shell_command(name, &input),
                     patch: (name == "apply_patch")
                         .then(|| {
                             input
@@ -873,30 +873,6 @@ fn is_injected(text: &str) -> bool {
     };
     let tag = rest[..end].split_whitespace().next().unwrap_or("");
     !tag.is_empty() && !tag.starts_with('/') && t.ends_with(&format!("</{tag}>"))
-}
-
-/// Returns the shell command of a shell-like function call.
-fn shell_command(name: &str, input: &Value) -> Option<String> {
-    if !matches!(
-        name,
-        "exec_command" | "shell" | "shell_command" | "local_shell"
-    ) {
-        return None;
-    }
-    let arg = input.get("cmd").or_else(|| input.get("command"))?;
-    match arg {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(argv) => {
-            let argv: Vec<&str> = argv.iter().filter_map(Value::as_str).collect();
-            match argv.as_slice() {
-                [_, flag, script] if flag.starts_with('-') && flag.ends_with('c') => {
-                    Some((*script).to_owned())
-                }
-                _ => Some(argv.join(" ")),
-            }
-        }
-        _ => None,
-    }
 }
 
 /// Finds the exit code in an exec tool output ("Process exited with code N").
@@ -1591,12 +1567,21 @@ impl Writer<'_> {
                 )?;
             }
             kinds::TOOL_CALL => {
-                let name = str_field(p, &["name", "tool"]).unwrap_or("tool").to_owned();
+                let mut name = str_field(p, &["name", "tool"]).unwrap_or("tool").to_owned();
                 let original = str_field(p, &["call_id", "id", "tool_use_id"])
                     .map(str::to_owned)
                     .unwrap_or_else(|| format!("seq{}", event.seq));
                 let call_id = self.call_id(&original, event.seq);
-                let input = p.get("arguments").cloned().unwrap_or(json!({}));
+                let mut input = p.get("arguments").cloned().unwrap_or(json!({}));
+                // A shell call becomes Codex's own shell tool (formats/codex.md:
+                // prefer exec_command-shaped calls); other tools keep their
+                // name, which Codex does not have.
+                if let Some(cmd) = crate::shell_command(&name, &input) {
+                    name = "exec_command".to_owned();
+                    input = json!({ "cmd": cmd });
+                } else {
+                    self.loss(format!("tool-unmapped: {name} has no Codex equivalent; written under its own name"));
+                }
                 // Arguments travel as JSON text; a string input is already text.
                 let arguments = match &input {
                     Value::String(s) => s.clone(),

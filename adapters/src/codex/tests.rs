@@ -774,11 +774,15 @@ fn foreign_session_becomes_a_minimal_legacy_rollout() {
                     .or_else(|| p.get("output"))
                     .cloned()
                     .unwrap_or(Value::Null);
-                (
-                    e.kind.clone(),
-                    body,
-                    p.get("arguments").cloned().unwrap_or(Value::Null),
-                )
+                // A shell call is mapped to Codex's own shell tool: what must
+                // survive is the command, not the argument shape.
+                let name = p.get("name").and_then(Value::as_str).unwrap_or("");
+                let call = p.get("arguments").map(|a| {
+                    crate::shell_command(name, a)
+                        .map(Value::String)
+                        .unwrap_or_else(|| a.clone())
+                });
+                (e.kind.clone(), body, call.unwrap_or(Value::Null))
             })
             .collect()
     };
@@ -788,7 +792,12 @@ fn foreign_session_becomes_a_minimal_legacy_rollout() {
         .iter()
         .find(|e| e.kind == kinds::TOOL_CALL)
         .unwrap();
-    assert_eq!(call.payload["name"], "Bash");
+    // Claude's Bash arrives as Codex's own shell tool.
+    assert_eq!(call.payload["name"], "exec_command");
+    assert_eq!(
+        call.payload["arguments"],
+        json!({"cmd": "echo hello > note.txt"})
+    );
     let result = back
         .events
         .iter()
