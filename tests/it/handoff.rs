@@ -358,3 +358,82 @@ fn an_external_summarizer_is_used_and_its_failure_falls_back() {
     );
     assert!(text(&out.stdout).contains("Please write hello into note.txt"));
 }
+
+#[test]
+fn a_passphrase_protected_key_signs_through_ssh_agent() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let key = keygen(&repo.outside(""), "id_agent", "correct horse");
+    // A private agent for this test only.
+    let socket = repo.outside("agent.sock");
+    let mut agent = Command::new("ssh-agent")
+        .arg("-D")
+        .arg("-a")
+        .arg(&socket)
+        .spawn()
+        .unwrap();
+    for _ in 0..50 {
+        if socket.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let add = Command::new("sh")
+        .arg("-c")
+        .arg(format!("printf '%s' 'correct horse' > {pw}; SSH_ASKPASS_REQUIRE=force SSH_ASKPASS={ask} DISPLAY=x ssh-add {key} </dev/null",
+            pw = repo.outside("pw").display(),
+            ask = {
+                let ask = repo.outside("askpass.sh");
+                std::fs::write(&ask, format!("#!/bin/sh\ncat {}\n", repo.outside("pw").display())).unwrap();
+                Command::new("chmod").arg("+x").arg(&ask).status().unwrap();
+                ask.display().to_string()
+            },
+            key = key.display()))
+        .env("SSH_AUTH_SOCK", &socket)
+        .output()
+        .unwrap();
+    assert!(add.status.success(), "ssh-add: {}", text(&add.stderr));
+    let public = key.with_extension("pub");
+    let allowed = repo.outside("allowed_signers");
+    std::fs::write(
+        &allowed,
+        format!(
+            "test@example.com {}",
+            std::fs::read_to_string(&public).unwrap()
+        ),
+    )
+    .unwrap();
+    repo.git(&["config", "session.signingKey", public.to_str().unwrap()]);
+    repo.git(&[
+        "config",
+        "gpg.ssh.allowedSignersFile",
+        allowed.to_str().unwrap(),
+    ]);
+    let home = repo.outside("codex-home");
+    let out = repo
+        .session()
+        .env("SSH_AUTH_SOCK", &socket)
+        .args([
+            "handoff",
+            ROUNDTRIP,
+            "--to",
+            "codex",
+            "--home",
+            home.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let _ = agent.kill();
+    let _ = agent.wait();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("signed receipt"),
+        "{}",
+        text(&out.stderr)
+    );
+    let verify = repo.ok(&["verify", ROUNDTRIP]);
+    assert!(
+        verify.contains("good signature by test@example.com"),
+        "{verify}"
+    );
+}
