@@ -48,6 +48,11 @@ pub struct ParseInput<'a> {
     /// The file's path relative to the agent's store root, used to tell
     /// sub-agent transcripts apart and in warnings.
     pub source: &'a str,
+    /// The bytes of the file [`Adapter::sidecar`] names for this session
+    /// file, when it exists (e.g. Claude Code's `agent-<id>.meta.json`,
+    /// which names the spawning tool call); `ops` passes it when it needs
+    /// the session facts of a new file.
+    pub sidecar: Option<&'a [u8]>,
 }
 
 /// Holds what one parse produced; partial success is a value.
@@ -278,6 +283,13 @@ pub trait Adapter: Sync {
     /// Returns whether `relative` (a path under the store root) is a session
     /// file this adapter parses.
     fn is_session_file(&self, relative: &std::path::Path) -> bool;
+
+    /// Returns a file next to a session file (relative to the store root)
+    /// whose content completes the session facts, if the agent keeps one.
+    fn sidecar(&self, relative: &std::path::Path) -> Option<PathBuf> {
+        let _ = relative;
+        None
+    }
 
     /// Maps native records to canonical events.
     fn parse(&self, input: ParseInput<'_>) -> Parsed;

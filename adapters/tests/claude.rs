@@ -113,6 +113,7 @@ fn parse(source: &str, bytes: &[u8]) -> Parsed {
         next_seq: 0,
         state: None,
         source,
+        sidecar: None,
     })
 }
 
@@ -201,6 +202,7 @@ fn parsing_in_pieces_equals_parsing_whole() {
                 next_seq: first.events.len() as u64,
                 state: Some(first.state.clone()),
                 source: &t.source,
+                sidecar: None,
             });
             let mut events = first.events.clone();
             events.extend(second.events.iter().cloned());
@@ -669,6 +671,7 @@ fn seqs_are_contiguous_from_next_seq_and_parents_point_back() {
         next_seq: 100,
         state: None,
         source: &format!("projects/-home-dev-proj/{name}"),
+        sidecar: None,
     });
     for (i, e) in parsed.events.iter().enumerate() {
         assert_eq!(e.seq, 100 + i as u64);
@@ -1076,6 +1079,7 @@ fn far_back_parents_are_found_across_incremental_parses() {
             next_seq: events.len() as u64,
             state: state.take(),
             source,
+            sidecar: None,
         });
         let text = serde_json::to_string(&parsed.state).expect("state serializes");
         state = Some(serde_json::from_str(&text).expect("state parses"));
@@ -1098,7 +1102,36 @@ fn far_back_parents_are_found_across_incremental_parses() {
         next_seq: 501,
         state: Some(old_state),
         source,
+        sidecar: None,
     });
     assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
     assert_eq!(parsed.events[0].parent_seq, Some(3));
+}
+
+#[test]
+fn a_sub_agent_names_its_meta_file_and_the_spawning_call_comes_from_it() {
+    use git_session_adapters::Adapter;
+    let rel = std::path::Path::new("projects/-p/s1/subagents/agent-a1.jsonl");
+    assert_eq!(
+        Claude.sidecar(rel),
+        Some(std::path::PathBuf::from(
+            "projects/-p/s1/subagents/agent-a1.meta.json"
+        ))
+    );
+    assert_eq!(
+        Claude.sidecar(std::path::Path::new("projects/-p/s1.jsonl")),
+        None
+    );
+    let line = b"{\"type\":\"user\",\"uuid\":\"u1\",\"parentUuid\":null,\"isSidechain\":true,\"message\":{\"role\":\"user\",\"content\":\"go\"}}\n";
+    let parsed = Claude.parse(ParseInput {
+        bytes: line,
+        first_line: 0,
+        next_seq: 0,
+        state: None,
+        source: "projects/-p/s1/subagents/agent-a1.jsonl",
+        sidecar: Some(br#"{"agentType":"general-purpose","toolUseId":"toolu_spawn_1"}"#),
+    });
+    let parent = parsed.session.parent.expect("a sub-agent has a parent");
+    assert_eq!(parent.native_id, "s1");
+    assert_eq!(parent.spawned_by.as_deref(), Some("toolu_spawn_1"));
 }

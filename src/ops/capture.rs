@@ -133,6 +133,7 @@ pub fn capture(
                 store,
                 clock,
                 adapter,
+                root: &root,
                 agent: &agent,
                 abs: &abs,
                 rel: &rel_text,
@@ -212,6 +213,8 @@ struct FileJob<'a> {
     store: &'a Store,
     clock: &'a Clock,
     adapter: &'a dyn Adapter,
+    /// The agent's store root.
+    root: &'a Path,
     agent: &'a Agent,
     abs: &'a Path,
     rel: &'a str,
@@ -407,12 +410,17 @@ impl FileJob<'_> {
         let Some(end) = buf.iter().rposition(|&b| b == b'\n') else {
             return Ok(None);
         };
+        let sidecar = self
+            .adapter
+            .sidecar(Path::new(self.rel))
+            .and_then(|rel| std::fs::read(self.root.join(rel)).ok());
         let parsed = self.adapter.parse(ParseInput {
             bytes: &buf[..=end],
             first_line: 0,
             next_seq: 0,
             state: None,
             source: self.rel,
+            sidecar: sidecar.as_deref(),
         });
         let s = parsed.session;
         Ok((s.cwd.is_some() || s.native_id.is_some()).then_some(s))
@@ -577,6 +585,7 @@ impl BlockReader<'_> {
                 next_seq,
                 state: state.take(),
                 source: self.rel,
+                sidecar: None,
             });
             lines += block.iter().filter(|&&b| b == b'\n').count() as u64;
             consumed += block.len() as u64;

@@ -101,6 +101,17 @@ impl Adapter for Claude {
     /// Accepts `projects/<dir>/<id>.jsonl` and
     /// `projects/<dir>/<id>/subagents/agent-<agent>.jsonl`; nothing else
     /// under the store (history, memory, backups) is a transcript.
+    /// A sub-agent transcript `agent-<id>.jsonl` has `agent-<id>.meta.json`
+    /// beside it, whose `toolUseId` is the parent's spawning tool call.
+    fn sidecar(&self, relative: &Path) -> Option<PathBuf> {
+        let name = relative.file_name()?.to_str()?;
+        let in_subagents = relative.parent()?.file_name()? == "subagents";
+        let stem = name
+            .strip_suffix(".jsonl")
+            .filter(|s| s.starts_with("agent-") && in_subagents)?;
+        Some(relative.with_file_name(format!("{stem}.meta.json")))
+    }
+
     fn is_session_file(&self, relative: &Path) -> bool {
         let parts: Vec<&str> = relative
             .components()

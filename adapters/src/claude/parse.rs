@@ -72,6 +72,7 @@ struct Facts {
 /// Parses complete transcript lines (see [`crate::Adapter::parse`]).
 pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
     let mut warnings = Vec::new();
+    let sidecar = input.sidecar;
     let mut state = match input.state {
         None | Some(Value::Null) => State::default(),
         Some(mut value) => {
@@ -134,9 +135,15 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
         created: facts.created.clone(),
         parent: facts.parent.as_ref().map(|id| NativeParent {
             native_id: id.clone(),
-            // The spawning Agent call is named only in the parent transcript
-            // and in `agent-<id>.meta.json`, neither of which parse sees.
-            spawned_by: None,
+            // The spawning Agent call is named in `agent-<id>.meta.json`,
+            // which comes as the sidecar when the caller has it.
+            spawned_by: sidecar
+                .and_then(|bytes| serde_json::from_slice::<Value>(bytes).ok())
+                .and_then(|meta| {
+                    meta.get("toolUseId")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                }),
         }),
     };
     let uuids = std::mem::take(&mut p.state.uuids).into_packed();

@@ -95,6 +95,7 @@ fn parse_bytes(bytes: &[u8], first_line: u64, next_seq: u64, state: Option<Value
         next_seq,
         state,
         source: "sessions/test.jsonl",
+        sidecar: None,
     })
 }
 
