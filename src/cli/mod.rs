@@ -118,6 +118,11 @@ fn parse_timestamp(text: &str) -> Option<jiff::Timestamp> {
     })
 }
 
+/// Returns the clap definition of the command line (for the man page).
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
     // Hook entry points exit 0 whatever happens, bad arguments included:

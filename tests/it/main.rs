@@ -11,6 +11,7 @@ mod handoff;
 mod hooks;
 mod import_export;
 mod layout;
+mod manpage;
 mod oracle;
 mod resume;
 mod sync;
