@@ -281,10 +281,9 @@ impl Store {
         let stem: String = id.as_str().chars().take(SessionId::MAX_LEN - 18).collect();
         let fork = SessionId::new(format!("{stem}-fork-{}", &hex[..12]))
             .expect("an id stem, a word and hex make an id");
-        if let Some(existing) = self.tip(&fork)? {
+        if self.tip(&fork)?.is_some() {
             // Reconciled before (or by another clone that pushed it): the
             // fork holds exactly this tail already.
-            let _ = existing;
             return Ok(fork);
         }
         let parent_header = self.header_at(id, ours)?;
