@@ -11,5 +11,6 @@ pub mod clock;
 pub mod config;
 pub mod hooks;
 pub mod ops;
+pub mod redact;
 pub mod sign;
 pub mod store;

@@ -41,6 +41,9 @@ pub struct CaptureRequest<'a> {
     pub home: PathBuf,
     /// Looks up an environment variable (e.g. `CLAUDE_CONFIG_DIR`).
     pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// Whether secrets are redacted before anything is stored (the default;
+    /// `git config session.redact false` turns it off).
+    pub redact: bool,
 }
 
 /// Reports one session that received events.
@@ -110,6 +113,8 @@ pub fn capture(
     };
     let worktrees = store.worktree_paths();
     let mut report = CaptureReport::default();
+    // Compiled only when some file has new records to read.
+    let redactor = std::sync::OnceLock::new();
     for agent in agents {
         let Some(adapter) = git_session_adapters::adapter(&agent) else {
             continue;
@@ -133,6 +138,7 @@ pub fn capture(
                 store,
                 clock,
                 adapter,
+                redactor: request.redact.then_some(&redactor),
                 root: &root,
                 agent: &agent,
                 abs: &abs,
@@ -213,6 +219,8 @@ struct FileJob<'a> {
     store: &'a Store,
     clock: &'a Clock,
     adapter: &'a dyn Adapter,
+    /// Set when secrets are to be redacted; built on first use.
+    redactor: Option<&'a std::sync::OnceLock<crate::redact::Redactor>>,
     /// The agent's store root.
     root: &'a Path,
     agent: &'a Agent,
@@ -479,6 +487,9 @@ impl FileJob<'_> {
         let first_seq = if skip.is_some() { 0 } else { sink.next_seq() };
         let reader = BlockReader {
             adapter: self.adapter,
+            redactor: self
+                .redactor
+                .map(|r| r.get_or_init(crate::redact::Redactor::new)),
             path: self.abs,
             rel: self.rel,
             offset,
@@ -544,6 +555,8 @@ impl FileJob<'_> {
 /// them in order, carrying the adapter's state from block to block.
 struct BlockReader<'a> {
     adapter: &'a dyn Adapter,
+    /// Redacts each event before it leaves this thread, when set.
+    redactor: Option<&'a crate::redact::Redactor>,
     path: &'a Path,
     rel: &'a str,
     offset: u64,
@@ -590,6 +603,11 @@ impl BlockReader<'_> {
             lines += block.iter().filter(|&&b| b == b'\n').count() as u64;
             consumed += block.len() as u64;
             next_seq += parsed.events.len() as u64;
+            if let Some(r) = self.redactor {
+                for event in &mut parsed.events {
+                    r.redact(event);
+                }
+            }
             state = Some(std::mem::take(&mut parsed.state));
             buf.drain(..=end);
             if tx.send(parsed).is_err() {
@@ -615,6 +633,7 @@ impl BlockReader<'_> {
 pub(crate) fn native_keys(adapter: &dyn Adapter, path: &Path, rel: &str) -> OpResult<Vec<String>> {
     let reader = BlockReader {
         adapter,
+        redactor: None,
         path,
         rel,
         offset: 0,

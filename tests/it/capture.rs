@@ -380,3 +380,103 @@ fn missing_stores_mean_nothing_to_capture() {
     assert_eq!(text(&out.stdout), "");
     assert_eq!(session_refs(&repo), "");
 }
+
+/// Returns every object in the repository, decompressed, as one blob of bytes.
+fn all_objects(repo: &Repo) -> Vec<u8> {
+    repo.git_in(&repo.root)
+        .args(["cat-file", "--batch-all-objects", "--batch"])
+        .output()
+        .unwrap()
+        .stdout
+}
+
+fn store_with_secret(repo: &Repo, secret: &str) {
+    let root = repo.root.to_str().unwrap().to_owned();
+    let store = claude_home(repo);
+    copy_tree(
+        &fixtures().join("claude/roundtrip/native"),
+        &store,
+        CLAUDE_CWD,
+        &root,
+    );
+    // Where the agent keeps a session run in this repository.
+    let projects = store.join("projects");
+    let real = git_session_adapters::claude::project_dir_name(&root);
+    std::fs::rename(
+        projects.join("-tmp-oracle-sample-claude-project"),
+        projects.join(&real),
+    )
+    .unwrap();
+    let file = projects.join(real).join(format!("{ROUNDTRIP}.jsonl"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replace(
+            "Please write hello into note.txt",
+            &format!("Please write hello into note.txt, the key is {secret}"),
+        ),
+    )
+    .unwrap();
+}
+
+#[test]
+fn secrets_are_redacted_before_anything_is_stored() {
+    let secret = "sk-ant-api03-Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0Lz";
+    let repo = Repo::new();
+    store_with_secret(&repo, secret);
+    capture(&repo);
+    assert!(
+        !all_objects(&repo)
+            .windows(secret.len())
+            .any(|w| w == secret.as_bytes()),
+        "the secret reached a git object"
+    );
+    let events = repo.events(ROUNDTRIP);
+    let redacted: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e.get("redacted").is_some())
+        .collect();
+    assert!(!redacted.is_empty());
+    assert!(
+        redacted
+            .iter()
+            .all(|e| e["redacted"]["rules"]["anthropic-key"].as_u64() >= Some(1)),
+        "{redacted:?}"
+    );
+    let user = events.iter().find(|e| e["type"] == "message.user").unwrap();
+    assert!(
+        user["payload"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("[REDACTED:anthropic-key]"),
+        "{user}"
+    );
+    repo.ok(&["verify"]);
+    // The agent's own file holds the same records: resuming here leaves it
+    // alone rather than replacing it with the redacted render.
+    let out = repo
+        .session()
+        .args(["resume", ROUNDTRIP, "--home", repo.home.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("already in place"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn redaction_can_be_turned_off() {
+    let secret = "sk-ant-api03-Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0Lz";
+    let repo = Repo::new();
+    repo.git(&["config", "session.redact", "false"]);
+    store_with_secret(&repo, secret);
+    capture(&repo);
+    assert!(
+        all_objects(&repo)
+            .windows(secret.len())
+            .any(|w| w == secret.as_bytes())
+    );
+}
