@@ -327,37 +327,6 @@ pub trait Adapter: Sync {
     }
 }
 
-/// Collects a streamed session back into memory, for adapters whose render
-/// still needs the whole session: the events, and the artifacts they refer to.
-pub fn collect(
-    head: &RenderHead<'_>,
-    events: &mut dyn Iterator<Item = Event>,
-) -> (Vec<Event>, Vec<(ArtifactId, Vec<u8>)>) {
-    let events: Vec<Event> = events.collect();
-    let mut artifacts: Vec<(ArtifactId, Vec<u8>)> = Vec::new();
-    for id in events
-        .iter()
-        .flat_map(|e| e.refs.iter())
-        .filter_map(|r| ArtifactId::from_ref(r))
-    {
-        if !artifacts.iter().any(|(a, _)| *a == id)
-            && let Some(bytes) = (head.artifact)(&id)
-        {
-            artifacts.push((id, bytes));
-        }
-    }
-    (events, artifacts)
-}
-
-/// Sends the files of an in-memory render to a sink.
-pub fn emit(changes: &mut ChangeSet, out: &mut dyn FileSink) -> Result<(), RenderError> {
-    for f in std::mem::take(&mut changes.files) {
-        out.begin(&f.path).map_err(RenderError::Sink)?;
-        out.write(&f.bytes).map_err(RenderError::Sink)?;
-    }
-    Ok(())
-}
-
 /// Returns the shell command a tool call runs, whichever agent's shell tool
 /// it is: Claude Code's `Bash {command}`, Codex's `exec_command {cmd}`,
 /// `shell {command: [argv]}` (a `sh -c SCRIPT` argv gives the script), or

@@ -31,7 +31,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         };
         writeln!(out, "hook       {hook}: {state} in {}", dir.display())?;
     }
-    let remote = ops::sync::default_remote(&store);
+    let remote = crate::config::sessions_remote(&store);
     if store.has_remote(&remote) {
         writeln!(out, "remote     {remote}")?;
     } else {

@@ -22,7 +22,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let store = env.store()?;
     let remote = args
         .remote
-        .unwrap_or_else(|| ops::sync::default_remote(&store));
+        .unwrap_or_else(|| crate::config::sessions_remote(&store));
     let report = ops::sync::fetch(&store, &remote)?;
     print_changes(out, &report.changed)?;
     status(format!(

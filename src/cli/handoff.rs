@@ -54,10 +54,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         );
     }
     let user_home = std::env::var_os("HOME").map(PathBuf::from);
-    let home = match args.home.or_else(|| user_home.clone()) {
-        Some(h) => env.cwd.join(h),
-        None => return Err(CommandError::usage("HOME is not set").hint("pass --home DIR")),
-    };
+    let home = env.agent_home(args.home)?;
     let key = match args.key {
         Some(k) => Some(KeySource::File(env.cwd.join(k))),
         None => crate::config::signing_key(&store, user_home.as_deref()),

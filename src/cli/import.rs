@@ -70,13 +70,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         }
         agents.push(agent);
     }
-    let home = match args
-        .home
-        .or_else(|| std::env::var_os("HOME").map(PathBuf::from))
-    {
-        Some(h) => h,
-        None => return Err(CommandError::usage("HOME is not set").hint("pass --home DIR")),
-    };
+    let home = env.agent_home(args.home)?;
     let lookup = |name: &str| std::env::var(name).ok();
     let report = ops::capture::capture(
         &store,

@@ -4,7 +4,6 @@ use std::io::Write;
 
 use super::{CommandError, Env};
 use crate::hooks;
-use crate::ops;
 
 /// Prepare this repository for git-session, or undo it with --uninstall.
 ///
@@ -25,7 +24,7 @@ pub struct Args {
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
     let store = env.store()?;
     let dir = store.hooks_dir();
-    let remote = ops::sync::default_remote(&store);
+    let remote = crate::config::sessions_remote(&store);
     let hook_error = |e: hooks::HookError| CommandError::failure(e.to_string());
     if args.uninstall {
         for hook in hooks::HOOKS {

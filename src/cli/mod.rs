@@ -104,6 +104,16 @@ impl Env {
         Ok(Env { cwd, clock })
     }
 
+    /// Returns the home directory whose agent stores are used: `--home`
+    /// (relative to where the command runs), else `$HOME`. Agents record
+    /// absolute paths, so the result is absolute.
+    pub fn agent_home(&self, arg: Option<PathBuf>) -> Result<PathBuf, CommandError> {
+        match arg.or_else(|| std::env::var_os("HOME").map(PathBuf::from)) {
+            Some(h) => Ok(self.cwd.join(h)),
+            None => Err(CommandError::usage("HOME is not set").hint("pass --home DIR")),
+        }
+    }
+
     /// Opens the repository the command runs in.
     pub fn store(&self) -> Result<Store, CommandError> {
         Ok(Store::discover(&self.cwd)?)

@@ -21,7 +21,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let store = env.store()?;
     let remote = args
         .remote
-        .unwrap_or_else(|| ops::sync::default_remote(&store));
+        .unwrap_or_else(|| crate::config::sessions_remote(&store));
     let rejected = ops::sync::push(&store, &remote)?;
     if rejected.is_empty() {
         status(format!("Pushed sessions to {remote}"));

@@ -35,11 +35,6 @@ pub struct SyncReport {
     pub rounds: usize,
 }
 
-/// Returns the remote sessions go to: `session.remote`, else `origin`.
-pub fn default_remote(store: &Store) -> String {
-    crate::config::sessions_remote(store)
-}
-
 /// Fetches `remote` and reconciles every fetched session.
 pub fn fetch(store: &Store, remote: &str) -> OpResult<FetchReport> {
     store.ensure_state_dir()?;
