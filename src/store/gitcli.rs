@@ -33,17 +33,21 @@ impl Store {
         cmd
     }
 
+    /// Runs git to completion in its own process group (see
+    /// [`super::child`]), so it ends when this process is stopped.
     pub(crate) fn run_git(&self, args: &[String]) -> StoreResult<std::process::Output> {
-        let out = self
-            .git_command()
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|source| StoreError::Io {
-                path: PathBuf::from("git"),
-                source,
-            })?;
-        Ok(out)
+        let mut cmd = self.git_command();
+        cmd.args(args);
+        super::child::run(cmd, None)
+    }
+
+    /// Like [`Store::run_git`], for commands that talk to a remote and may
+    /// run long: a record under the state directory lets the next run end
+    /// this child if this process is killed outright.
+    pub(crate) fn run_git_network(&self, args: &[String]) -> StoreResult<std::process::Output> {
+        let mut cmd = self.git_command();
+        cmd.args(args);
+        super::child::run(cmd, Some(&self.state_dir.join(refs::CHILDREN_DIR)))
     }
 
     /// Attaches a receipt note to a session commit (never replaces one).

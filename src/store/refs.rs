@@ -41,6 +41,9 @@ pub const ARTIFACTS_DIR: &str = "artifacts";
 
 /// Local, rebuildable state under the git common dir; never pushed.
 pub const STATE_DIR: &str = "session";
+/// Under the state directory: records of running network git children
+/// (see `store/child.rs`).
+pub const CHILDREN_DIR: &str = "children";
 
 /// Trailer naming the session a commit belongs to.
 pub const TRAILER_SESSION: &str = "Session-Id";
