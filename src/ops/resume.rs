@@ -1,6 +1,10 @@
 //! Write-back (`git session resume`): render a canonical session into an
 //! agent's native store so that the agent's own resume continues it.
 //!
+//! Temp files are named `.git-session-<pid>-…`; a write-back that was
+//! killed leaves its temp files behind, and the next one into the same
+//! directory removes those whose writer is gone.
+//!
 //! Never overwrites: a native session that already exists with the same
 //! bytes is left alone (resuming twice is a no-op); one with different bytes
 //! is refused unless the caller asks for a fork, which writes the session
@@ -306,7 +310,17 @@ struct TempFiles {
     files: Vec<(PathBuf, tempfile::NamedTempFile)>,
     /// Targets whose existing file already holds the session.
     kept: Vec<PathBuf>,
+    /// Directories already cleared of a killed write-back's temp files.
+    swept: Vec<PathBuf>,
 }
+
+/// Starts the name of every temp file write-back makes; the writer's pid
+/// and a `-` follow, so a later run can tell whose it is.
+const TEMP_PREFIX: &str = ".git-session-";
+
+/// Temp files without a pid in their name (older versions) are removed
+/// once they are this old.
+const STALE_UNNAMED: std::time::Duration = std::time::Duration::from_secs(3600);
 
 impl TempFiles {
     fn new(root: &Path) -> TempFiles {
@@ -314,6 +328,45 @@ impl TempFiles {
             root: root.to_owned(),
             files: Vec::new(),
             kept: Vec::new(),
+            swept: Vec::new(),
+        }
+    }
+
+    /// Removes the temp files a killed write-back left in `dir`: those whose
+    /// writer is no longer running (a live pid may be a concurrent resume),
+    /// and unnamed ones past [`STALE_UNNAMED`]. Only regular files and
+    /// symlinks named like ours are touched; failures are ignored (the
+    /// files are debris, not data).
+    fn sweep(&mut self, dir: &Path) {
+        if self.swept.iter().any(|d| d == dir) {
+            return;
+        }
+        self.swept.push(dir.to_owned());
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(TEMP_PREFIX)) else {
+                continue;
+            };
+            let Ok(meta) = entry.path().symlink_metadata() else {
+                continue;
+            };
+            if meta.is_dir() {
+                continue;
+            }
+            let stale = match rest.split_once('-').map(|(pid, _)| pid.parse::<u32>()) {
+                Some(Ok(pid)) => pid != std::process::id() && !process_exists(pid),
+                _ => meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > STALE_UNNAMED),
+            };
+            if stale {
+                let _ = std::fs::remove_file(entry.path());
+            }
         }
     }
 
@@ -365,8 +418,9 @@ impl FileSink for TempFiles {
         let target = self.root.join(path);
         let dir = target.parent().ok_or("a native file needs a directory")?;
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        self.sweep(dir);
         let tmp = tempfile::Builder::new()
-            .prefix(".git-session-")
+            .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
             .tempfile_in(dir)
             .map_err(|e| format!("{}: {e}", dir.display()))?;
         self.files.push((target, tmp));
@@ -377,6 +431,13 @@ impl FileSink for TempFiles {
         let (path, tmp) = self.files.last_mut().ok_or("write before begin")?;
         std::io::Write::write_all(tmp, bytes).map_err(|e| format!("{}: {e}", path.display()))
     }
+}
+
+/// Returns whether a process with this pid exists (Linux `/proc`; elsewhere
+/// every pid counts as running, so nothing named by pid is removed).
+fn process_exists(pid: u32) -> bool {
+    let proc = Path::new("/proc");
+    !proc.is_dir() || proc.join(pid.to_string()).exists()
 }
 
 /// Compares two files by content, streaming.

@@ -303,3 +303,47 @@ fn resuming_where_the_session_was_captured_finds_it_in_place() {
         );
     }
 }
+
+#[test]
+fn a_killed_resume_leaves_temp_files_the_next_one_removes() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let home = repo.outside("home-b");
+    let project = git_session_adapters::claude::project_dir_name(repo.root.to_str().unwrap());
+    let dir = home.join(".claude/projects").join(project);
+    std::fs::create_dir_all(&dir).unwrap();
+    // A resume killed mid-write: its pid is gone.
+    let mut done = std::process::Command::new("true").spawn().unwrap();
+    let dead = done.id();
+    done.wait().unwrap();
+    let killed = dir.join(format!(".git-session-{dead}-AbCd12"));
+    std::fs::write(&killed, vec![b'x'; 1 << 16]).unwrap();
+    // One of a resume still running (this test's own pid stands in).
+    let running = dir.join(format!(".git-session-{}-EfGh34", std::process::id()));
+    std::fs::write(&running, b"in progress").unwrap();
+    // One left by an older version (no pid), long ago; and a fresh one.
+    let old = dir.join(".git-session-Zz9Yy8");
+    std::fs::write(&old, b"old").unwrap();
+    let touched = std::process::Command::new("touch")
+        .args(["-d", "2 days ago"])
+        .arg(&old)
+        .status()
+        .unwrap();
+    assert!(touched.success());
+    let fresh = dir.join(".git-session-Qq1Ww2");
+    std::fs::write(&fresh, b"fresh").unwrap();
+    // Someone else's file that merely looks similar stays.
+    let other = dir.join("git-session-notes.txt");
+    std::fs::write(&other, b"mine").unwrap();
+
+    repo.ok(&["resume", "d050", "--home", home.to_str().unwrap()]);
+    assert!(!killed.exists(), "a dead writer's temp file stays");
+    assert!(!old.exists(), "an old unnamed temp file stays");
+    assert!(running.exists() && fresh.exists() && other.exists());
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".git-session-"))
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+}
