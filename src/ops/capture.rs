@@ -7,9 +7,17 @@
 //! read from its cursor, complete lines only (a line the agent is still
 //! writing waits for the next capture); a rewritten or truncated file, or
 //! one whose cursor was lost, is re-read whole and reconciled by native ids
-//! so nothing is appended twice.
+//! so nothing is appended twice. Events others appended to the session in
+//! between (a handoff's, an `append`) do not force a re-read: the parse
+//! numbers the file's events in file order and a [`SeqMap`] maps them, and
+//! their parents, to the stored seqs.
+//!
+//! A file that `resume` or `handoff` wrote (see [`super::written`]) is not
+//! a new session: what was written is already stored, so only the agent's
+//! records after it are appended, to the session it came from, a fork of
+//! it, or the handoff's child.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -21,7 +29,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::canonical::commit_info;
-use super::cursor::{CursorIndex, FileCursor, tail_hash};
+use super::cursor::{CursorIndex, FileCursor, FileState, SeqMap, tail_hash};
+use super::written::{Written, WrittenBy, WrittenFile};
 use super::{OpError, OpResult};
 use crate::clock::Clock;
 use crate::store::{BatchSink, SeqMode, Store, StoreError};
@@ -129,6 +138,7 @@ pub fn capture(
         // around the appends.
         let _lock = store.lock_state(&format!("capture-{agent}"))?;
         let mut cursors = CursorIndex::load(store.state_dir(), agent.as_str());
+        let written = Written::load(store.state_dir(), &agent);
         let files = session_files(adapter, &root);
         // Parents before sub-agents, older before newer: stable order.
         for rel in files {
@@ -145,6 +155,7 @@ pub fn capture(
                 rel: &rel_text,
                 worktrees: &worktrees,
                 cursors: &mut cursors,
+                written: &written,
                 report: &mut report,
             };
             if let Err(e) = job.run() {
@@ -228,6 +239,8 @@ struct FileJob<'a> {
     rel: &'a str,
     worktrees: &'a [PathBuf],
     cursors: &'a mut CursorIndex,
+    /// The native sessions git-session wrote for this agent.
+    written: &'a Written,
     report: &'a mut CaptureReport,
 }
 
@@ -237,6 +250,24 @@ struct Fed {
     lines: u64,
     state: Value,
     warnings: Vec<Warning>,
+}
+
+/// Says which of the events read are already stored.
+#[derive(Clone, Copy)]
+enum Known<'k> {
+    /// None: every event is appended.
+    Nothing,
+    /// Events whose key (see [`dedup_key`]) is here are stored at that
+    /// seq already and are not appended again.
+    Stored(&'k HashMap<String, u64>),
+    /// Every event was written by git-session from the stored session: none
+    /// is appended; each maps to the stored event with its key, else to
+    /// `fallback` (the last event written), so the agent's later records
+    /// point at a stored parent.
+    Written {
+        keys: &'k HashMap<String, u64>,
+        fallback: u64,
+    },
 }
 
 impl FileJob<'_> {
@@ -258,6 +289,18 @@ impl FileJob<'_> {
             }
             return Ok(());
         }
+        // Whether the file still holds what its cursor says was read.
+        let read_on = match &cursor {
+            Some(c) if c.session.is_some() && size >= c.offset => {
+                tail_hash(self.abs, c.offset)? == c.tail
+            }
+            _ => false,
+        };
+        // A file git-session wrote, not read since (a cursor that does not
+        // fit it belongs to an earlier file under the same path).
+        if !read_on && let Some(w) = self.written.lookup(self.rel, self.abs, size)?.cloned() {
+            return self.continue_written(&w, size, mtime_ns);
+        }
         let id = match cursor.as_ref().and_then(|c| c.session.clone()) {
             Some(id) => SessionId::new(id).map_err(|e| OpError::Conflict {
                 message: e.to_string(),
@@ -266,15 +309,7 @@ impl FileJob<'_> {
             None => match self.identify(size)? {
                 Some(id) => id,
                 None => {
-                    // Another project's session: remember that cheaply.
-                    self.cursors.files.insert(
-                        self.rel.to_owned(),
-                        FileCursor {
-                            size,
-                            mtime_ns,
-                            ..FileCursor::default()
-                        },
-                    );
+                    self.remember_foreign(size, mtime_ns);
                     return Ok(());
                 }
             },
@@ -284,23 +319,47 @@ impl FileJob<'_> {
             .tip(&id)?
             .map(|_| self.store.stat(&id))
             .transpose()?;
-        let incremental = match (&cursor, &stored) {
-            (Some(c), Some(s))
-                if c.session.is_some() && s.events == c.events && size >= c.offset =>
-            {
-                tail_hash(self.abs, c.offset)? == c.tail
+        // The saved state, when the file can be read on from its cursor:
+        // it only grew, and the session holds at least what the file gave
+        // it (events appended by others since are fine, see `SeqMap`).
+        let resumable = match (&cursor, &stored) {
+            (Some(c), Some(s)) if read_on && s.events >= c.events => {
+                self.cursors.load_state(self.rel)
             }
-            _ => false,
+            _ => None,
         };
         let info = commit_info(self.store, self.clock);
-        let (outcome, fed) = if incremental {
-            let c = cursor.as_ref().expect("incremental implies a cursor");
-            let state = self.cursors.load_state(self.rel);
+        let mut seqs = SeqMap::default();
+        let (outcome, fed) = if let Some(state) = resumable {
+            let c = cursor.as_ref().expect("resumable implies a cursor");
+            let s = stored.as_ref().expect("resumable implies a stored session");
+            seqs = state.seqs;
+            // Events appended by others since this file's last batch are
+            // checked too, in case one of them is a record read here.
+            let others = if s.events > c.events {
+                self.stored_keys(&id, c.events)?
+            } else {
+                HashMap::new()
+            };
+            let known = if others.is_empty() {
+                Known::Nothing
+            } else {
+                Known::Stored(&others)
+            };
             let mut fed = None;
             let outcome =
                 self.store
-                    .append(&id, SeqMode::Exact, &info, |sink: &mut BatchSink<'_>| {
-                        fed = Some(self.feed(sink, c.offset, c.lines, state.clone(), None)?);
+                    .append(&id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
+                        let mut attempt = seqs.clone();
+                        fed = Some(self.feed(
+                            sink,
+                            (c.offset, None),
+                            c.lines,
+                            Some(state.adapter.clone()),
+                            &mut attempt,
+                            known,
+                        )?);
+                        seqs = attempt;
                         Ok::<_, OpError>(())
                     })?;
             (outcome, fed)
@@ -317,12 +376,20 @@ impl FileJob<'_> {
                     hint: None,
                 });
             }
-            let known = self.stored_keys(&id)?;
+            let known = self.stored_keys(&id, 0)?;
             let mut fed = None;
             let outcome =
                 self.store
                     .append(&id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
-                        fed = Some(self.feed(sink, 0, 0, None, Some(&known))?);
+                        seqs = SeqMap::default();
+                        fed = Some(self.feed(
+                            sink,
+                            (0, None),
+                            0,
+                            None,
+                            &mut seqs,
+                            Known::Stored(&known),
+                        )?);
                         Ok::<_, OpError>(())
                     })?;
             (outcome, fed)
@@ -338,16 +405,137 @@ impl FileJob<'_> {
             let header = self.header(&id, &session);
             let outcome = self.store.create(
                 &header,
-                SeqMode::Exact,
+                SeqMode::Assign,
                 &info,
                 |sink: &mut BatchSink<'_>| {
-                    fed = Some(self.feed(sink, 0, 0, None, None)?);
+                    seqs = SeqMap::default();
+                    fed = Some(self.feed(sink, (0, None), 0, None, &mut seqs, Known::Nothing)?);
                     Ok::<_, OpError>(())
                 },
             )?;
             (outcome, fed)
         };
         let fed = fed.expect("the producer ran");
+        self.finish(FileDone {
+            id,
+            created: stored.is_none(),
+            size,
+            mtime_ns,
+            fed,
+            seqs,
+            outcome,
+        })
+    }
+
+    /// Captures a native session git-session wrote, seen for the first
+    /// time (see [`super::written`]): what was written is already stored,
+    /// so only the agent's records after it are appended, to the session it
+    /// was written from, to a fork of it when that session moved on since
+    /// (a resume), or to a child forked at the handoff (a handoff).
+    fn continue_written(&mut self, w: &WrittenFile, size: u64, mtime_ns: i128) -> OpResult<()> {
+        if size == w.size && w.by == WrittenBy::Resume {
+            // Nothing of the agent's yet; looked at again when it grows. (A
+            // handoff's child is made at once, so its id names a session.)
+            self.remember_foreign(size, mtime_ns);
+            return Ok(());
+        }
+        let parent = SessionId::new(w.session.as_str()).map_err(|e| OpError::Conflict {
+            message: e.to_string(),
+            hint: None,
+        })?;
+        let stat = self.store.stat(&parent)?;
+        let id = match w.by {
+            WrittenBy::Resume if stat.events == w.seq + 1 => parent.clone(),
+            WrittenBy::Resume => super::fork::new_session_id(self.clock),
+            WrittenBy::Handoff => canonical_id(self.agent, &w.native_id),
+        };
+        let info = commit_info(self.store, self.clock);
+        let created = self.store.tip(&id)?.is_none();
+        if created {
+            let agent = self.agent.clone();
+            let native_id = w.native_id.clone();
+            let by = w.by;
+            let shape = move |h: &mut SessionHeader| {
+                if by == WrittenBy::Handoff {
+                    h.agent = agent.clone();
+                }
+                h.native_id = Some(native_id.clone());
+            };
+            self.store.fork_as(
+                &parent,
+                w.seq,
+                &id,
+                &self.clock.now_rfc3339(),
+                &info,
+                &shape,
+            )?;
+        }
+        let keys = self.stored_keys(&id, 0)?;
+        let mut seqs = SeqMap::default();
+        let mut fed = None;
+        let outcome =
+            self.store
+                .append(&id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
+                    seqs = SeqMap::default();
+                    let ours = self.feed(
+                        sink,
+                        (0, Some(w.size)),
+                        0,
+                        None,
+                        &mut seqs,
+                        Known::Written {
+                            keys: &keys,
+                            fallback: w.seq,
+                        },
+                    )?;
+                    let mut theirs = self.feed(
+                        sink,
+                        (ours.offset, None),
+                        ours.lines,
+                        Some(ours.state),
+                        &mut seqs,
+                        Known::Stored(&keys),
+                    )?;
+                    theirs.warnings.splice(0..0, ours.warnings);
+                    fed = Some(theirs);
+                    Ok::<_, OpError>(())
+                })?;
+        let fed = fed.expect("the producer ran");
+        self.finish(FileDone {
+            id,
+            created,
+            size,
+            mtime_ns,
+            fed,
+            seqs,
+            outcome,
+        })
+    }
+
+    /// Remembers cheaply that the file feeds nothing (another project's, or
+    /// one git-session wrote that has nothing new).
+    fn remember_foreign(&mut self, size: u64, mtime_ns: i128) {
+        self.cursors.files.insert(
+            self.rel.to_owned(),
+            FileCursor {
+                size,
+                mtime_ns,
+                ..FileCursor::default()
+            },
+        );
+    }
+
+    /// Saves the cursor and state after a batch and reports it.
+    fn finish(&mut self, done: FileDone) -> OpResult<()> {
+        let FileDone {
+            id,
+            created,
+            size,
+            mtime_ns,
+            fed,
+            seqs,
+            outcome,
+        } = done;
         for w in &fed.warnings {
             self.report.warnings.push(CaptureWarning {
                 path: self.abs.to_owned(),
@@ -355,7 +543,13 @@ impl FileJob<'_> {
                 message: w.message.clone(),
             });
         }
-        self.cursors.save_state(self.rel, &fed.state)?;
+        self.cursors.save_state(
+            self.rel,
+            &FileState {
+                adapter: fed.state,
+                seqs,
+            },
+        )?;
         self.cursors.files.insert(
             self.rel.to_owned(),
             FileCursor {
@@ -369,12 +563,12 @@ impl FileJob<'_> {
             },
         );
         let appended = outcome.seq.map_or(0, |(a, b)| b - a + 1);
-        if outcome.commit.is_some() {
+        if outcome.commit.is_some() || created {
             self.report.sessions.push(CapturedSession {
                 id,
                 agent: self.agent.clone(),
                 source: self.abs.to_owned(),
-                created: stored.is_none(),
+                created,
                 appended,
                 events: outcome.events,
                 commit: outcome.commit,
@@ -451,23 +645,25 @@ impl FileJob<'_> {
         header
     }
 
-    /// Returns the dedup keys of the events already stored in `id`.
-    fn stored_keys(&self, id: &SessionId) -> OpResult<HashSet<String>> {
-        let mut keys = HashSet::new();
-        for line in self.store.lines(id, 0, None)? {
+    /// Returns the dedup keys of the events stored in `id` from seq `from`
+    /// on, each with its seq.
+    fn stored_keys(&self, id: &SessionId, from: u64) -> OpResult<HashMap<String, u64>> {
+        let mut keys = HashMap::new();
+        for line in self.store.lines(id, from, None)? {
             let line = line?;
             let event = line.decode().map_err(|e| StoreError::Corrupt {
                 id: id.clone(),
                 message: format!("seq {}: {e}", line.seq),
             })?;
-            keys.insert(dedup_key(&event));
+            keys.entry(dedup_key(&event)).or_insert(line.seq);
         }
         Ok(keys)
     }
 
-    /// Reads the file from `offset` in blocks of whole lines, parses them
-    /// and pushes the events into `sink`; with `skip`, events whose key is
-    /// in it are left out (reconciling a re-read file).
+    /// Reads the file from `range.0` (to `range.1`, or its end) in blocks
+    /// of whole lines, parses them and pushes the events into `sink`,
+    /// leaving out those `known` says are stored; `seqs` maps each event's
+    /// file seq to its stored one and is extended as events are read.
     ///
     /// Reading and parsing run on a second thread, one block ahead of the
     /// sealing and writing here, so the two halves of a capture share the
@@ -476,15 +672,14 @@ impl FileJob<'_> {
     fn feed(
         &self,
         sink: &mut BatchSink<'_>,
-        offset: u64,
+        range: (u64, Option<u64>),
         first_line: u64,
         state: Option<Value>,
-        skip: Option<&HashSet<String>>,
+        seqs: &mut SeqMap,
+        known: Known<'_>,
     ) -> OpResult<Fed> {
-        // A re-read is numbered as the first read of the file was, from 0,
-        // so the events it keeps point at the stored seqs of their parents;
-        // the store then renumbers what is kept after the current end.
-        let first_seq = if skip.is_some() { 0 } else { sink.next_seq() };
+        // The parse numbers events in file order from 0 (see `SeqMap`), so
+        // its parent links stay valid from one capture to the next.
         let reader = BlockReader {
             adapter: self.adapter,
             redactor: self
@@ -492,9 +687,10 @@ impl FileJob<'_> {
                 .map(|r| r.get_or_init(crate::redact::Redactor::new)),
             path: self.abs,
             rel: self.rel,
-            offset,
+            offset: range.0,
+            end: range.1,
             first_line,
-            first_seq,
+            first_seq: seqs.len(),
         };
         std::thread::scope(|scope| {
             let (tx, rx) = std::sync::mpsc::sync_channel(2);
@@ -507,7 +703,9 @@ impl FileJob<'_> {
             let mut failed = None;
             for parsed in rx {
                 let mut parsed: git_session_adapters::Parsed = parsed;
-                if let Err(e) = self.push_block(sink, &parsed.artifacts, &mut parsed.events, skip) {
+                if let Err(e) =
+                    self.push_block(sink, &parsed.artifacts, &mut parsed.events, seqs, known)
+                {
                     // Dropping the receiver stops the reader at its next block.
                     failed = Some(e);
                     break;
@@ -535,20 +733,46 @@ impl FileJob<'_> {
         sink: &mut BatchSink<'_>,
         artifacts: &[(git_session_schema::ArtifactId, Vec<u8>)],
         events: &mut [Event],
-        skip: Option<&HashSet<String>>,
+        seqs: &mut SeqMap,
+        known: Known<'_>,
     ) -> OpResult<()> {
-        for (id, bytes) in artifacts {
-            let stored = sink.add_artifact(bytes)?;
-            debug_assert_eq!(&stored, id);
+        if !matches!(known, Known::Written { .. }) {
+            for (id, bytes) in artifacts {
+                let stored = sink.add_artifact(bytes)?;
+                debug_assert_eq!(&stored, id);
+            }
         }
         for event in events {
-            if skip.is_some_and(|s| s.contains(&dedup_key(event))) {
+            debug_assert_eq!(event.seq, seqs.len(), "the parse numbers in file order");
+            let stored = match known {
+                Known::Nothing => None,
+                Known::Stored(keys) => keys.get(&dedup_key(event)).copied(),
+                Known::Written { keys, fallback } => {
+                    Some(keys.get(&dedup_key(event)).copied().unwrap_or(fallback))
+                }
+            };
+            if let Some(seq) = stored {
+                seqs.push(seq);
                 continue;
             }
+            event.parent_seq = event.parent_seq.and_then(|p| seqs.get(p));
+            event.seq = sink.next_seq();
+            seqs.push(event.seq);
             sink.push_mut(event)?;
         }
         Ok(())
     }
+}
+
+/// What a capture of one file wrote, for its cursor and the report.
+struct FileDone {
+    id: SessionId,
+    created: bool,
+    size: u64,
+    mtime_ns: i128,
+    fed: Fed,
+    seqs: SeqMap,
+    outcome: crate::store::AppendOutcome,
 }
 
 /// Reads a native file from an offset in blocks of whole lines and parses
@@ -560,6 +784,8 @@ struct BlockReader<'a> {
     path: &'a Path,
     rel: &'a str,
     offset: u64,
+    /// Where to stop (a line boundary), or the end of the file.
+    end: Option<u64>,
     first_line: u64,
     first_seq: u64,
 }
@@ -582,9 +808,12 @@ impl BlockReader<'_> {
         let mut buf: Vec<u8> = Vec::with_capacity(BLOCK_BYTES);
         let mut eof = false;
         while !eof {
-            let want = BLOCK_BYTES.saturating_sub(buf.len()).max(1 << 16);
+            let mut want = BLOCK_BYTES.saturating_sub(buf.len()).max(1 << 16) as u64;
+            if let Some(end) = self.end {
+                want = want.min(end.saturating_sub(consumed + buf.len() as u64));
+            }
             let n = (&mut file)
-                .take(want as u64)
+                .take(want)
                 .read_to_end(&mut buf)
                 .map_err(OpError::io(self.path))?;
             eof = n == 0;
@@ -637,6 +866,7 @@ pub(crate) fn native_keys(adapter: &dyn Adapter, path: &Path, rel: &str) -> OpRe
         path,
         rel,
         offset: 0,
+        end: None,
         first_line: 0,
         first_seq: 0,
     };

@@ -189,6 +189,20 @@ pub fn handoff(
         .commit
         .expect("a batch of two events writes a commit");
     let handoff_seq = outcome.seq.expect("two events appended").1;
+    // The target's continuation is captured as a child forked here.
+    super::written::record(
+        store.state_dir(),
+        adapter,
+        &super::written::Record {
+            agent: &request.to,
+            root: &root,
+            files: &written,
+            session: &request.id,
+            seq: handoff_seq,
+            native_id: &native_id,
+            by: super::written::WrittenBy::Handoff,
+        },
+    )?;
 
     let receipt = Receipt {
         format: Receipt::FORMAT,

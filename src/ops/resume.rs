@@ -94,6 +94,7 @@ pub fn resume(
         lines: store.lines(&request.id, 0, None)?,
         id: request.id.clone(),
         error: None,
+        last: None,
     };
     let target = NativeTarget {
         adapter,
@@ -125,6 +126,22 @@ pub fn resume(
         },
         other => other,
     })?;
+    if let Some(seq) = events.last.filter(|_| !unchanged) {
+        // So that capture appends only what the agent adds to it.
+        super::written::record(
+            store.state_dir(),
+            adapter,
+            &super::written::Record {
+                agent: &agent,
+                root: &root,
+                files: &written,
+                session: &session,
+                seq,
+                native_id: &native_id,
+                by: super::written::WrittenBy::Resume,
+            },
+        )?;
+    }
     Ok(ResumeOutcome {
         agent,
         session,
@@ -275,6 +292,8 @@ struct StoredEvents<'s> {
     lines: crate::store::LineIter<'s>,
     id: SessionId,
     error: Option<OpError>,
+    /// The seq of the last event given out.
+    last: Option<u64>,
 }
 
 impl Iterator for StoredEvents<'_> {
@@ -294,7 +313,10 @@ impl Iterator for StoredEvents<'_> {
             Err(e) => Err(e.into()),
         };
         match decoded {
-            Ok(event) => Some(event),
+            Ok(event) => {
+                self.last = Some(event.seq);
+                Some(event)
+            }
             Err(e) => {
                 self.error = Some(e);
                 None

@@ -347,3 +347,139 @@ fn a_killed_resume_leaves_temp_files_the_next_one_removes() {
         .collect();
     assert_eq!(left.len(), 2, "{left:?}");
 }
+
+/// Returns how many events the roundtrip fixture, and the same session
+/// continued by one more turn, give when captured on their own.
+fn claude_counts() -> (usize, usize) {
+    let count = |resumed: bool| {
+        let repo = Repo::new();
+        captured_claude(&repo);
+        if !resumed {
+            return repo.events(ROUNDTRIP).len();
+        }
+        let source = repo.outside("source");
+        let file = source.join(format!(
+            ".claude/projects/-tmp-oracle-sample-claude-project/{ROUNDTRIP}.jsonl"
+        ));
+        std::fs::write(&file, continued_text(&repo)).unwrap();
+        repo.ok(&["import", "--home", source.to_str().unwrap()]);
+        repo.events(ROUNDTRIP).len()
+    };
+    (count(false), count(true))
+}
+
+/// Returns the roundtrip session continued by one more turn, as the client
+/// wrote it (`fixtures/capture/claude-resumed.jsonl`), placed in `repo`.
+fn continued_text(repo: &Repo) -> String {
+    std::fs::read_to_string(fixtures().join("capture/claude-resumed.jsonl"))
+        .unwrap()
+        .replace(
+            "/tmp/oracle-sample/claude/project",
+            repo.root.to_str().unwrap(),
+        )
+}
+
+/// Appends the turn the client added in `claude-resumed.jsonl` to the
+/// native file at `file`, linked to that file's last record, as the client
+/// links a resumed session's next prompt.
+fn continue_natively(repo: &Repo, file: &Path) {
+    let mut all = std::fs::read_to_string(file).unwrap();
+    let last = all
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v["uuid"].as_str().map(str::to_owned))
+        .unwrap();
+    // In the fixture the new prompt names the roundtrip's last record.
+    let fixture_last = "9c8de382-";
+    let turn = continued_text(repo)
+        .lines()
+        .skip(34)
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    let at = turn
+        .find(&format!("\"parentUuid\":\"{fixture_last}"))
+        .expect("the new prompt names the old leaf");
+    let end = at + turn[at..].find("\",").unwrap() + 1;
+    all.push_str(&turn[..at]);
+    all.push_str(&format!("\"parentUuid\":\"{last}\""));
+    all.push_str(&turn[end..]);
+    std::fs::write(file, all).unwrap();
+}
+
+fn session_count(repo: &Repo) -> usize {
+    repo.git(&["for-each-ref", "refs/sessions/"])
+        .lines()
+        .count()
+}
+
+#[test]
+fn a_resumed_session_the_agent_continued_grows_by_its_new_records_only() {
+    let (base, whole) = claude_counts();
+    let new = whole - base;
+    let repo = Repo::new();
+    captured_claude(&repo);
+    // Events of git-session's own are written as minimal records, which
+    // the agent's file then holds under uuids of the render's.
+    let note = repo.write_jsonl("note.jsonl", &[event(0), event(1)]);
+    repo.ok(&["append", ROUNDTRIP, note.to_str().unwrap()]);
+    let n = repo.events(ROUNDTRIP).len();
+    assert_eq!(n, base + 2);
+    let project = git_session_adapters::claude::project_dir_name(repo.root.to_str().unwrap());
+    let home = repo.outside("home-b");
+    repo.ok(&["resume", ROUNDTRIP, "--home", home.to_str().unwrap()]);
+    let file = home
+        .join(".claude/projects")
+        .join(&project)
+        .join(format!("{ROUNDTRIP}.jsonl"));
+    let before = std::fs::read(&file).unwrap();
+    // Nothing of the agent's yet: nothing to capture.
+    assert_eq!(repo.ok(&["import", "--home", home.to_str().unwrap()]), "");
+    continue_natively(&repo, &file);
+    let grown = std::fs::read(&file).unwrap();
+    repo.ok(&["import", "--home", home.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        grown,
+        "capture wrote the store"
+    );
+    assert!(grown.starts_with(&before));
+    let events = repo.events(ROUNDTRIP);
+    assert_eq!(events.len(), n + new, "not exactly the new records");
+    assert_eq!(session_count(&repo), 1);
+    // The new prompt's parent is the last event written, a note.
+    let prompt = events[n..]
+        .iter()
+        .find(|e| e["type"] == "message.user")
+        .unwrap();
+    assert_eq!(prompt["parent_seq"].as_u64(), Some(n as u64 - 1));
+    assert_eq!(repo.ok(&["import", "--home", home.to_str().unwrap()]), "");
+
+    // Written again elsewhere, and the session moves on before the agent
+    // continues there: the agent's turn becomes a fork at the point written.
+    let home_c = repo.outside("home-c");
+    repo.ok(&["resume", ROUNDTRIP, "--home", home_c.to_str().unwrap()]);
+    let at = repo.events(ROUNDTRIP).len() as u64 - 1;
+    repo.ok(&["append", ROUNDTRIP, note.to_str().unwrap()]);
+    let file_c = home_c
+        .join(".claude/projects")
+        .join(&project)
+        .join(format!("{ROUNDTRIP}.jsonl"));
+    continue_natively(&repo, &file_c);
+    let out = repo.ok(&["import", "--home", home_c.to_str().unwrap()]);
+    let fork = out.split_whitespace().next().expect("a fork was reported");
+    assert_ne!(fork, ROUNDTRIP);
+    assert_eq!(session_count(&repo), 2);
+    let shown: serde_json::Value =
+        serde_json::from_str(&repo.ok(&["show", fork, "--json"])).unwrap();
+    assert_eq!(shown["header"]["lineage"]["parent_session"], ROUNDTRIP);
+    assert_eq!(shown["header"]["lineage"]["fork_seq"].as_u64(), Some(at));
+    assert_eq!(
+        shown["events"].as_array().unwrap().len() as u64,
+        at + 1 + new as u64
+    );
+    assert_eq!(repo.events(ROUNDTRIP).len() as u64, at + 3);
+    repo.ok(&["verify"]);
+    repo.fsck();
+}
