@@ -483,3 +483,179 @@ fn a_resumed_session_the_agent_continued_grows_by_its_new_records_only() {
     repo.ok(&["verify"]);
     repo.fsck();
 }
+
+fn continued_in(root: &Path) -> String {
+    std::fs::read_to_string(fixtures().join("capture/claude-resumed.jsonl"))
+        .unwrap()
+        .replace("/tmp/oracle-sample/claude/project", root.to_str().unwrap())
+}
+
+/// Returns the turn the client added in `claude-resumed.jsonl` (lines 35
+/// on), made another turn when `other`: new uuids and ids, and the prompt
+/// `Now append moon` instead of `Now append world`.
+pub(crate) fn added_turn(root: &Path, other: bool) -> String {
+    let text = continued_in(root);
+    let mut turn = text.lines().skip(34).collect::<Vec<_>>().join("\n") + "\n";
+    if other {
+        let uuids: Vec<String> = turn
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["uuid"].as_str().map(str::to_owned))
+            .collect();
+        for u in uuids {
+            turn = turn.replace(&u, &format!("{}beef", &u[..u.len() - 4]));
+        }
+        turn = turn
+            .replace("msg_mock_", "msg_mockb_")
+            .replace("toolu_", "toolu_b")
+            .replace("Now append world", "Now append moon");
+    }
+    turn
+}
+
+/// Returns the user prompts (string contents) on the path the client
+/// sends: from the last record with a uuid back to the root.
+pub(crate) fn prompts_on_path(file: &Path) -> Vec<String> {
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|v: &serde_json::Value| v["uuid"].is_string())
+        .collect();
+    let by_uuid: std::collections::HashMap<&str, &serde_json::Value> = records
+        .iter()
+        .map(|r| (r["uuid"].as_str().unwrap(), r))
+        .collect();
+    let mut out = Vec::new();
+    let mut at = records.last();
+    while let Some(r) = at {
+        if r["type"] == "user"
+            && let Some(t) = r["message"]["content"].as_str()
+        {
+            out.push(t.to_owned());
+        }
+        at = r["parentUuid"]
+            .as_str()
+            .and_then(|p| by_uuid.get(p).copied());
+    }
+    out.reverse();
+    out
+}
+
+/// Two machines continue one Claude session: the repository `a` captured
+/// the roundtrip fixture; a clone `b` resumes it into its own HOME, the
+/// client adds a turn there, `b` captures and pushes; meanwhile the
+/// original file on `a` gets another turn, and `a` fetches and captures.
+/// Returns `a`; the session then holds both continuations.
+pub(crate) fn two_continuations() -> Repo {
+    let a = Repo::new();
+    captured_claude(&a);
+    let source = a.outside("source");
+    let remote = a.outside("remote.git");
+    a.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
+    a.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    a.git(&["push", "-q", "origin", "main"]);
+    a.ok(&["push"]);
+    let b = a.outside("clone-b");
+    a.git(&["clone", "-q", remote.to_str().unwrap(), b.to_str().unwrap()]);
+    let on_b = |args: &[&str]| {
+        let out = a.session_in(&b).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    on_b(&["fetch"]);
+    let home_b = a.outside("home-b");
+    on_b(&["resume", ROUNDTRIP, "--home", home_b.to_str().unwrap()]);
+    let dir_b = git_session_adapters::claude::project_dir_name(b.to_str().unwrap());
+    let file_b = home_b
+        .join(".claude/projects")
+        .join(dir_b)
+        .join(format!("{ROUNDTRIP}.jsonl"));
+    let mut body = std::fs::read_to_string(&file_b).unwrap();
+    body.push_str(&added_turn(&b, false));
+    std::fs::write(&file_b, body).unwrap();
+    on_b(&["import", "--home", home_b.to_str().unwrap()]);
+    on_b(&["push"]);
+
+    let file_a = source.join(format!(
+        ".claude/projects/-tmp-oracle-sample-claude-project/{ROUNDTRIP}.jsonl"
+    ));
+    let mut body = std::fs::read_to_string(&file_a).unwrap();
+    body.push_str(&added_turn(&a.root, true));
+    std::fs::write(&file_a, body).unwrap();
+    a.ok(&["fetch"]);
+    a.ok(&["import", "--home", source.to_str().unwrap()]);
+    a
+}
+
+/// The session got events of git-session's own (`append`), then the agent
+/// continued its native file, which capture appended after them. Returns
+/// the repository.
+pub(crate) fn append_then_native_turn() -> Repo {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let mut note = event(0);
+    note["payload"]["text"] = "APPENDED-NOTE: the tests must pass".into();
+    let note = repo.write_jsonl("note.jsonl", &[note]);
+    repo.ok(&["append", ROUNDTRIP, note.to_str().unwrap()]);
+    let source = repo.outside("source");
+    let file = source.join(format!(
+        ".claude/projects/-tmp-oracle-sample-claude-project/{ROUNDTRIP}.jsonl"
+    ));
+    std::fs::write(&file, continued_text(&repo)).unwrap();
+    repo.ok(&["import", "--home", source.to_str().unwrap()]);
+    repo
+}
+
+/// Resumes `ROUNDTRIP` into a fresh HOME; returns it, the file and stderr.
+pub(crate) fn resume_fresh(repo: &Repo, tag: &str) -> (PathBuf, PathBuf, String) {
+    let home = repo.outside(&format!("fresh-{tag}"));
+    let out = repo
+        .session()
+        .args(["resume", ROUNDTRIP, "--home", home.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let dir = git_session_adapters::claude::project_dir_name(repo.root.to_str().unwrap());
+    let file = home
+        .join(".claude/projects")
+        .join(dir)
+        .join(format!("{ROUNDTRIP}.jsonl"));
+    (home, file, text(&out.stderr))
+}
+
+#[test]
+fn two_continuations_of_one_session_resume_as_one_chain() {
+    let repo = two_continuations();
+    let events = repo.events(ROUNDTRIP);
+    let prompts: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "message.user")
+        .filter_map(|e| e["payload"]["text"].as_str())
+        .filter(|t| t.starts_with("Now append"))
+        .collect();
+    assert_eq!(prompts, ["Now append world", "Now append moon"]);
+    let (_, file, stderr) = resume_fresh(&repo, "c");
+    let path = prompts_on_path(&file);
+    let world = path.iter().position(|p| p == "Now append world");
+    let moon = path.iter().position(|p| p == "Now append moon");
+    assert!(
+        world.is_some() && moon.is_some() && world < moon,
+        "both continuations, in canonical order, on the path the client sends: {path:?}"
+    );
+    assert!(stderr.contains("continuation-relinked"), "{stderr}");
+}
+
+#[test]
+fn native_turns_after_an_append_resume_after_the_appended_events() {
+    let repo = append_then_native_turn();
+    let (_, file, stderr) = resume_fresh(&repo, "c");
+    let path = prompts_on_path(&file);
+    let note = path.iter().position(|p| p.starts_with("APPENDED-NOTE"));
+    let world = path.iter().position(|p| p == "Now append world");
+    assert!(
+        note.is_some() && world.is_some() && note < world,
+        "the appended note is off the path: {path:?}"
+    );
+    assert!(stderr.contains("continuation-relinked"), "{stderr}");
+}
