@@ -84,6 +84,7 @@ pub(super) fn render_to(
             ids: UniqueIds::default(),
             links: Links::default(),
             continuations: Continuations::default(),
+            branches: Branches::default(),
             native_line: None,
             last_uuid: None,
             wrote_message: false,
@@ -168,6 +169,12 @@ pub(super) fn render_to(
         ));
     }
     losses.extend(out.id_losses);
+    let inactive = out.branches.off_path(out.last_uuid.as_deref());
+    if inactive > 0 {
+        losses.push(format!(
+            "branch-inactive: {inactive} message record(s) are on branches of the conversation that claude --resume does not follow (it sends the path to the last record); they stay in the file and in the log"
+        ));
+    }
     if out.continuations.relinked > 0 {
         losses.push(format!(
             "continuation-relinked: {} record(s) continued the session from an earlier point (captured elsewhere, or after events appended by git-session); each was linked after the record before it, so the client sends every turn in the session's order",
@@ -230,6 +237,7 @@ struct Output<'s> {
     ids: UniqueIds,
     links: Links,
     continuations: Continuations,
+    branches: Branches,
     /// The capture line number of the native record [`Output::line`] gets
     /// next, set just before it is called for one.
     native_line: Option<Option<u64>>,
@@ -255,6 +263,7 @@ impl Output<'_> {
         }
         if let Some(uuid) = line.get("uuid").and_then(Value::as_str) {
             self.continuations.written(uuid);
+            self.branches.add(&line, uuid);
             self.last_uuid = Some(uuid.to_owned());
         }
         self.wrote_message |= matches!(
@@ -931,6 +940,49 @@ impl Continuations {
 
     fn written(&mut self, uuid: &str) {
         self.written.insert(uuid.to_owned(), self.epoch);
+    }
+}
+
+/// Remembers the conversation tree as written (uuids and parents only), to
+/// count the messages a resume will not send: those off the path from the
+/// last record back to the root, as on a branch the user made by editing
+/// an earlier prompt. Compaction boundaries are followed through their
+/// `logicalParentUuid` (what precedes them was summarized, not dropped);
+/// sidechain records belong to sub-agents and are not counted.
+#[derive(Default)]
+struct Branches {
+    /// Each uuid's parent and whether it is a user or assistant message.
+    nodes: HashMap<String, (Option<String>, bool)>,
+}
+
+impl Branches {
+    fn add(&mut self, line: &Map<String, Value>, uuid: &str) {
+        let parent = line
+            .get("parentUuid")
+            .and_then(Value::as_str)
+            .or_else(|| line.get("logicalParentUuid").and_then(Value::as_str))
+            .map(str::to_owned);
+        let message = matches!(
+            line.get("type").and_then(Value::as_str),
+            Some("user" | "assistant")
+        ) && line.get("isSidechain").and_then(Value::as_bool) != Some(true);
+        self.nodes.insert(uuid.to_owned(), (parent, message));
+    }
+
+    /// Returns how many messages are not on the path from `leaf` to the root.
+    fn off_path(&self, leaf: Option<&str>) -> usize {
+        let mut on = HashSet::new();
+        let mut at = leaf.map(str::to_owned);
+        while let Some(uuid) = at {
+            if !on.insert(uuid.clone()) {
+                break;
+            }
+            at = self.nodes.get(&uuid).and_then(|(p, _)| p.clone());
+        }
+        self.nodes
+            .iter()
+            .filter(|(uuid, (_, message))| *message && !on.contains(*uuid))
+            .count()
     }
 }
 
