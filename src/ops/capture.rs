@@ -144,6 +144,7 @@ pub fn capture(
         for rel in files {
             let abs = root.join(&rel);
             let rel_text = rel.to_string_lossy().into_owned();
+            let key = abs.to_string_lossy().into_owned();
             let mut job = FileJob {
                 store,
                 clock,
@@ -153,6 +154,7 @@ pub fn capture(
                 agent: &agent,
                 abs: &abs,
                 rel: &rel_text,
+                key: &key,
                 worktrees: &worktrees,
                 cursors: &mut cursors,
                 written: &written,
@@ -226,6 +228,23 @@ pub fn canonical_id(agent: &Agent, native_id: &str) -> SessionId {
         .expect("agent names and hex make valid ids")
 }
 
+/// Returns the id of the fork that holds an agent's continuation of a
+/// session resume wrote, when that session moved on meanwhile: UUID-shaped,
+/// from the session, the native id and the bytes written.
+fn derived_fork_id(parent: &SessionId, w: &WrittenFile) -> SessionId {
+    let digest = Sha256::digest(format!("{parent}\n{}\n{}", w.native_id, w.tail).as_bytes());
+    let h: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    SessionId::new(format!(
+        "{}-{}-8{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[13..16],
+        &h[16..20],
+        &h[20..32]
+    ))
+    .expect("hex and dashes make a valid id")
+}
+
 struct FileJob<'a> {
     store: &'a Store,
     clock: &'a Clock,
@@ -237,6 +256,10 @@ struct FileJob<'a> {
     agent: &'a Agent,
     abs: &'a Path,
     rel: &'a str,
+    /// The file's key in the cursors and the record of written files: its
+    /// absolute path, so files under the same relative path in two agent
+    /// homes (`--home`) are never taken for one another.
+    key: &'a str,
     worktrees: &'a [PathBuf],
     cursors: &'a mut CursorIndex,
     /// The native sessions git-session wrote for this agent.
@@ -279,7 +302,7 @@ impl FileJob<'_> {
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_nanos() as i128);
-        let cursor = self.cursors.files.get(self.rel).cloned();
+        let cursor = self.cursors.files.get(self.key).cloned();
         if let Some(c) = &cursor
             && c.size == size
             && c.mtime_ns == mtime_ns
@@ -298,8 +321,12 @@ impl FileJob<'_> {
         };
         // A file git-session wrote, not read since (a cursor that does not
         // fit it belongs to an earlier file under the same path).
-        if !read_on && let Some(w) = self.written.lookup(self.rel, self.abs, size)?.cloned() {
-            return self.continue_written(&w, size, mtime_ns);
+        if !read_on
+            && let Some(w) = self.written.lookup(self.key, self.abs, size)?.cloned()
+            && let Ok(parent) = SessionId::new(w.session.as_str())
+            && self.store.tip(&parent)?.is_some()
+        {
+            return self.continue_written(&w, &parent, size, mtime_ns);
         }
         let id = match cursor.as_ref().and_then(|c| c.session.clone()) {
             Some(id) => SessionId::new(id).map_err(|e| OpError::Conflict {
@@ -324,7 +351,7 @@ impl FileJob<'_> {
         // it (events appended by others since are fine, see `SeqMap`).
         let resumable = match (&cursor, &stored) {
             (Some(c), Some(s)) if read_on && s.events >= c.events => {
-                self.cursors.load_state(self.rel)
+                self.cursors.load_state(self.key)
             }
             _ => None,
         };
@@ -432,21 +459,28 @@ impl FileJob<'_> {
     /// so only the agent's records after it are appended, to the session it
     /// was written from, to a fork of it when that session moved on since
     /// (a resume), or to a child forked at the handoff (a handoff).
-    fn continue_written(&mut self, w: &WrittenFile, size: u64, mtime_ns: i128) -> OpResult<()> {
+    fn continue_written(
+        &mut self,
+        w: &WrittenFile,
+        parent: &SessionId,
+        size: u64,
+        mtime_ns: i128,
+    ) -> OpResult<()> {
         if size == w.size && w.by == WrittenBy::Resume {
             // Nothing of the agent's yet; looked at again when it grows. (A
             // handoff's child is made at once, so its id names a session.)
             self.remember_foreign(size, mtime_ns);
             return Ok(());
         }
-        let parent = SessionId::new(w.session.as_str()).map_err(|e| OpError::Conflict {
-            message: e.to_string(),
-            hint: None,
-        })?;
-        let stat = self.store.stat(&parent)?;
+        let stat = self.store.stat(parent)?;
         let id = match w.by {
             WrittenBy::Resume if stat.events == w.seq + 1 => parent.clone(),
-            WrittenBy::Resume => super::fork::new_session_id(self.clock),
+            // The session moved on since; unless by this very continuation
+            // (captured before, its cursor since lost), the agent's records
+            // go to a fork. Its id is derived from what was written, so such
+            // a capture finds the same fork again.
+            WrittenBy::Resume if self.continued_here(parent, w)? => parent.clone(),
+            WrittenBy::Resume => derived_fork_id(parent, w),
             WrittenBy::Handoff => canonical_id(self.agent, &w.native_id),
         };
         let info = commit_info(self.store, self.clock);
@@ -461,14 +495,8 @@ impl FileJob<'_> {
                 }
                 h.native_id = Some(native_id.clone());
             };
-            self.store.fork_as(
-                &parent,
-                w.seq,
-                &id,
-                &self.clock.now_rfc3339(),
-                &info,
-                &shape,
-            )?;
+            self.store
+                .fork_as(parent, w.seq, &id, &self.clock.now_rfc3339(), &info, &shape)?;
         }
         let keys = self.stored_keys(&id, 0)?;
         let mut seqs = SeqMap::default();
@@ -512,11 +540,32 @@ impl FileJob<'_> {
         })
     }
 
+    /// Returns whether `parent` already holds the first record the agent
+    /// added after what resume wrote (`w`).
+    fn continued_here(&self, parent: &SessionId, w: &WrittenFile) -> OpResult<bool> {
+        let reader = |offset, end, first_line| BlockReader {
+            adapter: self.adapter,
+            redactor: None,
+            path: self.abs,
+            rel: self.rel,
+            offset,
+            end,
+            first_line,
+            first_seq: 0,
+        };
+        let (_, offset, lines, state) = read_keys(reader(0, Some(w.size), 0), None)?;
+        let (theirs, _, _, _) = read_keys(reader(offset, None, lines), Some(state))?;
+        let Some(first) = theirs.first() else {
+            return Ok(false);
+        };
+        Ok(self.stored_keys(parent, w.seq + 1)?.contains_key(first))
+    }
+
     /// Remembers cheaply that the file feeds nothing (another project's, or
     /// one git-session wrote that has nothing new).
     fn remember_foreign(&mut self, size: u64, mtime_ns: i128) {
         self.cursors.files.insert(
-            self.rel.to_owned(),
+            self.key.to_owned(),
             FileCursor {
                 size,
                 mtime_ns,
@@ -544,14 +593,14 @@ impl FileJob<'_> {
             });
         }
         self.cursors.save_state(
-            self.rel,
+            self.key,
             &FileState {
                 adapter: fed.state,
                 seqs,
             },
         )?;
         self.cursors.files.insert(
-            self.rel.to_owned(),
+            self.key.to_owned(),
             FileCursor {
                 size,
                 mtime_ns,
@@ -870,18 +919,27 @@ pub(crate) fn native_keys(adapter: &dyn Adapter, path: &Path, rel: &str) -> OpRe
         first_line: 0,
         first_seq: 0,
     };
+    Ok(read_keys(reader, None)?.0)
+}
+
+/// Runs `reader` and returns the keys of the events it parses, with what
+/// [`BlockReader::run`] returns.
+fn read_keys(
+    reader: BlockReader<'_>,
+    state: Option<Value>,
+) -> OpResult<(Vec<String>, u64, u64, Value)> {
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel(2);
         // Nothing is returned to the reader here: the keys are all we keep.
         let (_, spent_rx) = std::sync::mpsc::channel();
-        let producer = scope.spawn(move || reader.run(None, tx, spent_rx));
+        let producer = scope.spawn(move || reader.run(state, tx, spent_rx));
         let keys: Vec<String> = rx
             .into_iter()
             .flat_map(|parsed: git_session_adapters::Parsed| parsed.events)
             .map(|e| dedup_key(&e))
             .collect();
-        producer.join().expect("the block reader does not panic")?;
-        Ok(keys)
+        let (offset, lines, state) = producer.join().expect("the block reader does not panic")?;
+        Ok((keys, offset, lines, state))
     })
 }
 

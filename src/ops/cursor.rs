@@ -45,14 +45,14 @@ pub struct FileCursor {
 pub struct CursorIndex {
     /// Cursor format; other values are discarded (state is rebuildable).
     pub version: u32,
-    /// Cursors by path relative to the agent's store root.
+    /// Cursors by the native file's absolute path.
     pub files: BTreeMap<String, FileCursor>,
     #[serde(skip)]
     dir: PathBuf,
 }
 
-/// Version 2: parses number a file's events from 0 in file order and the
-/// state carries a [`SeqMap`] to the stored seqs.
+/// Version 2: keys are absolute paths; parses number a file's events from
+/// 0 in file order and the state carries a [`SeqMap`] to the stored seqs.
 const VERSION: u32 = 2;
 
 /// Maps the seqs a native file's parse gives its events (from 0, in file

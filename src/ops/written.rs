@@ -7,7 +7,7 @@
 //! history.
 //!
 //! Kept as local state in `<git common dir>/session/written/<agent>.json`,
-//! one entry per native file (path relative to the agent's store root):
+//! one entry per native file (by absolute path, as capture's cursors):
 //! the native files are on this machine, so the record of writing them is
 //! too; it is never pushed. Losing it is safe in the way losing cursors is:
 //! the file is then captured as any other (see `capture`).
@@ -81,10 +81,11 @@ impl Written {
         Written { files }
     }
 
-    /// Returns what git-session wrote at `rel`, if the file still starts
-    /// with exactly that (`abs` is the file, `size` its size now).
-    pub fn lookup(&self, rel: &str, abs: &Path, size: u64) -> OpResult<Option<&WrittenFile>> {
-        let Some(entry) = self.files.get(rel) else {
+    /// Returns what git-session wrote at `key` (the file's absolute path),
+    /// if the file still starts with exactly that (`abs` is the file, `size`
+    /// its size now).
+    pub fn lookup(&self, key: &str, abs: &Path, size: u64) -> OpResult<Option<&WrittenFile>> {
+        let Some(entry) = self.files.get(key) else {
             return Ok(None);
         };
         if size < entry.size || tail_hash(abs, entry.size)? != entry.tail {
@@ -138,7 +139,7 @@ pub fn record(
             .map_err(super::OpError::io(file))?
             .len();
         index.files.insert(
-            rel.to_string_lossy().into_owned(),
+            file.to_string_lossy().into_owned(),
             WrittenFile {
                 session: what.session.to_string(),
                 seq: what.seq,

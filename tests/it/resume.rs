@@ -480,6 +480,17 @@ fn a_resumed_session_the_agent_continued_grows_by_its_new_records_only() {
         at + 1 + new as u64
     );
     assert_eq!(repo.events(ROUNDTRIP).len() as u64, at + 3);
+    // Local state is rebuildable: without cursors, the same fork is found
+    // again and nothing is added twice.
+    let refs = repo.git(&["for-each-ref", "refs/sessions/"]);
+    std::fs::remove_dir_all(repo.root.join(".git/session/capture")).unwrap();
+    let again_c = repo.ok(&["import", "--home", home_c.to_str().unwrap()]);
+    let again_b = repo.ok(&["import", "--home", home.to_str().unwrap()]);
+    assert_eq!(
+        repo.git(&["for-each-ref", "refs/sessions/"]),
+        refs,
+        "{again_c}{again_b}"
+    );
     repo.ok(&["verify"]);
     repo.fsck();
 }
