@@ -928,8 +928,20 @@ impl Continuations {
             }
             self.last_line = Some(no);
         }
-        let (Some(parent), Some(last)) = (line.get("parentUuid").and_then(Value::as_str), last)
-        else {
+        let Some(last) = last else {
+            return;
+        };
+        let Some(parent) = line.get("parentUuid").and_then(Value::as_str) else {
+            // A root after other records (a brief written first, a Claude
+            // session handed back to Claude) would start a second tree. Compaction boundaries and sub-agent roots keep
+            // their null parent.
+            let root = line.get("parentUuid").is_some_and(Value::is_null)
+                && !line.contains_key("logicalParentUuid")
+                && line.get("isSidechain").and_then(Value::as_bool) != Some(true);
+            if root {
+                line.insert("parentUuid".into(), json!(last));
+                self.relinked += 1;
+            }
             return;
         };
         if parent != last && self.written.get(parent).is_some_and(|&e| e < self.epoch) {
