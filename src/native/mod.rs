@@ -8,8 +8,8 @@
 //!   adapter's globs;
 //! * one reader per source kind yields complete records with their native
 //!   positions and a new cursor: [`jsonl`] (byte offsets, complete lines
-//!   only), `zstd` (frame by frame, checksum-verified, a torn last frame
-//!   left for the next capture) and `sqlite` (read-only, one snapshot,
+//!   only), [`zstd`] (frame by frame, checksum-verified, a torn last frame
+//!   left for the next capture) and [`sqlite`] (read-only, one snapshot,
 //!   incremental by row id or column, rows grouped by session);
 //! * [`cursor`] keeps how far each source was read, as local rebuildable
 //!   state (an unchanged source costs one `stat`);
@@ -23,6 +23,7 @@
 pub mod cursor;
 pub mod jsonl;
 pub mod sqlite;
+pub mod zstd;
 
 use std::path::{Path, PathBuf};
 
