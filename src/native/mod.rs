@@ -20,6 +20,7 @@
 //! Agent stores are read-only to capture: readers open files for reading
 //! only and databases with `mode=ro`.
 
+pub mod apply;
 pub mod cursor;
 pub mod jsonl;
 pub mod sqlite;
@@ -40,6 +41,14 @@ pub enum NativeError {
         /// The OS error.
         #[source]
         source: std::io::Error,
+    },
+    /// A different native session is already where one would be written.
+    #[error("{path}: {what} is already there")]
+    Exists {
+        /// The file or database in the way.
+        path: PathBuf,
+        /// What is in the way.
+        what: String,
     },
     /// A source is unreadable as its kind (a corrupt frame, a database
     /// SQLite refuses, an unknown schema); the other sources are still read.
