@@ -249,6 +249,25 @@ impl Adapter for Codex {
         parse(input)
     }
 
+    /// Render drops the provider pin and writes `source` as `cli` unless it
+    /// was `cli` or `vscode` (formats/codex.md: other sources hide the
+    /// thread from `codex resume`).
+    fn l2_remap(&self, record: &mut Value, _native_id: &str) {
+        remap_meta(record);
+    }
+
+    fn l0_remap(&self, event: &mut Event) {
+        if let Some(native) = event.payload.get_mut(NATIVE_KEY) {
+            remap_meta(native);
+        }
+        if event.kind == kinds::SESSION_START
+            && let Some(p) = event.payload.as_object_mut()
+        {
+            p.remove("model_provider");
+            p.remove("source");
+        }
+    }
+
     fn render_to(
         &self,
         head: RenderHead<'_>,
@@ -256,6 +275,28 @@ impl Adapter for Codex {
         out: &mut dyn FileSink,
     ) -> Result<ChangeSet, RenderError> {
         render(head, events, out)
+    }
+}
+
+/// Applies to a rollout line what render documents it changes: the
+/// provider pin of the thread header and settings, and a `source` the
+/// client would not list.
+fn remap_meta(line: &mut Value) {
+    if line["payload"]["type"] == "thread_settings_applied"
+        && let Some(s) = line["payload"]["thread_settings"].as_object_mut()
+    {
+        s.remove("model_provider_id");
+    }
+    if line["type"] == "session_meta"
+        && let Some(p) = line["payload"].as_object_mut()
+    {
+        p.remove("model_provider");
+        if !matches!(
+            p.get("source").and_then(Value::as_str),
+            Some("cli" | "vscode")
+        ) {
+            p.insert("source".into(), json!("cli"));
+        }
     }
 }
 
