@@ -110,6 +110,7 @@ fn request(target: Agent, budget: usize, format: Format) -> Request {
         budget,
         format,
         git: GitFacts::default(),
+        tokenizer: None,
     }
 }
 

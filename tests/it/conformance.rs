@@ -595,3 +595,33 @@ fn mutate(records: &Owned, victim: usize, how: usize, rng: &mut Rng) -> (Owned, 
         }
     }
 }
+
+#[test]
+fn conformance_every_registry_row_is_usable() {
+    for &adapter in registry::ADAPTERS {
+        let spec = adapter.spec();
+        assert!(
+            git_session_compiler::Tokenizer::from_name(spec.tokenizer.name()).is_some(),
+            "{}: the compiler has no tokenizer {}",
+            spec.name(),
+            spec.tokenizer.name()
+        );
+        assert!(spec.resume_command("ID").contains("ID"), "{}", spec.name());
+        for source in spec.sources {
+            for glob in source.globs() {
+                assert!(
+                    !glob.starts_with('/') && !glob.contains(".."),
+                    "{}: {glob}",
+                    spec.name()
+                );
+            }
+        }
+        assert!(
+            spec.tools
+                .iter()
+                .any(|(k, _)| *k == registry::ToolKind::Shell),
+            "{}: no shell tool declared",
+            spec.name()
+        );
+    }
+}
