@@ -80,6 +80,8 @@ use std::path::{Path, PathBuf};
 use git_session_schema::{Agent, Event};
 use serde_json::{Map, Value};
 
+use crate::registry::{AgentSpec, TokenizerFamily, ToolKind};
+use crate::source::{self, Database, Incremental, Position, SchemaVersion, Source};
 use crate::{Adapter, ChangeSet, FileSink, ParseInput, Parsed, RenderError, RenderHead, Warning};
 
 pub use wire::{KNOWN_SCHEMA, Link, MESSAGE_COLUMNS, SESSION_COLUMNS, SessionRow};
@@ -203,13 +205,62 @@ pub fn valid_session_id(id: &str) -> bool {
     render::valid_id(id)
 }
 
+/// The database Hermes keeps its sessions in, as the native-source reader
+/// reads it: the schema check, and every column of both tables (an empty
+/// column list selects all of them, so a row written back carries columns
+/// newer than this adapter too).
+pub static DB: Database = Database {
+    files: &[DATABASE],
+    requires: &[("sessions", SESSION_COLUMNS), ("messages", MESSAGE_COLUMNS)],
+    version: Some(SchemaVersion {
+        query: "SELECT max(version) FROM schema_version",
+        min: KNOWN_SCHEMA,
+        max: KNOWN_SCHEMA,
+    }),
+    tables: &[
+        source::Table {
+            name: "sessions",
+            columns: &[],
+            session: "id",
+            incremental: Incremental::Whole,
+        },
+        source::Table {
+            name: "messages",
+            columns: &[],
+            session: "session_id",
+            incremental: Incremental::RowId,
+        },
+    ],
+};
+
+/// Hermes Agent's row of the registry.
+pub static SPEC: AgentSpec = AgentSpec {
+    agent: Agent::Hermes,
+    display: "Hermes Agent",
+    env: &["HERMES_HOME"],
+    default_store: ".hermes",
+    sources: &[Source::Sqlite(&DB)],
+    tools: &[
+        (ToolKind::Shell, "terminal"),
+        (ToolKind::Read, "read_file"),
+        (ToolKind::Write, "write_file"),
+        (ToolKind::Edit, "patch"),
+        (ToolKind::Search, "search_files"),
+        (ToolKind::SubAgent, "delegate_task"),
+        (ToolKind::Todo, "todo"),
+    ],
+    // Hermes runs whatever model its provider serves.
+    tokenizer: TokenizerFamily::ClaudeEstimate,
+    resume: "hermes chat --resume {id}",
+};
+
 /// Adapts Hermes Agent's `state.db`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Hermes;
 
 impl Adapter for Hermes {
-    fn agent(&self) -> Agent {
-        Agent::Hermes
+    fn spec(&self) -> &'static AgentSpec {
+        &SPEC
     }
 
     fn store_root(&self, env: &dyn Fn(&str) -> Option<String>, home: &Path) -> PathBuf {
@@ -219,25 +270,22 @@ impl Adapter for Hermes {
         }
     }
 
-    fn is_session_file(&self, relative: &Path) -> bool {
-        relative == Path::new(DATABASE)
-    }
-
-    /// Parses record lines ([`Record::to_line`]); a line that is not a
-    /// record is a warning and a `meta` event is not made for it, since it
-    /// did not come from the database.
+    /// Parses database rows (`Records::Rows`, one JSON object per row) or,
+    /// for fixtures and tests, record lines ([`Record::to_line`]). A record
+    /// that is not an object is a warning; it did not come from a table.
     fn parse(&self, input: ParseInput<'_>) -> Parsed {
         let mut records = Vec::new();
         let mut warnings = Vec::new();
-        for (i, line) in input.bytes.split(|&b| b == b'\n').enumerate() {
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            match Record::from_line(line) {
+        for record in input.records.iter() {
+            let read = match record.pos {
+                Position::Row { table, .. } => row_record(table, record.bytes),
+                _ => Record::from_line(record.bytes),
+            };
+            match read {
                 Ok(r) => records.push(r),
                 Err(e) => warnings.push(Warning {
-                    line: input.first_line + i as u64,
-                    message: format!("{}: not a Hermes record ({e}); skipped", input.source),
+                    line: record.pos.ordinal(),
+                    message: format!("{}: not a Hermes row ({e}); skipped", input.source),
                 }),
             }
         }
@@ -255,6 +303,19 @@ impl Adapter for Hermes {
     ) -> Result<ChangeSet, RenderError> {
         render::render(head, events)
     }
+}
+
+/// Reads a row the native-source reader made: a JSON object of columns,
+/// plus its `$rowid`, which is dropped (the id columns say it).
+fn row_record(table: &str, bytes: &[u8]) -> Result<Record, String> {
+    let table = match table {
+        "sessions" => Table::Sessions,
+        "messages" => Table::Messages,
+        other => return Err(format!("unknown table {other:?}")),
+    };
+    let mut row: Map<String, Value> = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    row.remove("$rowid");
+    Ok(Record { table, row })
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use git_session_schema::{Agent, ArtifactId, Event, kinds};
 use serde_json::{Map, Value, json};
 
 use super::{ARTIFACT_MARK, DATABASE, NATIVE_KEY, time, wire};
+use crate::registry::ToolKind;
 use crate::{ChangeSet, RenderError, RenderHead, RowWrite};
 
 /// Hermes' own call ids look like OpenAI's; longer or odd ones are renamed.
@@ -436,10 +437,11 @@ impl Writer<'_> {
                     .unwrap_or_else(|| format!("seq{}", event.seq));
                 let id = self.call_id(&original, event.seq);
                 let mut input = p.get("arguments").cloned().unwrap_or(json!({}));
+                let shell = super::SPEC.tool_for(ToolKind::Shell).expect("Hermes has a shell tool");
                 if let Some(cmd) = crate::shell_command(&name, &input) {
-                    name = "terminal".to_owned();
+                    name = shell.to_owned();
                     input = json!({"command": cmd});
-                } else if name != "terminal" {
+                } else if !super::SPEC.has_tool(&name) {
                     self.loss(format!(
                         "tool-unmapped: {name} has no Hermes equivalent; written under its own name"
                     ));
@@ -569,7 +571,8 @@ impl Writer<'_> {
                 table: "sessions".into(),
                 key: vec!["id".into()],
                 columns: std::mem::take(row),
-                root_relative: Vec::new(),
+                session_row: true,
+                ..Default::default()
             });
         }
         for (_, row) in self.messages {
@@ -579,11 +582,11 @@ impl Writer<'_> {
                 // The database assigns the id; rows go in replay order.
                 key: Vec::new(),
                 columns: row,
-                root_relative: Vec::new(),
+                ..Default::default()
             });
         }
         Ok(ChangeSet {
-            resume_command: format!("hermes chat --resume {}", self.head.native_id),
+            resume_command: super::SPEC.resume_command(self.head.native_id),
             losses: self.losses,
             rows,
             ..Default::default()

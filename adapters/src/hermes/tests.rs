@@ -174,11 +174,11 @@ fn adapter_parse_reads_record_lines() {
         .chain(b"not a record\n".iter().copied())
         .collect();
     let parsed = Hermes.parse(crate::ParseInput {
-        bytes: &lines,
-        first_line: 0,
+        records: crate::Records::lines(&lines, 0, 0),
         next_seq: 0,
         state: None,
         source: "state.db",
+        session: None,
         sidecar: None,
     });
     assert_eq!(
@@ -610,3 +610,42 @@ fn foreign_session_becomes_hermes_rows() {
             .any(|l| l.starts_with("derived-event-folded"))
     );
 }
+
+#[test]
+fn adapter_parse_reads_database_rows() {
+    let all = records("roundtrip");
+    let rows: Vec<crate::source::Row> = all
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut row = r.row.clone();
+            row.insert("$rowid".into(), json!(i));
+            crate::source::Row {
+                table: if r.table == Table::Sessions {
+                    "sessions"
+                } else {
+                    "messages"
+                },
+                rowid: i as i64,
+                json: serde_json::to_vec(&row).unwrap(),
+            }
+        })
+        .collect();
+    let parsed = Hermes.parse(crate::ParseInput {
+        records: crate::Records::Rows(&rows),
+        next_seq: 0,
+        state: None,
+        source: "state.db",
+        session: Some(AUTHENTIC_ID),
+        sidecar: None,
+    });
+    let whole = parse_records(all, 0, None);
+    assert_eq!(parsed.events, whole.events);
+    assert!(
+        parsed.events[1].payload[NATIVE_KEY]["row"]
+            .get("$rowid")
+            .is_none()
+    );
+}
+
+const AUTHENTIC_ID: &str = "20261129_074216_cd438c";
