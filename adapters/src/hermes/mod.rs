@@ -14,10 +14,14 @@
 //! conversation, so it is one canonical session under the id of its first
 //! row; each continuation starts with a `checkpoint` event (`reason:
 //! "compression"`, `session`: the continuation's id), so `show`/`log` show
-//! where the chain was split. [`chains`] groups sessions this way. A branch
-//! (`model_config._branched_from`), a sub-agent run (`_delegate_from`) and
-//! any other child become canonical sessions of their own whose header
-//! names the parent session.
+//! where the chain was split. [`chains`] groups sessions this way; parsed
+//! one native session at a time (as the native-source reader does), a
+//! continuation reports its parent with [`crate::NativeParent::continues`]
+//! and capture appends it to the parent's canonical session. Any plain
+//! child counts as a continuation, as it does for Hermes' own resume. A
+//! branch (`model_config._branched_from`), a sub-agent run
+//! (`_delegate_from`) and a `tool` session become canonical sessions of
+//! their own whose header names the parent session.
 //!
 //! # What each row becomes
 //!
@@ -160,15 +164,19 @@ pub fn parse_records(records: Vec<Record>, next_seq: u64, state: Option<Value>) 
 /// chain's first session, and the chain's sessions in order (the first,
 /// then continuations by start time).
 ///
-/// A continuation is a child of a session that ended in compression that is
-/// neither a branch, a sub-agent run nor a `tool` session (the rule Hermes'
-/// own `get_compression_tip` follows). A parent missing from `sessions`
-/// makes its child a chain of its own.
+/// A continuation is a child that is neither a branch, a sub-agent run nor a
+/// `tool` session: the children Hermes' `resolve_resume_session_id` walks
+/// into (normally the parent ended with `end_reason = 'compression'`). A
+/// parent missing from `sessions` makes its child a chain of its own.
 pub fn chains(sessions: &[SessionRow]) -> BTreeMap<String, Vec<String>> {
     let by_id: HashMap<&str, &SessionRow> = sessions.iter().map(|s| (s.id.as_str(), s)).collect();
     let continues = |s: &SessionRow| -> Option<&str> {
         let parent = by_id.get(s.parent_session_id.as_deref()?)?;
-        (s.link(parent.end_reason.as_deref()) == Link::Compression).then_some(parent.id.as_str())
+        matches!(
+            s.link(parent.end_reason.as_deref()),
+            Link::Compression | Link::Child
+        )
+        .then_some(parent.id.as_str())
     };
     let mut out: BTreeMap<String, Vec<&SessionRow>> = BTreeMap::new();
     for s in sessions {

@@ -65,6 +65,9 @@ struct Facts {
     created: Option<String>,
     #[serde(default)]
     parent: Option<String>,
+    /// The first session continues its parent (see [`NativeParent::continues`]).
+    #[serde(default)]
+    continues: bool,
 }
 
 /// Columns whose text is long and never needed to tell a change apart in
@@ -107,6 +110,7 @@ pub fn parse(records: Vec<Record>, next_seq: u64, state: Option<Value>) -> Parse
         parent: facts.parent.clone().map(|native_id| NativeParent {
             native_id,
             spawned_by: None,
+            continues: facts.continues,
         }),
     };
     let state = serde_json::to_value(&p.state).expect("the parse state always serializes");
@@ -291,16 +295,23 @@ impl Parser {
         let native = json!({"table": "sessions", "row": row});
         let tool_session = s.source.as_deref() == Some("tool");
         let config = s.config();
-        if self.state.root.is_none() {
+        // Hermes resumes into any plain child (not a branch, a delegate run
+        // or a `tool` session) as the continuation of its parent, whether or
+        // not the parent's `end_reason` was written yet.
+        let continuation = matches!(link, Link::Compression | Link::Child);
+        let first = self.state.root.is_none();
+        if first {
             self.state.root = Some(s.id.clone());
             let facts = &mut self.state.facts;
             facts.cwd = s.cwd.clone().or_else(|| s.git_repo_root.clone());
             facts.title = s.title.clone();
             facts.created = s.started_at.map(time::to_rfc3339);
-            facts.parent = match link {
-                Link::Root | Link::Compression => None,
-                Link::Branch | Link::Delegate | Link::Child => s.parent_session_id.clone(),
-            };
+            facts.parent = s.parent_session_id.clone().filter(|_| link != Link::Root);
+            facts.continues = continuation;
+        } else if let Some(t) = &s.title {
+            self.state.facts.title = Some(t.clone());
+        }
+        if first && !continuation {
             let body = json!({
                 "cwd": s.cwd,
                 "git_repo_root": s.git_repo_root,
@@ -315,28 +326,28 @@ impl Parser {
             });
             let m = Mapped::new("system", kinds::SESSION_START, Level::Context, body);
             self.push_row(&s.id, None, &ts, Some(native), vec![m]);
-        } else {
-            if link != Link::Compression {
-                self.warn(
-                    0,
-                    format!(
-                        "sessions row {}: continues {:?} but is not a compression continuation; kept in this session",
-                        s.id, s.parent_session_id
-                    ),
-                );
-            }
-            if let Some(t) = &s.title {
-                self.state.facts.title = Some(t.clone());
-            }
-            let body = json!({
-                "reason": "compression",
-                "session": s.id,
-                "parent_session_id": s.parent_session_id,
-                "link": link_name(link),
-            });
-            let m = Mapped::new("system", kinds::CHECKPOINT, Level::Context, body);
-            self.push_row(&s.id, None, &ts, Some(native), vec![m]);
+            return;
         }
+        if !continuation {
+            self.warn(
+                0,
+                format!(
+                    "sessions row {}: a {} of {:?}, not a continuation; kept in this session",
+                    s.id,
+                    link_name(link),
+                    s.parent_session_id
+                ),
+            );
+        }
+        let body = json!({
+            "reason": "compression",
+            "session": s.id,
+            "parent_session_id": s.parent_session_id,
+            "cwd": s.cwd,
+            "title": s.title,
+        });
+        let m = Mapped::new("system", kinds::CHECKPOINT, Level::Context, body);
+        self.push_row(&s.id, None, &ts, Some(native), vec![m]);
     }
 
     // ------------------------------------------------------------ messages
@@ -623,6 +634,7 @@ fn link_name(link: Link) -> &'static str {
         Link::Compression => "compression",
         Link::Branch => "branch",
         Link::Delegate => "delegate",
+        Link::Tool => "tool",
         Link::Child => "child",
     }
 }

@@ -649,3 +649,42 @@ fn adapter_parse_reads_database_rows() {
 }
 
 const AUTHENTIC_ID: &str = "20261129_074216_cd438c";
+
+#[test]
+fn a_continuation_parsed_alone_points_at_the_session_it_continues() {
+    let chain = chain_records();
+    let second = parse_records(chain[3..].to_vec(), 0, None);
+    assert!(second.warnings.is_empty(), "{:?}", second.warnings);
+    assert_eq!(second.session.native_id.as_deref(), Some("s2"));
+    let parent = second.session.parent.clone().unwrap();
+    assert_eq!(parent.native_id, "s1");
+    assert!(parent.continues);
+    assert_eq!(second.events[0].kind, kinds::CHECKPOINT);
+    // Its events are those of the whole-chain parse after the first session.
+    let whole = parse_records(chain.clone(), 0, None);
+    let first = parse_records(chain[..3].to_vec(), 0, None);
+    let strip = |e: &Event| {
+        let mut e = e.clone();
+        e.seq = 0;
+        e.parent_seq = None;
+        e
+    };
+    assert_eq!(
+        whole.events[first.events.len()..]
+            .iter()
+            .map(strip)
+            .collect::<Vec<_>>(),
+        second.events.iter().map(strip).collect::<Vec<_>>()
+    );
+    // A branch and a tool session are sessions of their own.
+    let tool = parse_records(
+        vec![session(
+            json!({"id": "t", "source": "tool", "started_at": 1.0, "parent_session_id": "s1"}),
+        )],
+        0,
+        None,
+    );
+    assert!(!tool.session.parent.unwrap().continues);
+    assert_eq!(tool.events[0].kind, kinds::SESSION_START);
+    assert_eq!(tool.events[0].payload["tool_session"], json!(true));
+}

@@ -98,8 +98,11 @@ pub enum Link {
     Branch,
     /// A sub-agent run (`_delegate_from`).
     Delegate,
-    /// A child whose kind the parent row does not tell (the parent is
-    /// missing, or did not end in compression).
+    /// A `tool` session (third-party integrations): a session of its own.
+    Tool,
+    /// Any other child: one whose parent is not known here or has not (yet)
+    /// recorded `end_reason = 'compression'`. Hermes resumes into it like a
+    /// continuation.
     Child,
 }
 
@@ -127,8 +130,9 @@ impl SessionRow {
             Link::Delegate
         } else if config.contains_key("_branched_from") {
             Link::Branch
-        } else if self.source.as_deref() != Some("tool") && parent_end_reason == Some("compression")
-        {
+        } else if self.source.as_deref() == Some("tool") {
+            Link::Tool
+        } else if parent_end_reason == Some("compression") {
             Link::Compression
         } else {
             Link::Child
@@ -288,6 +292,6 @@ mod tests {
         assert_eq!(row.link(None), Link::Delegate);
         row.model_config = None;
         row.source = Some("tool".into());
-        assert_eq!(row.link(Some("compression")), Link::Child);
+        assert_eq!(row.link(Some("compression")), Link::Tool);
     }
 }
