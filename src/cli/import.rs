@@ -70,12 +70,20 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             home,
             env: &lookup,
             redact: crate::config::redact(&store),
+            sqlite: Default::default(),
         },
     )?;
     for (agent, root) in &report.missing {
         status(format!(
             "no {agent} sessions here: {} does not exist",
             root.display()
+        ));
+    }
+    for s in &report.skipped_sources {
+        status(format!(
+            "warning: skipped {}: {}",
+            crate::cli::escape(&s.path.display().to_string()),
+            crate::cli::escape(&s.reason)
         ));
     }
     for w in &report.warnings {

@@ -100,6 +100,10 @@ pub struct RowSession {
     pub session: Option<String>,
     /// The session's event count right after this session's last batch.
     pub events: u64,
+    /// Per append-only table, the highest rowid handed to the adapter for
+    /// this session (rows at or below it are never handed over again).
+    #[serde(default)]
+    pub seen: BTreeMap<String, i64>,
 }
 
 /// Holds the cursors of one agent.

@@ -22,10 +22,11 @@
 
 pub mod cursor;
 pub mod jsonl;
+pub mod sqlite;
 
 use std::path::{Path, PathBuf};
 
-use git_session_adapters::Adapter;
+use git_session_adapters::{Adapter, Source};
 
 /// Says why a native source could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +61,22 @@ impl NativeError {
             source,
         }
     }
+}
+
+/// Returns the source declaration a discovered file belongs to: the first
+/// of the adapter's sources with a glob that matches it.
+pub fn source_for(adapter: &dyn Adapter, rel: &Path) -> Option<Source> {
+    let text = rel.to_string_lossy().replace('\\', "/");
+    adapter
+        .spec()
+        .sources
+        .iter()
+        .find(|s| {
+            s.globs()
+                .iter()
+                .any(|g| git_session_adapters::source::glob_match(g, &text))
+        })
+        .copied()
 }
 
 /// How deep under an agent's store root source files are looked for.

@@ -12,11 +12,13 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use git_session_adapters::{Adapter, NativeSession, ParseInput, Records, Warning};
+use git_session_adapters::{Adapter, NativeSession, ParseInput, Records, Source, Warning};
 use git_session_schema::{Agent, Event, SessionHeader, SessionId, SpawnedBy};
 use gix::ObjectId;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+mod rows;
 
 use super::canonical::commit_info;
 use super::{OpError, OpResult};
@@ -39,6 +41,8 @@ pub struct CaptureRequest<'a> {
     /// Whether secrets are redacted before anything is stored (the default;
     /// `git config session.redact false` turns it off).
     pub redact: bool,
+    /// How patient database reads are.
+    pub sqlite: crate::native::sqlite::Options,
 }
 
 /// Reports one session that received events.
@@ -74,7 +78,7 @@ pub struct SkippedFile {
 pub struct CaptureWarning {
     /// The native file.
     pub path: PathBuf,
-    /// One-based line number.
+    /// One-based line number (for a database row: its rowid).
     pub line: u64,
     /// What the adapter said.
     pub message: String,
@@ -89,6 +93,11 @@ pub struct CaptureReport {
     pub unchanged: usize,
     /// Files that failed; the others were still captured.
     pub skipped: Vec<SkippedFile>,
+    /// Sources skipped with a warning because they cannot be read now or
+    /// by this build (a database locked past the wait, corrupt, or of an
+    /// unknown schema; a corrupt frame): nothing of them was captured, the
+    /// others were, and capture still succeeds.
+    pub skipped_sources: Vec<SkippedFile>,
     /// Records kept out of the log with a reason.
     pub warnings: Vec<CaptureWarning>,
     /// Agent stores that do not exist here (nothing to capture from them).
@@ -101,22 +110,28 @@ pub fn capture(
     clock: &Clock,
     request: &CaptureRequest<'_>,
 ) -> OpResult<CaptureReport> {
-    let agents: Vec<Agent> = if request.agents.is_empty() {
-        git_session_adapters::registry::ADAPTERS
-            .iter()
-            .map(|a| a.agent())
-            .collect()
-    } else {
-        request.agents.clone()
-    };
+    let adapters: Vec<&dyn Adapter> = git_session_adapters::registry::ADAPTERS
+        .iter()
+        .copied()
+        .filter(|a| request.agents.is_empty() || request.agents.contains(&a.agent()))
+        .collect();
+    capture_with(store, clock, request, &adapters)
+}
+
+/// Captures with the given adapters (the registry's, or test adapters);
+/// `request.agents` is not consulted.
+pub fn capture_with(
+    store: &Store,
+    clock: &Clock,
+    request: &CaptureRequest<'_>,
+    adapters: &[&dyn Adapter],
+) -> OpResult<CaptureReport> {
     let worktrees = store.worktree_paths();
     let mut report = CaptureReport::default();
     // Compiled only when some file has new records to read.
     let redactor = std::sync::OnceLock::new();
-    for agent in agents {
-        let Some(adapter) = git_session_adapters::registry::adapter(&agent) else {
-            continue;
-        };
+    for &adapter in adapters {
+        let agent = adapter.agent();
         let root = adapter.store_root(request.env, &request.home);
         if !root.is_dir() {
             report.missing.push((agent.clone(), root));
@@ -132,6 +147,29 @@ pub fn capture(
         for rel in files {
             let abs = root.join(&rel);
             let rel_text = rel.to_string_lossy().into_owned();
+            if let Some(Source::Sqlite(decl)) = crate::native::source_for(adapter, &rel) {
+                let mut job = rows::DbJob {
+                    store,
+                    clock,
+                    adapter,
+                    redactor: request.redact.then_some(&redactor),
+                    decl,
+                    agent: &agent,
+                    abs: &abs,
+                    rel: &rel_text,
+                    worktrees: &worktrees,
+                    cursors: &mut cursors,
+                    report: &mut report,
+                    options: request.sqlite,
+                };
+                if let Err(e) = job.run() {
+                    report.skipped.push(SkippedFile {
+                        path: abs.clone(),
+                        reason: e.to_string(),
+                    });
+                }
+                continue;
+            }
             let mut job = FileJob {
                 store,
                 clock,
@@ -363,11 +401,7 @@ impl FileJob<'_> {
         let Some(session) = self.peek(size)? else {
             return Ok(None);
         };
-        let inside = session
-            .cwd
-            .as_deref()
-            .is_some_and(|cwd| self.worktrees.iter().any(|w| Path::new(cwd).starts_with(w)));
-        if !inside {
+        if !inside(self.worktrees, &session) {
             return Ok(None);
         }
         let native = session.native_id.clone().unwrap_or_else(|| {
@@ -402,34 +436,11 @@ impl FileJob<'_> {
     }
 
     fn header(&self, id: &SessionId, session: &NativeSession) -> SessionHeader {
-        let created = session
-            .created
-            .clone()
-            .unwrap_or_else(|| self.clock.now_rfc3339());
-        let mut header = SessionHeader::new(id.clone(), self.agent.clone(), created);
-        header.native_id = session.native_id.clone();
-        header.cwd = session.cwd.clone();
-        header.title = session.title.clone();
-        header.spawned_by = session.parent.as_ref().map(|p| SpawnedBy {
-            session: canonical_id(self.agent, &p.native_id),
-            call: p.spawned_by.clone(),
-            extra: Default::default(),
-        });
-        header
+        header_for(self.clock, self.agent, id, session)
     }
 
-    /// Returns the dedup keys of the events already stored in `id`.
     fn stored_keys(&self, id: &SessionId) -> OpResult<HashSet<String>> {
-        let mut keys = HashSet::new();
-        for line in self.store.lines(id, 0, None)? {
-            let line = line?;
-            let event = line.decode().map_err(|e| StoreError::Corrupt {
-                id: id.clone(),
-                message: format!("seq {}: {e}", line.seq),
-            })?;
-            keys.insert(dedup_key(&event));
-        }
-        Ok(keys)
+        stored_keys(self.store, id)
     }
 
     /// Reads the file from `offset` in blocks of whole lines, parses them
@@ -575,6 +586,52 @@ impl BlockReader<'_> {
         let pos = reader.position();
         Ok((pos.offset, pos.lines, state.unwrap_or(Value::Null)))
     }
+}
+
+/// Returns the canonical header of a new native session.
+fn header_for(
+    clock: &Clock,
+    agent: &Agent,
+    id: &SessionId,
+    session: &NativeSession,
+) -> SessionHeader {
+    let created = session
+        .created
+        .clone()
+        .unwrap_or_else(|| clock.now_rfc3339());
+    let mut header = SessionHeader::new(id.clone(), agent.clone(), created);
+    header.native_id = session.native_id.clone();
+    header.cwd = session.cwd.clone();
+    header.title = session.title.clone();
+    header.spawned_by = session.parent.as_ref().map(|p| SpawnedBy {
+        session: canonical_id(agent, &p.native_id),
+        call: p.spawned_by.clone(),
+        extra: Default::default(),
+    });
+    header
+}
+
+/// Returns the dedup keys of the events already stored in `id`.
+fn stored_keys(store: &Store, id: &SessionId) -> OpResult<HashSet<String>> {
+    let mut keys = HashSet::new();
+    for line in store.lines(id, 0, None)? {
+        let line = line?;
+        let event = line.decode().map_err(|e| StoreError::Corrupt {
+            id: id.clone(),
+            message: format!("seq {}: {e}", line.seq),
+        })?;
+        keys.insert(dedup_key(&event));
+    }
+    Ok(keys)
+}
+
+/// Returns whether a session's cwd is inside one of this repository's
+/// work trees.
+fn inside(worktrees: &[PathBuf], session: &NativeSession) -> bool {
+    session
+        .cwd
+        .as_deref()
+        .is_some_and(|cwd| worktrees.iter().any(|w| Path::new(cwd).starts_with(w)))
 }
 
 /// Returns the identity (see [`dedup_key`]) of every event `adapter` reads
