@@ -8,6 +8,7 @@ mod cli;
 mod concurrency;
 mod fork;
 mod handoff;
+mod hermes;
 mod hooks;
 mod import_export;
 mod layout;

@@ -213,10 +213,88 @@ pub fn valid_session_id(id: &str) -> bool {
     render::valid_id(id)
 }
 
+/// The `sessions` columns capture reads (schema 22): all of them but
+/// `system_prompt`, which Hermes writes again when it resumes a session
+/// that lacks one, and which would make every read of the whole table
+/// several kilobytes per session heavier. Those a database lacks are left
+/// out; [`SESSION_COLUMNS`] must exist.
+pub const SESSION_READ: &[&str] = &[
+    "id",
+    "source",
+    "user_id",
+    "session_key",
+    "chat_id",
+    "chat_type",
+    "thread_id",
+    "display_name",
+    "origin_json",
+    "expiry_finalized",
+    "model",
+    "model_config",
+    "parent_session_id",
+    "started_at",
+    "ended_at",
+    "end_reason",
+    "message_count",
+    "tool_call_count",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "cwd",
+    "git_branch",
+    "git_repo_root",
+    "billing_provider",
+    "billing_base_url",
+    "billing_mode",
+    "estimated_cost_usd",
+    "actual_cost_usd",
+    "cost_status",
+    "cost_source",
+    "pricing_version",
+    "title",
+    "api_call_count",
+    "handoff_state",
+    "handoff_platform",
+    "handoff_error",
+    "compression_failure_cooldown_until",
+    "compression_failure_error",
+    "compression_fallback_streak",
+    "profile_name",
+    "rewind_count",
+    "archived",
+];
+
+/// The `messages` columns capture reads (schema 22): all of them.
+pub const MESSAGE_READ: &[&str] = &[
+    "id",
+    "session_id",
+    "role",
+    "content",
+    "tool_call_id",
+    "tool_calls",
+    "tool_name",
+    "effect_disposition",
+    "timestamp",
+    "token_count",
+    "finish_reason",
+    "reasoning",
+    "reasoning_content",
+    "reasoning_details",
+    "codex_reasoning_items",
+    "codex_message_items",
+    "platform_message_id",
+    "observed",
+    "active",
+    "compacted",
+    "api_content",
+];
+
 /// The database Hermes keeps its sessions in, as the native-source reader
-/// reads it: the schema check, and every column of both tables (an empty
-/// column list selects all of them, so a row written back carries columns
-/// newer than this adapter too).
+/// reads it: the schema check (22 known; a newer one is read with a warning
+/// when every needed column is there), the session rows whole on every
+/// change (their counters and titles move), the messages by rowid.
 pub static DB: Database = Database {
     files: &[DATABASE],
     requires: &[("sessions", SESSION_COLUMNS), ("messages", MESSAGE_COLUMNS)],
@@ -224,17 +302,18 @@ pub static DB: Database = Database {
         query: "SELECT max(version) FROM schema_version",
         min: KNOWN_SCHEMA,
         max: KNOWN_SCHEMA,
+        read_newer: true,
     }),
     tables: &[
         source::Table {
             name: "sessions",
-            columns: &[],
+            columns: SESSION_READ,
             session: "id",
             incremental: Incremental::Whole,
         },
         source::Table {
             name: "messages",
-            columns: &[],
+            columns: MESSAGE_READ,
             session: "session_id",
             incremental: Incremental::RowId,
         },

@@ -173,10 +173,13 @@ impl Writer<'_> {
             .get("git_repo_root")
             .and_then(Value::as_str)
             .map(str::to_owned);
+        // Only a parent written in this change set is named: another one
+        // may be missing from the target database, and the column is a
+        // foreign key (a branch keeps `_branched_from` in `model_config`).
         let parent = row
             .get("parent_session_id")
             .and_then(Value::as_str)
-            .map(|p| self.ids.get(p).cloned().unwrap_or_else(|| p.to_owned()));
+            .and_then(|p| self.ids.get(p).cloned());
         row.insert("id".into(), json!(id));
         row.insert("parent_session_id".into(), json!(parent));
         row.insert("cwd".into(), json!(self.head.cwd));
