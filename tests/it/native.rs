@@ -493,3 +493,437 @@ fn corrupt_and_unknown_schema_databases_are_skipped_naming_the_file() {
     assert!(report.skipped.is_empty(), "{report:?}");
     assert_eq!(texts(&repo, "s-fine"), ["kept"]);
 }
+
+// ------------------------------------------------------------ zstd frames
+
+static FRAMED_SOURCES: [Source; 1] = [Source::ZstdJsonl {
+    files: &["sessions/*.jsonl.zst"],
+}];
+
+static FRAMED_SPEC: LazyLock<AgentSpec> = LazyLock::new(|| AgentSpec {
+    agent: Agent::Other("testzst".into()),
+    display: "Test zstd agent",
+    env: &[],
+    default_store: ".testzst",
+    sources: &FRAMED_SOURCES,
+    tools: &[],
+    tokenizer: TokenizerFamily::ClaudeEstimate,
+    resume: "testzst resume {id}",
+});
+
+/// Maps a `{"type":"header","id","cwd"}` line to session facts and every
+/// `{"text"}` line to a message; records where each came from.
+struct TestFramed;
+
+impl Adapter for TestFramed {
+    fn spec(&self) -> &'static AgentSpec {
+        &FRAMED_SPEC
+    }
+
+    fn store_root(&self, _env: &dyn Fn(&str) -> Option<String>, home: &Path) -> PathBuf {
+        home.join(".testzst")
+    }
+
+    fn parse(&self, input: ParseInput<'_>) -> Parsed {
+        let mut out = Parsed::default();
+        let mut session = NativeSession::default();
+        if let Some(s) = &input.state {
+            session.native_id = s["id"].as_str().map(str::to_owned);
+            session.cwd = s["cwd"].as_str().map(str::to_owned);
+        }
+        let mut seq = input.next_seq;
+        for record in input.records.iter() {
+            let line: Value = match serde_json::from_slice(record.bytes) {
+                Ok(v) => v,
+                Err(e) => {
+                    out.warnings.push(Warning {
+                        line: record.pos.ordinal(),
+                        message: e.to_string(),
+                    });
+                    continue;
+                }
+            };
+            if line["type"] == "header" {
+                session.native_id = line["id"].as_str().map(str::to_owned);
+                session.cwd = line["cwd"].as_str().map(str::to_owned);
+                continue;
+            }
+            let frame = match record.pos {
+                Position::Frame { frame, .. } => Some(frame),
+                _ => None,
+            };
+            let mut event = Event::new(
+                seq,
+                "2026-01-01T00:00:00Z",
+                FRAMED_SPEC.agent.clone(),
+                "user",
+                "message.user",
+                Level::History,
+                json!({ "text": line["text"], "frame": frame }),
+            );
+            event.origin = Some(Origin {
+                agent: FRAMED_SPEC.agent.clone(),
+                native_id: None,
+                native_seq: Some(record.pos.ordinal()),
+                extra: Default::default(),
+            });
+            out.events.push(event);
+            seq += 1;
+        }
+        out.state = json!({ "id": session.native_id, "cwd": session.cwd });
+        out.session = session;
+        out
+    }
+
+    fn render_to(
+        &self,
+        _head: RenderHead<'_>,
+        _events: &mut dyn Iterator<Item = Event>,
+        _out: &mut dyn FileSink,
+    ) -> Result<ChangeSet, RenderError> {
+        Err(RenderError::Request("the test adapter only reads".into()))
+    }
+}
+
+/// Returns one checksummed zstd frame holding `lines`.
+fn zstd_frame(lines: &[Value]) -> Vec<u8> {
+    let mut text = String::new();
+    for l in lines {
+        text.push_str(&l.to_string());
+        text.push('\n');
+    }
+    let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+    enc.include_checksum(true).unwrap();
+    std::io::Write::write_all(&mut enc, text.as_bytes()).unwrap();
+    enc.finish().unwrap()
+}
+
+fn framed_session(repo: &Repo, name: &str, id: &str) -> PathBuf {
+    let dir = repo.home.join(".testzst/sessions");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    let header = json!({"type": "header", "id": id, "cwd": repo.root});
+    std::fs::write(&path, zstd_frame(&[header])).unwrap();
+    path
+}
+
+fn append(path: &Path, bytes: &[u8]) {
+    let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+    std::io::Write::write_all(&mut f, bytes).unwrap();
+}
+
+fn capture_framed(repo: &Repo) -> CaptureReport {
+    let store = Store::discover(&repo.root).unwrap();
+    let clock = Clock::fixed(jiff::Timestamp::from_second(EPOCH).unwrap());
+    let request = CaptureRequest {
+        agents: Vec::new(),
+        home: repo.home.clone(),
+        env: &|_| None,
+        redact: true,
+        sqlite: Options::default(),
+    };
+    capture_with(&store, &clock, &request, &[&TestFramed]).unwrap()
+}
+
+fn msg(text: &str) -> Value {
+    json!({ "text": text })
+}
+
+#[test]
+fn framed_capture_is_incremental_by_frame_and_leaves_the_file_as_it_was() {
+    let repo = Repo::new();
+    let path = framed_session(&repo, "a.jsonl.zst", "z-one");
+    append(&path, &zstd_frame(&[msg("one"), msg("two")]));
+    let before = std::fs::read(&path).unwrap();
+    let first = capture_framed(&repo);
+    assert_eq!(first.sessions.len(), 1, "{first:?}");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "capture changed the agent's file"
+    );
+    append(&path, &zstd_frame(&[msg("three")]));
+    let second = capture_framed(&repo);
+    assert_eq!(second.sessions[0].appended, 1, "{second:?}");
+    let events = repo.events("z-one");
+    let got: Vec<(String, u64)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["payload"]["text"].as_str().unwrap().to_owned(),
+                e["payload"]["frame"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [("one".into(), 1), ("two".into(), 1), ("three".into(), 2)]
+    );
+    assert!(capture_framed(&repo).sessions.is_empty());
+}
+
+#[test]
+fn a_torn_last_frame_is_left_for_the_next_capture() {
+    let repo = Repo::new();
+    let path = framed_session(&repo, "t.jsonl.zst", "z-torn");
+    append(&path, &zstd_frame(&[msg("whole")]));
+    let last = zstd_frame(&[msg("torn"), msg("also torn")]);
+    let cut = last.len() / 2;
+    append(&path, &last[..cut]);
+    let report = capture_framed(&repo);
+    assert!(
+        report.skipped.is_empty() && report.skipped_sources.is_empty(),
+        "{report:?}"
+    );
+    assert_eq!(texts(&repo, "z-torn"), ["whole"]);
+    // The agent finishes the frame: the next capture takes it, once.
+    append(&path, &last[cut..]);
+    capture_framed(&repo);
+    assert_eq!(texts(&repo, "z-torn"), ["whole", "torn", "also torn"]);
+    capture_framed(&repo);
+    assert_eq!(texts(&repo, "z-torn").len(), 3);
+}
+
+#[test]
+fn a_corrupt_frame_keeps_what_came_before_and_skips_the_file_with_a_warning() {
+    let repo = Repo::new();
+    let bad = framed_session(&repo, "bad.jsonl.zst", "z-bad");
+    append(&bad, &zstd_frame(&[msg("before")]));
+    let offset = std::fs::metadata(&bad).unwrap().len();
+    let mut broken = zstd_frame(&[msg(&"z".repeat(300))]);
+    let n = broken.len();
+    broken[n - 2] ^= 0x55; // inside the content checksum
+    append(&bad, &broken);
+    append(&bad, &zstd_frame(&[msg("after")]));
+    let good = framed_session(&repo, "good.jsonl.zst", "z-good");
+    append(&good, &zstd_frame(&[msg("fine")]));
+    let report = capture_framed(&repo);
+    assert_eq!(report.skipped_sources.len(), 1, "{report:?}");
+    let skipped = &report.skipped_sources[0];
+    assert!(skipped.path.ends_with("bad.jsonl.zst"));
+    assert!(
+        skipped.reason.contains(&format!("at byte {offset}")),
+        "{}",
+        skipped.reason
+    );
+    assert_eq!(texts(&repo, "z-bad"), ["before"]);
+    assert_eq!(texts(&repo, "z-good"), ["fine"]);
+}
+
+// ------------------------------------------------------------ write-back
+
+use git_session::native::apply::{self, Backups, TempFiles};
+use git_session_adapters::RowWrite;
+
+fn row(table: &str, key: &[&str], columns: Value) -> RowWrite {
+    RowWrite {
+        database: PathBuf::from("state.db"),
+        table: table.into(),
+        key: key.iter().map(|k| (*k).to_owned()).collect(),
+        columns: columns.as_object().unwrap().clone(),
+        ..RowWrite::default()
+    }
+}
+
+/// A session row, a message whose id the database assigns, and a reply
+/// that points at it.
+fn session_rows(id: &str, title: &str) -> ChangeSet {
+    let mut session = row(
+        "sessions",
+        &["id"],
+        json!({"id": id, "cwd": "/w", "title": title}),
+    );
+    session.session_row = true;
+    let mut first = row(
+        "messages",
+        &[],
+        json!({"session_id": id, "role": "user", "content": "q"}),
+    );
+    first.assigns = Some("first".into());
+    let mut reply = row(
+        "messages",
+        &[],
+        json!({"session_id": id, "role": "assistant", "content": "a"}),
+    );
+    reply.refs = vec![("parent_id".into(), "first".into())];
+    ChangeSet {
+        rows: vec![session, first, reply],
+        ..ChangeSet::default()
+    }
+}
+
+fn writable_db(dir: &Path) -> PathBuf {
+    let path = dir.join("state.db");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.pragma_update(None, "journal_mode", "wal").unwrap();
+    conn.execute_batch(
+        "CREATE TABLE sessions(id TEXT PRIMARY KEY, cwd TEXT, title TEXT);
+         CREATE TABLE messages(id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT,
+                               role TEXT, content TEXT, parent_id INTEGER);",
+    )
+    .unwrap();
+    path
+}
+
+fn hash(path: &Path) -> String {
+    use sha2::Digest;
+    format!("{:x}", sha2::Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+#[test]
+fn rows_go_in_one_transaction_after_one_backup_and_assigned_keys_link_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("store");
+    std::fs::create_dir_all(&root).unwrap();
+    let db = writable_db(&root);
+    let backups_dir = tmp.path().join("backups");
+    let backups = |ms| Backups {
+        dir: &backups_dir,
+        now_ms: ms,
+    };
+    let out = apply::apply_rows(&root, &session_rows("s1", "t"), &backups(1)).unwrap();
+    assert_eq!(out.inserted, 3);
+    assert_eq!(out.backups.len(), 1, "one backup per database, not per row");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let (first, parent): (i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT id FROM messages WHERE role = 'user'),
+                    (SELECT parent_id FROM messages WHERE role = 'assistant')",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        parent, first,
+        "the reply points at the rowid its parent got"
+    );
+    drop(conn);
+    // Again: the session is there, nothing written, no backup.
+    let again = apply::apply_rows(&root, &session_rows("s1", "t"), &backups(2)).unwrap();
+    assert_eq!(
+        (again.inserted, again.backups.len(), again.present.len()),
+        (0, 0, 1)
+    );
+    // A different session under the same id: refused, the database untouched.
+    let before = hash(&db);
+    let err = apply::check_rows(&root, &session_rows("s1", "other title")).unwrap_err();
+    assert!(err.to_string().contains("different session row"), "{err}");
+    let err =
+        apply::apply_rows(&root, &session_rows("s1", "other title"), &backups(3)).unwrap_err();
+    assert!(
+        matches!(err, git_session::native::NativeError::Exists { .. }),
+        "{err}"
+    );
+    assert_eq!(hash(&db), before);
+    // Many write-backs keep only the last few backups of the database.
+    for i in 0..(apply::KEEP_BACKUPS + 2) {
+        apply::apply_rows(
+            &root,
+            &session_rows(&format!("s-{i}"), "t"),
+            &backups(10 + i as i64),
+        )
+        .unwrap();
+    }
+    let kept = apply::list_backups(&backups_dir);
+    assert_eq!(kept.len(), apply::KEEP_BACKUPS, "{kept:?}");
+}
+
+#[test]
+fn a_failing_row_rolls_the_whole_database_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("store");
+    std::fs::create_dir_all(&root).unwrap();
+    let db = writable_db(&root);
+    let mut changes = session_rows("s1", "t");
+    changes.rows[2].refs = vec![("parent_id".into(), "nobody".into())];
+    let err = apply::apply_rows(
+        &root,
+        &changes,
+        &Backups {
+            dir: &tmp.path().join("backups"),
+            now_ms: 1,
+        },
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("nobody"), "{err}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let n: i64 = conn
+        .query_row(
+            "SELECT (SELECT count(*) FROM sessions) + (SELECT count(*) FROM messages)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(n, 0, "the rows before the failing one were rolled back");
+}
+
+#[test]
+fn rows_are_not_written_while_another_process_holds_the_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("store");
+    std::fs::create_dir_all(&root).unwrap();
+    let db = writable_db(&root);
+    let mut child = std::process::Command::new("python3")
+        .arg("-c")
+        .arg("import sqlite3, sys, time\nc = sqlite3.connect(sys.argv[1])\nc.execute('select count(*) from sessions').fetchall()\nprint('open', flush=True)\ntime.sleep(30)")
+        .arg(&db)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "open");
+    assert_eq!(apply::holder(&db), Some(child.id()));
+    let before = hash(&db);
+    let err = apply::apply_rows(
+        &root,
+        &session_rows("s1", "t"),
+        &Backups {
+            dir: &tmp.path().join("backups"),
+            now_ms: 1,
+        },
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains(&format!("open in process {}", child.id())),
+        "{err}"
+    );
+    assert_eq!(hash(&db), before);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(apply::holder(&db), None);
+}
+
+#[test]
+fn framed_files_are_written_frame_by_frame_with_checksums() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut files = TempFiles::new(tmp.path());
+    files
+        .begin_framed(Path::new("sessions/x.jsonl.zst"))
+        .unwrap();
+    files.write(b"{\"type\":\"header\"}\n").unwrap();
+    files.end_frame().unwrap();
+    files.write(b"{\"text\":\"a\"}\n").unwrap();
+    files.write(b"{\"text\":\"b\"}\n").unwrap();
+    let written = files.persist().unwrap();
+    assert_eq!(written.len(), 1);
+    let bytes = std::fs::read(&written[0]).unwrap();
+    let mut reader = git_session::native::zstd::FramedReader::open(&written[0], 0, 0, 0).unwrap();
+    use git_session::native::jsonl::RecordReader;
+    let batch = reader.next_batch().unwrap().unwrap();
+    let frames: Vec<u64> = batch
+        .iter()
+        .map(|r| match r.pos {
+            Position::Frame { frame, .. } => frame,
+            _ => panic!("not a frame"),
+        })
+        .collect();
+    assert_eq!(frames, [0, 1, 1]);
+    assert_eq!(reader.position().offset, bytes.len() as u64);
+    assert!(reader.problem().is_none());
+}

@@ -24,7 +24,8 @@ use super::canonical::commit_info;
 use super::{OpError, OpResult};
 use crate::clock::Clock;
 use crate::native::cursor::{CursorIndex, FileCursor, tail_hash};
-use crate::native::jsonl::{JsonlReader, RecordReader};
+use crate::native::jsonl::{JsonlReader, ReadPosition, RecordReader};
+use crate::native::zstd::FramedReader;
 use crate::store::{BatchSink, SeqMode, Store, StoreError};
 
 /// How much of a new file is read to learn which project it belongs to.
@@ -170,7 +171,12 @@ pub fn capture_with(
                 }
                 continue;
             }
+            let framed = matches!(
+                crate::native::source_for(adapter, &rel),
+                Some(Source::ZstdJsonl { .. })
+            );
             let mut job = FileJob {
+                framed,
                 store,
                 clock,
                 adapter,
@@ -238,14 +244,17 @@ struct FileJob<'a> {
     worktrees: &'a [PathBuf],
     cursors: &'a mut CursorIndex,
     report: &'a mut CaptureReport,
+    /// Whether the file is zstd frames ([`Source::ZstdJsonl`]).
+    framed: bool,
 }
 
 /// What reading a file from a cursor produced.
 struct Fed {
-    offset: u64,
-    lines: u64,
+    pos: ReadPosition,
     state: Value,
     warnings: Vec<Warning>,
+    /// Why the reader stopped early (a corrupt frame), if it did.
+    problem: Option<String>,
 }
 
 impl FileJob<'_> {
@@ -309,7 +318,16 @@ impl FileJob<'_> {
             let outcome =
                 self.store
                     .append(&id, SeqMode::Exact, &info, |sink: &mut BatchSink<'_>| {
-                        fed = Some(self.feed(sink, c.offset, c.lines, state.clone(), None)?);
+                        fed = Some(self.feed(
+                            sink,
+                            ReadPosition {
+                                offset: c.offset,
+                                lines: c.lines,
+                                frames: c.frames,
+                            },
+                            state.clone(),
+                            None,
+                        )?);
                         Ok::<_, OpError>(())
                     })?;
             (outcome, fed)
@@ -331,7 +349,7 @@ impl FileJob<'_> {
             let outcome =
                 self.store
                     .append(&id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
-                        fed = Some(self.feed(sink, 0, 0, None, Some(&known))?);
+                        fed = Some(self.feed(sink, ReadPosition::default(), None, Some(&known))?);
                         Ok::<_, OpError>(())
                     })?;
             (outcome, fed)
@@ -350,7 +368,7 @@ impl FileJob<'_> {
                 SeqMode::Exact,
                 &info,
                 |sink: &mut BatchSink<'_>| {
-                    fed = Some(self.feed(sink, 0, 0, None, None)?);
+                    fed = Some(self.feed(sink, ReadPosition::default(), None, None)?);
                     Ok::<_, OpError>(())
                 },
             )?;
@@ -364,16 +382,22 @@ impl FileJob<'_> {
                 message: w.message.clone(),
             });
         }
+        if let Some(problem) = &fed.problem {
+            self.report.skipped_sources.push(SkippedFile {
+                path: self.abs.to_owned(),
+                reason: problem.clone(),
+            });
+        }
         self.cursors.save_state(self.rel, &fed.state)?;
         self.cursors.files.insert(
             self.rel.to_owned(),
             FileCursor {
                 size,
                 mtime_ns,
-                offset: fed.offset,
-                lines: fed.lines,
-                frames: 0,
-                tail: tail_hash(self.abs, fed.offset)?,
+                offset: fed.pos.offset,
+                lines: fed.pos.lines,
+                frames: fed.pos.frames,
+                tail: tail_hash(self.abs, fed.pos.offset)?,
                 session: Some(id.to_string()),
                 events: outcome.events,
             },
@@ -415,7 +439,11 @@ impl FileJob<'_> {
 
     /// Parses the first complete lines of the file for its session facts.
     fn peek(&self, size: u64) -> OpResult<Option<NativeSession>> {
-        let buf = JsonlReader::head(self.abs, size.min(PEEK_BYTES))?;
+        let buf = if self.framed {
+            FramedReader::head(self.abs, PEEK_BYTES)?
+        } else {
+            JsonlReader::head(self.abs, size.min(PEEK_BYTES))?
+        };
         if buf.is_empty() {
             return Ok(None);
         }
@@ -454,8 +482,7 @@ impl FileJob<'_> {
     fn feed(
         &self,
         sink: &mut BatchSink<'_>,
-        offset: u64,
-        first_line: u64,
+        from: ReadPosition,
         state: Option<Value>,
         skip: Option<&HashSet<String>>,
     ) -> OpResult<Fed> {
@@ -470,8 +497,8 @@ impl FileJob<'_> {
                 .map(|r| r.get_or_init(crate::redact::Redactor::new)),
             path: self.abs,
             rel: self.rel,
-            offset,
-            first_line,
+            from,
+            framed: self.framed,
             first_seq,
         };
         std::thread::scope(|scope| {
@@ -498,12 +525,12 @@ impl FileJob<'_> {
             if let Some(e) = failed {
                 return Err(e);
             }
-            let (offset, lines, state) = read?;
+            let (pos, state, problem) = read?;
             Ok(Fed {
-                offset,
-                lines,
+                pos,
                 state,
                 warnings,
+                problem,
             })
         })
     }
@@ -537,21 +564,35 @@ struct BlockReader<'a> {
     redactor: Option<&'a crate::redact::Redactor>,
     path: &'a Path,
     rel: &'a str,
-    offset: u64,
-    first_line: u64,
+    /// Where to start: a line start (JSONL) or a frame start.
+    from: ReadPosition,
+    framed: bool,
     first_seq: u64,
 }
 
 impl BlockReader<'_> {
-    /// Sends each block's parse to `tx`; returns the bytes and lines
-    /// consumed (complete lines only) and the final state.
+    /// Sends each block's parse to `tx`; returns how far it read (complete
+    /// records only), the final state, and why it stopped early, if it did.
     fn run(
         self,
         mut state: Option<Value>,
         tx: std::sync::mpsc::SyncSender<git_session_adapters::Parsed>,
         spent: std::sync::mpsc::Receiver<git_session_adapters::Parsed>,
-    ) -> OpResult<(u64, u64, Value)> {
-        let mut reader = JsonlReader::open(self.path, self.offset, self.first_line)?;
+    ) -> OpResult<(ReadPosition, Value, Option<String>)> {
+        let mut reader: Box<dyn RecordReader> = if self.framed {
+            Box::new(FramedReader::open(
+                self.path,
+                self.from.offset,
+                self.from.lines,
+                self.from.frames,
+            )?)
+        } else {
+            Box::new(JsonlReader::open(
+                self.path,
+                self.from.offset,
+                self.from.lines,
+            )?)
+        };
         let mut next_seq = self.first_seq;
         while let Some(records) = reader.next_batch()? {
             let mut parsed = self.adapter.parse(ParseInput {
@@ -583,8 +624,11 @@ impl BlockReader<'_> {
         for done in spent.iter() {
             drop(done);
         }
-        let pos = reader.position();
-        Ok((pos.offset, pos.lines, state.unwrap_or(Value::Null)))
+        Ok((
+            reader.position(),
+            state.unwrap_or(Value::Null),
+            reader.problem(),
+        ))
     }
 }
 
@@ -642,8 +686,11 @@ pub(crate) fn native_keys(adapter: &dyn Adapter, path: &Path, rel: &str) -> OpRe
         redactor: None,
         path,
         rel,
-        offset: 0,
-        first_line: 0,
+        from: ReadPosition::default(),
+        framed: matches!(
+            crate::native::source_for(adapter, Path::new(rel)),
+            Some(Source::ZstdJsonl { .. })
+        ),
         first_seq: 0,
     };
     std::thread::scope(|scope| {
