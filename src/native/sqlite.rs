@@ -521,3 +521,27 @@ fn source_error(db: &Path, e: &rusqlite::Error) -> NativeError {
 pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
+
+/// Checks that `db` holds the schema `decl` reads (tables, required
+/// columns, version), without writing: write-back inserts rows only into a
+/// database the agent itself created and migrated. Returns a warning for a
+/// newer version that is accepted ([`SchemaVersion::read_newer`]).
+///
+/// [`SchemaVersion::read_newer`]: git_session_adapters::source::SchemaVersion::read_newer
+pub fn check_target(db: &Path, decl: &Database, options: &Options) -> NativeResult<Option<String>> {
+    let deadline = Instant::now() + options.wait;
+    loop {
+        let result = (|| -> Result<Option<String>, ReadError> {
+            let (conn, _) = open(db, options)?;
+            let (_, warning) = check_schema(&conn, db, decl)?;
+            Ok(warning)
+        })();
+        match result {
+            Ok(w) => return Ok(w),
+            Err(Busy(_)) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(e.into_native()),
+        }
+    }
+}

@@ -4,14 +4,17 @@
 //! history as the original.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use rusqlite::Connection;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::oracle::{prefix, resume_check, shared_oracle, turns};
 use crate::support::*;
 
 const AUTHENTIC: &str = "20261129_074216_cd438c";
+const SAMPLE_SESSIONS: [&str; 3] = [AUTHENTIC, "hc_crafted_full", "hc_crafted_minimal"];
 
 fn sample_db() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/samples/hermes/oracle/state.db")
@@ -62,6 +65,41 @@ fn import(repo: &Repo, home: &Path) -> std::process::Output {
             home.to_str().unwrap(),
         ])
         .output()
+        .unwrap()
+}
+
+/// Makes an empty `state.db` the way Hermes does it: by Hermes itself.
+fn init_hermes_home(home: &Path) {
+    std::fs::create_dir_all(home.join(".hermes")).unwrap();
+    let python = prefix().join("pkgs/hermes-venv/bin/python");
+    let out = Command::new(python)
+        .args([
+            "-c",
+            "from hermes_state import SessionDB; SessionDB().close()",
+        ])
+        .env("HOME", home)
+        .env("HERMES_HOME", home.join(".hermes"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(db_of(home).is_file());
+}
+
+/// Makes a `state.db` with Hermes' schema without running Hermes: the
+/// sample's schema, no rows (for tests that do not need the client).
+fn empty_hermes_db(home: &Path) {
+    let db = db_of(home);
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    std::fs::copy(sample_db(), &db).unwrap();
+    let c = Connection::open(&db).unwrap();
+    c.execute_batch("DELETE FROM messages; DELETE FROM session_model_usage; DELETE FROM sessions;")
+        .unwrap();
+}
+
+fn count(db: &Path, sql: &str) -> i64 {
+    Connection::open(db)
+        .unwrap()
+        .query_row(sql, [], |r| r.get(0))
         .unwrap()
 }
 
@@ -335,4 +373,280 @@ fn hermes_compression_chain_is_captured_as_one_session() {
     assert_eq!(events.last().unwrap()["payload"]["text"], "Third task");
     let shown = repo.ok(&["list"]);
     assert!(!shown.contains("chain_s2"), "{shown}");
+}
+
+#[test]
+fn hermes_resume_writes_rows_only_into_a_hermes_database() {
+    let repo = Repo::new();
+    let home = repo.outside("hermes-home");
+    place_sample(&home, &repo.root);
+    assert!(import(&repo, &home).status.success());
+
+    // No state.db: Hermes must create it, we never do.
+    let fresh = repo.outside("fresh");
+    std::fs::create_dir_all(&fresh).unwrap();
+    let err = repo.fails(&["resume", AUTHENTIC, "--home", fresh.to_str().unwrap()], 1);
+    assert!(err.contains("state.db"), "{err}");
+    assert!(!db_of(&fresh).exists());
+
+    // A database of a schema this build does not know: refused, untouched.
+    empty_hermes_db(&fresh);
+    let db = db_of(&fresh);
+    Connection::open(&db)
+        .unwrap()
+        .execute("UPDATE schema_version SET version = 21", [])
+        .unwrap();
+    let before = std::fs::read(&db).unwrap();
+    let err = repo.fails(&["resume", AUTHENTIC, "--home", fresh.to_str().unwrap()], 1);
+    assert!(
+        err.contains("version 21") && err.contains("run Hermes Agent once"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&db).unwrap(), before);
+    Connection::open(&db)
+        .unwrap()
+        .execute("UPDATE schema_version SET version = 22", [])
+        .unwrap();
+
+    let printed = repo.ok(&["resume", AUTHENTIC, "--home", fresh.to_str().unwrap()]);
+    assert!(
+        printed.contains(&format!("hermes chat --resume {AUTHENTIC}")),
+        "{printed}"
+    );
+    let db = db_of(&fresh);
+    assert_eq!(
+        count(
+            &db,
+            &format!("SELECT count(*) FROM messages WHERE session_id = '{AUTHENTIC}'")
+        ),
+        6
+    );
+    assert_eq!(
+        count(
+            &db,
+            &format!("SELECT message_count FROM sessions WHERE id = '{AUTHENTIC}'")
+        ),
+        6
+    );
+    let cwd: String = Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT cwd FROM sessions WHERE id = ?1", [AUTHENTIC], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(cwd, repo.root.to_str().unwrap());
+    // Full-text search rows came from Hermes' own triggers.
+    assert!(count(&db, "SELECT count(*) FROM messages_fts") >= 6);
+
+    // Again: already there, nothing written twice.
+    repo.ok(&["resume", AUTHENTIC, "--home", fresh.to_str().unwrap()]);
+    assert_eq!(count(&db, "SELECT count(*) FROM messages"), 6);
+
+    // Hermes continued it (a row and its counter, as Hermes does): never
+    // overwritten; --fork writes a new session.
+    let c = Connection::open(&db).unwrap();
+    c.execute(
+        "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?1, 'user', 'next', 1.0)",
+        [AUTHENTIC],
+    )
+    .unwrap();
+    c.execute(
+        "UPDATE sessions SET message_count = message_count + 1 WHERE id = ?1",
+        [AUTHENTIC],
+    )
+    .unwrap();
+    drop(c);
+    let err = repo.fails(&["resume", AUTHENTIC, "--home", fresh.to_str().unwrap()], 1);
+    assert!(
+        err.contains("already exists") && err.contains("--fork"),
+        "{err}"
+    );
+    assert_eq!(count(&db, "SELECT count(*) FROM messages"), 7);
+    let printed = repo.ok(&[
+        "resume",
+        AUTHENTIC,
+        "--fork",
+        "--home",
+        fresh.to_str().unwrap(),
+    ]);
+    let fork = printed.trim().rsplit(' ').next().unwrap().to_owned();
+    assert_ne!(fork, AUTHENTIC);
+    assert_eq!(
+        count(
+            &db,
+            &format!("SELECT count(*) FROM messages WHERE session_id = '{fork}'")
+        ),
+        6
+    );
+    // A backup was taken before the first write.
+    let backups = repo.root.join(".git/session/backups");
+    assert!(std::fs::read_dir(backups).unwrap().count() >= 1);
+}
+
+#[test]
+fn hermes_compression_chain_resumes_as_a_chain() {
+    let repo = Repo::new();
+    let home = repo.outside("hermes-home");
+    let db = place_sample(&home, &repo.root);
+    craft_chain(&db, &repo.root);
+    let out = import(&repo, &home);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("chain_s1"));
+    assert!(
+        !text(&out.stdout).contains("chain_s2"),
+        "{}",
+        text(&out.stdout)
+    );
+    let events = repo.events("chain_s1");
+    let cp: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "checkpoint")
+        .collect();
+    assert_eq!(cp.len(), 1);
+    assert_eq!(cp[0]["payload"]["session"], "chain_s2");
+    let shown = repo.ok(&["show", "chain_s1"]);
+    assert!(shown.contains("checkpoint"), "{shown}");
+
+    let fresh = repo.outside("fresh");
+    empty_hermes_db(&fresh);
+    repo.ok(&["resume", "chain_s1", "--home", fresh.to_str().unwrap()]);
+    let db = db_of(&fresh);
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM sessions WHERE id = 'chain_s2' AND parent_session_id = 'chain_s1'"
+        ),
+        1
+    );
+    assert_eq!(
+        count(
+            &db,
+            "SELECT count(*) FROM sessions WHERE id = 'chain_s1' AND end_reason = 'compression'"
+        ),
+        1
+    );
+}
+
+// ------------------------------------------------------------ real client
+
+/// Copies the sample database into two homes (the original moved to a
+/// scratch project, and a source recorded as run in the repo), captures
+/// from the source, resumes every session into a home Hermes initialised,
+/// and compares what Hermes sends for each with the original.
+#[test]
+fn every_hermes_sample_resumes_with_the_same_history() {
+    let repo = Repo::new();
+    let original = repo.outside("original-home");
+    let original_project = repo.outside("original-project");
+    std::fs::create_dir_all(&original_project).unwrap();
+    let odb = place_sample(&original, &original_project);
+    craft_chain(&odb, &original_project);
+    let source = repo.outside("source-home");
+    let sdb = place_sample(&source, &repo.root);
+    craft_chain(&sdb, &repo.root);
+    assert!(import(&repo, &source).status.success());
+
+    let fresh = repo.outside("fresh-home");
+    init_hermes_home(&fresh);
+    for id in SAMPLE_SESSIONS.iter().chain(&["chain_s1"]) {
+        let printed = repo.ok(&["resume", id, "--home", fresh.to_str().unwrap()]);
+        assert!(
+            printed.contains(&format!("hermes chat --resume {id}")),
+            "{printed}"
+        );
+    }
+    let roots = [original_project.as_path(), repo.root.as_path()];
+    for id in SAMPLE_SESSIONS.iter().chain(&["chain_s1"]) {
+        let want = resume_check("hermes", &original, id, &original_project);
+        let got = resume_check("hermes", &fresh, id, &repo.root);
+        assert_eq!(turns(&got, &roots), turns(&want, &roots), "session {id}");
+        assert!(!turns(&want, &roots).is_empty());
+    }
+    // The chain resumed at its tip, with the newer turns.
+    let tip = resume_check("hermes", &fresh, "chain_s1", &repo.root);
+    assert!(
+        turns(&tip, &roots)
+            .iter()
+            .any(|t| t.contains("file1 and file2")),
+        "{tip:#}"
+    );
+
+    // Listed by Hermes with its title and workspace.
+    let list = Command::new(prefix().join("bin/hermes"))
+        .args(["sessions", "list"])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &fresh)
+        .env("HERMES_HOME", fresh.join(".hermes"))
+        .env("TERM", "dumb")
+        .output()
+        .unwrap();
+    let listed = text(&list.stdout);
+    assert!(list.status.success(), "{}", text(&list.stderr));
+    assert!(listed.contains("Hand-crafted full"), "{listed}");
+    assert!(listed.contains("repo"), "{listed}");
+}
+
+#[test]
+fn hermes_fresh_session_survives_capture_and_resume() {
+    let repo = Repo::new();
+    let home = repo.outside("agent-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let out = Command::new("bash")
+        .arg(shared_oracle().join("hermes-roundtrip.sh"))
+        .arg(&home)
+        .arg(&repo.root)
+        .env("ORACLE_PREFIX", prefix())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "hermes roundtrip failed: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    let made: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let session = made["session_id"].as_str().unwrap().to_owned();
+    let captured = import(&repo, &home);
+    assert!(
+        text(&captured.stdout).contains(&session),
+        "{}",
+        text(&captured.stderr)
+    );
+    let fresh = repo.outside("fresh-home");
+    init_hermes_home(&fresh);
+    repo.ok(&["resume", &session, "--home", fresh.to_str().unwrap()]);
+    // Resuming again before the agent ran is a no-op.
+    repo.ok(&["resume", &session, "--home", fresh.to_str().unwrap()]);
+    let want = resume_check("hermes", &home, &session, &repo.root);
+    let got = resume_check("hermes", &fresh, &session, &repo.root);
+    let roots = [repo.root.as_path()];
+    let want = turns(&want, &roots);
+    assert_eq!(turns(&got, &roots), want);
+    assert!(
+        want.iter().any(|t| t.contains("echo hello > note.txt")),
+        "{want:?}"
+    );
+
+    // Hermes appended to the written session: never overwritten; --fork
+    // writes the history under a new id that resumes too.
+    let err = repo.fails(&["resume", &session, "--home", fresh.to_str().unwrap()], 1);
+    assert!(
+        err.contains("already exists") && err.contains("--fork"),
+        "{err}"
+    );
+    let printed = repo.ok(&[
+        "resume",
+        &session,
+        "--fork",
+        "--home",
+        fresh.to_str().unwrap(),
+    ]);
+    let fork = printed.trim().rsplit(' ').next().unwrap().to_owned();
+    assert_ne!(fork, session);
+    let forked = resume_check("hermes", &fresh, &fork, &repo.root);
+    assert_eq!(turns(&forked, &roots), want);
+    // The fork did not take over the original's resume.
+    let original = resume_check("hermes", &fresh, &session, &repo.root);
+    assert!(turns(&original, &roots).len() > want.len());
 }
