@@ -56,13 +56,17 @@
 //! without ids (the database assigns them). Rows that came from Hermes are
 //! written back as captured, with these changes: session ids become the
 //! requested native id (continuations keep theirs, or get `<id>-<n>` under a
-//! new id), `parent_session_id` follows, `cwd` (and `git_repo_root`, keeping
+//! new id), `parent_session_id` follows within the chain and is left out
+//! otherwise (it is a foreign key and the parent may not be in the target
+//! database; a branch keeps `_branched_from` in `model_config`, so it never
+//! takes over `--resume <parent>`), `cwd` (and `git_repo_root`, keeping
 //! the subdirectory) move to this machine's repository, `message_count` and
 //! `tool_call_count` are counted from the rows written (Hermes only counts
 //! rows it appends itself), and a session under a new id gets its title
 //! suffixed with the id (titles are unique). Every segment but the last ends
 //! with `end_reason = 'compression'`, so `hermes chat --resume <id>` walks to
-//! the tip as it does for the original.
+//! the tip as it does for the original. `system_prompt` is not captured
+//! (see [`SESSION_READ`]); Hermes writes its own when it resumes.
 //!
 //! Sessions from other agents become one session row (`source = 'cli'`,
 //! title from the header or the first prompt, the model of the last
