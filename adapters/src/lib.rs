@@ -35,6 +35,7 @@ pub use registry::{AgentSpec, TokenizerFamily, ToolKind, adapter, by_name};
 pub use source::{Position, Record, Records, Source};
 
 pub mod codex;
+pub mod hermes;
 
 /// Adapter-owned memory carried from one parse of a file to the next.
 ///
@@ -100,12 +101,17 @@ pub struct NativeSession {
 }
 
 /// Points from a child transcript to the session that spawned it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct NativeParent {
     /// The parent's native session id.
     pub native_id: String,
     /// The native id of the tool call that started the child, if known.
     pub spawned_by: Option<String>,
+    /// The child continues the parent's conversation rather than branching
+    /// off it (Hermes' compression split: the parent ended and the child
+    /// holds the rest): capture appends the child's events to the canonical
+    /// session the parent feeds, instead of making a session of its own.
+    pub continues: bool,
 }
 
 /// Describes one record that was kept as a warning instead of an event.

@@ -73,8 +73,13 @@ pub struct SchemaVersion {
     pub query: &'static str,
     /// The lowest version the adapter reads.
     pub min: i64,
-    /// The highest version the adapter reads.
+    /// The highest version the adapter knows.
     pub max: i64,
+    /// Whether a version above `max` is still read, with a warning, when
+    /// every table and column in [`Database::requires`] exists (the agent
+    /// only added to its schema); otherwise it is skipped like one below
+    /// `min`.
+    pub read_newer: bool,
 }
 
 /// Declares one table read from a [`Database`].
@@ -86,7 +91,8 @@ pub struct SchemaVersion {
 pub struct Table {
     /// The table name.
     pub name: &'static str,
-    /// The columns to select (all must exist, see [`Database::requires`]).
+    /// The columns to select. One the table lacks is left out of the
+    /// records; list the columns that must exist in [`Database::requires`].
     pub columns: &'static [&'static str],
     /// The column naming the native session a row belongs to (the primary
     /// key on the session table, e.g. `id`; `session_id` on messages).

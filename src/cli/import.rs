@@ -89,9 +89,9 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     for w in &report.warnings {
         status(format!(
             "warning: {}:{}: {}",
-            w.path.display(),
+            crate::cli::escape(&w.path.display().to_string()),
             w.line,
-            w.message
+            crate::cli::escape(&w.message)
         ));
     }
     for s in &report.sessions {

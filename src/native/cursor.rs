@@ -104,6 +104,13 @@ pub struct RowSession {
     /// this session (rows at or below it are never handed over again).
     #[serde(default)]
     pub seen: BTreeMap<String, i64>,
+    /// A digest of the rows of [`Incremental::Whole`] tables last handed to
+    /// the adapter (the session row): rows read again unchanged are not
+    /// parsed again, so an unchanged session costs no store access.
+    ///
+    /// [`Incremental::Whole`]: git_session_adapters::source::Incremental::Whole
+    #[serde(default)]
+    pub whole: Option<String>,
 }
 
 /// Holds the cursors of one agent.

@@ -65,6 +65,8 @@ pub struct Snapshot {
     pub sessions: Vec<(String, Vec<Row>)>,
     /// The tables' new high-water marks (rowid or column value).
     pub marks: BTreeMap<String, i64>,
+    /// What the reader noticed but read anyway (a newer schema version).
+    pub warnings: Vec<String>,
 }
 
 /// Returns the stamps of a database and its `-wal`: together they say
@@ -198,13 +200,17 @@ fn read_open(
     // A deferred transaction whose first SELECT takes the snapshot; every
     // later query of this read sees the same database state.
     conn.execute_batch("BEGIN").map_err(err)?;
-    check_schema(conn, db, decl)?;
-    let mut snapshot = Snapshot::default();
+    let (present, warning) = check_schema(conn, db, decl)?;
+    let mut snapshot = Snapshot {
+        warnings: warning.into_iter().collect(),
+        ..Snapshot::default()
+    };
     let mut order: Vec<String> = Vec::new();
     let mut by_session: BTreeMap<String, Vec<Row>> = BTreeMap::new();
     for (i, table) in decl.tables.iter().enumerate() {
         let mark = marks.get(table.name).copied();
-        let (sql, mark_value) = select(table, mark);
+        let cols = &present[i];
+        let (sql, mark_value) = select(table, cols, mark);
         let mut stmt = conn.prepare(&sql).map_err(err)?;
         let mut rows = match mark_value {
             Some(m) => stmt.query([m]),
@@ -214,7 +220,7 @@ fn read_open(
         let mut high = mark.unwrap_or(i64::MIN);
         let mut seen_keys = Vec::new();
         while let Some(r) = rows.next().map_err(err)? {
-            let (key, row, position) = row_json(r, table).map_err(err)?;
+            let (key, row, position) = row_json(r, table, cols).map_err(err)?;
             high = high.max(position);
             if skip(&key) {
                 continue;
@@ -246,7 +252,7 @@ fn read_open(
             if rows.iter().any(|r| r.table == session_table.name) {
                 continue;
             }
-            let head = session_rows(conn, session_table, &key).map_err(err)?;
+            let head = session_rows(conn, session_table, &present[0], &key).map_err(err)?;
             let rows = by_session.get_mut(&key).expect("ordered keys have rows");
             rows.splice(0..0, head);
         }
@@ -264,7 +270,7 @@ fn read_open(
 }
 
 /// Returns the query for a table's new rows and the cursor value it takes.
-fn select(table: &Table, mark: Option<i64>) -> (String, Option<i64>) {
+fn select(table: &Table, columns: &[&str], mark: Option<i64>) -> (String, Option<i64>) {
     let mut cols = String::from("rowid");
     if let Incremental::Column(c) = table.incremental {
         cols.push_str(", ");
@@ -272,7 +278,7 @@ fn select(table: &Table, mark: Option<i64>) -> (String, Option<i64>) {
     } else {
         cols.push_str(", rowid");
     }
-    for c in table.columns {
+    for c in columns {
         cols.push_str(", ");
         cols.push_str(&quote_ident(c));
     }
@@ -297,8 +303,13 @@ fn select(table: &Table, mark: Option<i64>) -> (String, Option<i64>) {
 }
 
 /// Returns every row of the session table for `key`.
-fn session_rows(conn: &Connection, table: &Table, key: &str) -> rusqlite::Result<Vec<Row>> {
-    let (sql, _) = select(table, None);
+fn session_rows(
+    conn: &Connection,
+    table: &Table,
+    columns: &[&str],
+    key: &str,
+) -> rusqlite::Result<Vec<Row>> {
+    let (sql, _) = select(table, columns, None);
     let sql = sql.replace(
         " ORDER BY rowid",
         &format!(
@@ -310,26 +321,30 @@ fn session_rows(conn: &Connection, table: &Table, key: &str) -> rusqlite::Result
     let mut rows = stmt.query([key])?;
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {
-        out.push(row_json(r, table)?.1);
+        out.push(row_json(r, table, columns)?.1);
     }
     Ok(out)
 }
 
 /// Turns a selected row (rowid, position, columns..., session) into the
 /// session key, the record, and its cursor position.
-fn row_json(r: &rusqlite::Row<'_>, table: &Table) -> rusqlite::Result<(String, Row, i64)> {
+fn row_json(
+    r: &rusqlite::Row<'_>,
+    table: &Table,
+    columns: &[&str],
+) -> rusqlite::Result<(String, Row, i64)> {
     let rowid: i64 = r.get(0)?;
     let position: i64 = match r.get_ref(1)? {
         ValueRef::Integer(i) => i,
         ValueRef::Real(f) => f as i64,
         _ => rowid,
     };
-    let mut obj = serde_json::Map::with_capacity(table.columns.len() + 1);
-    for (i, c) in table.columns.iter().enumerate() {
+    let mut obj = serde_json::Map::with_capacity(columns.len() + 1);
+    for (i, c) in columns.iter().enumerate() {
         obj.insert((*c).to_owned(), value_json(r.get_ref(2 + i)?));
     }
     obj.insert("$rowid".into(), rowid.into());
-    let key = match r.get_ref(2 + table.columns.len())? {
+    let key = match r.get_ref(2 + columns.len())? {
         ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
         ValueRef::Integer(i) => i.to_string(),
         ValueRef::Real(f) => f.to_string(),
@@ -362,8 +377,14 @@ fn value_json(v: ValueRef<'_>) -> serde_json::Value {
     }
 }
 
-/// Checks the declared tables, columns and schema version.
-fn check_schema(conn: &Connection, db: &Path, decl: &Database) -> Result<(), ReadError> {
+/// Checks the declared tables, required columns and schema version;
+/// returns, per declared table, the columns of [`Table::columns`] it has,
+/// and a warning for a newer version that is read anyway.
+fn check_schema(
+    conn: &Connection,
+    db: &Path,
+    decl: &Database,
+) -> Result<(Vec<Vec<&'static str>>, Option<String>), ReadError> {
     let err = |e: rusqlite::Error| ReadError::from_sqlite(db, e);
     let unknown = |what: String| {
         ReadError::Other(NativeError::Source {
@@ -371,20 +392,7 @@ fn check_schema(conn: &Connection, db: &Path, decl: &Database) -> Result<(), Rea
             message: format!("unknown schema ({what}); skipped, nothing read from it"),
         })
     };
-    let mut needs: Vec<(&str, Vec<&str>)> = decl
-        .requires
-        .iter()
-        .map(|(t, cols)| (*t, cols.to_vec()))
-        .collect();
-    for t in decl.tables {
-        let mut cols = t.columns.to_vec();
-        cols.push(t.session);
-        if let Incremental::Column(c) = t.incremental {
-            cols.push(c);
-        }
-        needs.push((t.name, cols));
-    }
-    for (table, cols) in needs {
+    let columns_of = |table: &str| -> Result<Vec<String>, ReadError> {
         let mut stmt = conn
             .prepare("SELECT name FROM pragma_table_info(?1)")
             .map_err(err)?;
@@ -393,6 +401,22 @@ fn check_schema(conn: &Connection, db: &Path, decl: &Database) -> Result<(), Rea
             .map_err(err)?
             .collect::<Result<_, _>>()
             .map_err(err)?;
+        Ok(have)
+    };
+    let mut needs: Vec<(&str, Vec<&str>)> = decl
+        .requires
+        .iter()
+        .map(|(t, cols)| (*t, cols.to_vec()))
+        .collect();
+    for t in decl.tables {
+        let mut cols = vec![t.session];
+        if let Incremental::Column(c) = t.incremental {
+            cols.push(c);
+        }
+        needs.push((t.name, cols));
+    }
+    for (table, cols) in needs {
+        let have = columns_of(table)?;
         if have.is_empty() {
             return Err(unknown(format!("no table {table}")));
         }
@@ -400,6 +424,18 @@ fn check_schema(conn: &Connection, db: &Path, decl: &Database) -> Result<(), Rea
             return Err(unknown(format!("table {table} has no column {missing}")));
         }
     }
+    let mut present = Vec::with_capacity(decl.tables.len());
+    for t in decl.tables {
+        let have = columns_of(t.name)?;
+        present.push(
+            t.columns
+                .iter()
+                .copied()
+                .filter(|c| have.iter().any(|h| h == c))
+                .collect(),
+        );
+    }
+    let mut warning = None;
     if let Some(v) = &decl.version {
         let version: i64 =
             conn.query_row(v.query, [], |r| r.get(0))
@@ -407,14 +443,19 @@ fn check_schema(conn: &Connection, db: &Path, decl: &Database) -> Result<(), Rea
                     ReadError::Other(_) => unknown(format!("`{}` failed", v.query)),
                     busy => busy,
                 })?;
-        if version < v.min || version > v.max {
+        if version > v.max && v.read_newer {
+            warning = Some(format!(
+                "schema version {version} is newer than {} (the newest this build knows); read because every column it needs is there",
+                v.max
+            ));
+        } else if version < v.min || version > v.max {
             return Err(unknown(format!(
                 "version {version}, this build reads {}..={}",
                 v.min, v.max
             )));
         }
     }
-    Ok(())
+    Ok((present, warning))
 }
 
 /// Says why a read failed: busy (retried) or anything else.
@@ -479,4 +520,28 @@ fn source_error(db: &Path, e: &rusqlite::Error) -> NativeError {
 /// Quotes an SQL identifier.
 pub fn quote_ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Checks that `db` holds the schema `decl` reads (tables, required
+/// columns, version), without writing: write-back inserts rows only into a
+/// database the agent itself created and migrated. Returns a warning for a
+/// newer version that is accepted ([`SchemaVersion::read_newer`]).
+///
+/// [`SchemaVersion::read_newer`]: git_session_adapters::source::SchemaVersion::read_newer
+pub fn check_target(db: &Path, decl: &Database, options: &Options) -> NativeResult<Option<String>> {
+    let deadline = Instant::now() + options.wait;
+    loop {
+        let result = (|| -> Result<Option<String>, ReadError> {
+            let (conn, _) = open(db, options)?;
+            let (_, warning) = check_schema(&conn, db, decl)?;
+            Ok(warning)
+        })();
+        match result {
+            Ok(w) => return Ok(w),
+            Err(Busy(_)) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(e.into_native()),
+        }
+    }
 }

@@ -186,6 +186,58 @@ pub(crate) struct Written {
     pub skipped_rows: Vec<String>,
 }
 
+/// Checks every existing database the change set writes rows into against
+/// the schema the adapter declares for it ([`Source::Sqlite`]); returns the
+/// warnings of accepted newer versions.
+///
+/// [`Source::Sqlite`]: git_session_adapters::Source::Sqlite
+fn check_target_schemas(target: &NativeTarget<'_>, changes: &ChangeSet) -> OpResult<Vec<String>> {
+    let mut warnings = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for row in &changes.rows {
+        if !seen.insert(row.database.clone()) {
+            continue;
+        }
+        let db = target.root.join(&row.database);
+        if !db.is_file() {
+            continue; // apply_rows says what to do about a missing one
+        }
+        let rel = row.database.to_string_lossy().replace('\\', "/");
+        let decls = target
+            .adapter
+            .spec()
+            .sources
+            .iter()
+            .filter_map(|s| match s {
+                git_session_adapters::Source::Sqlite(d) => Some(*d),
+                _ => None,
+            });
+        for decl in decls.filter(|d| {
+            d.files
+                .iter()
+                .any(|g| git_session_adapters::source::glob_match(g, &rel))
+        }) {
+            match crate::native::sqlite::check_target(&db, decl, &Default::default()) {
+                Ok(w) => warnings.extend(w.map(|w| format!("{}: {w}", db.display()))),
+                Err(e) => {
+                    let reason = e.to_string().replace("; skipped, nothing read from it", "");
+                    return Err(OpError::Conflict {
+                        message: format!(
+                            "not writing into {}: {reason}",
+                            target.adapter.spec().display
+                        ),
+                        hint: Some(format!(
+                            "run {} once with this home so it creates and migrates its own database, then resume again",
+                            target.adapter.spec().display
+                        )),
+                    });
+                }
+            }
+        }
+    }
+    Ok(warnings)
+}
+
 /// Renders `events` through the adapter into temporary files, refuses if a
 /// different native session is in the way, then moves the files into place
 /// and applies the index lines and database rows.
@@ -246,6 +298,9 @@ pub(crate) fn write_native(
             hint: None,
         });
     }
+    // Rows go only into a database the agent itself created, with the
+    // schema its adapter reads; never one we would have to guess about.
+    let schema_warnings = check_target_schemas(target, &changes)?;
     // A database holding a different session under the same key refuses
     // the write-back before any file moves.
     apply::check_rows(target.root, &changes).map_err(|e| native_exists(e, target.native_id))?;
@@ -273,6 +328,7 @@ pub(crate) fn write_native(
         unchanged = files_present && rows.inserted == 0;
         skipped_rows = rows.skipped;
     }
+    skipped_rows.extend(schema_warnings);
     Ok(Written {
         changes,
         written,

@@ -9,6 +9,7 @@ mod concurrency;
 mod conformance;
 mod fork;
 mod handoff;
+mod hermes;
 mod hooks;
 mod import_export;
 mod layout;

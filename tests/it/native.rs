@@ -30,6 +30,7 @@ static DB: Database = Database {
         query: "SELECT version FROM schema_version",
         min: 1,
         max: 2,
+        read_newer: false,
     }),
     tables: &[
         Table {

@@ -48,6 +48,7 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
             parent: p.state.facts.parent.clone().map(|native_id| NativeParent {
                 native_id,
                 spawned_by: None,
+                continues: false,
             }),
         },
         events: p.events,

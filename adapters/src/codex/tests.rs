@@ -347,7 +347,8 @@ fn parse_links_a_fork_to_its_parent() {
         parsed.session.parent,
         Some(NativeParent {
             native_id: "01a22641-1298-70e1-90e6-4b6faeb436bb".into(),
-            spawned_by: None
+            spawned_by: None,
+            continues: false,
         })
     );
 }

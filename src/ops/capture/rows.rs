@@ -6,7 +6,16 @@
 //! this repository is created, a known one appended to, another project's
 //! remembered and skipped from then on. Per session, the cursor keeps the
 //! highest rowid of each append-only table handed to the adapter, so rows
-//! read again after a failed capture are not appended twice.
+//! read again after a failed capture are not appended twice, and a digest
+//! of its whole-read rows (the session row), so a session whose row came
+//! again unchanged costs nothing more.
+//!
+//! A new native session that continues another one (the adapter says so
+//! with [`git_session_adapters::NativeParent::continues`], e.g. Hermes'
+//! compression split) is appended to the canonical session its parent
+//! feeds; sessions arrive in the session table's row order, so the parent
+//! is known first. A parent this capture does not know leaves the child a
+//! session of its own, with a warning.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -80,10 +89,17 @@ impl DbJob<'_> {
                 return Ok(());
             }
         };
+        for w in &snapshot.warnings {
+            self.report.warnings.push(CaptureWarning {
+                path: self.abs.to_owned(),
+                line: 0,
+                message: w.clone(),
+            });
+        }
         let mut failed = false;
         for (key, rows) in snapshot.sessions {
             let entry = cursor.sessions.get(&key).cloned();
-            match self.session(&key, rows, entry) {
+            match self.session(&key, rows, entry, &cursor.sessions) {
                 Ok(Some(next)) => {
                     cursor.sessions.insert(key, next);
                 }
@@ -115,6 +131,7 @@ impl DbJob<'_> {
         key: &str,
         rows: Vec<Row>,
         entry: Option<RowSession>,
+        known: &BTreeMap<String, RowSession>,
     ) -> OpResult<Option<RowSession>> {
         let state_key = format!("{}#{key}", self.rel);
         let rows = match &entry {
@@ -122,6 +139,17 @@ impl DbJob<'_> {
             None => rows,
         };
         if rows.is_empty() {
+            return Ok(None);
+        }
+        let whole = whole_digest(self.decl, &rows);
+        if let Some(e) = &entry
+            && e.session.is_some()
+            && whole.is_some()
+            && e.whole == whole
+            && rows.iter().all(|r| is_whole(self.decl, r.table))
+        {
+            // Only the session row came again, as it was: nothing to parse.
+            self.report.unchanged += 1;
             return Ok(None);
         }
         let seen = seen_marks(self.decl, &rows, entry.as_ref().map(|e| &e.seen));
@@ -145,7 +173,23 @@ impl DbJob<'_> {
                         session: None,
                         events: 0,
                         seen,
+                        whole: None,
                     }));
+                }
+                if let Some(parent) = probe.session.parent.as_ref().filter(|p| p.continues) {
+                    match known.get(&parent.native_id).and_then(|p| p.session.clone()) {
+                        Some(target) => {
+                            return self.continuation(key, rows, &session_id(&target)?, seen, whole);
+                        }
+                        None => self.report.warnings.push(CaptureWarning {
+                            path: self.abs.to_owned(),
+                            line: 0,
+                            message: format!(
+                                "session {key} continues {}, which is not a captured session of this repository; captured as a session of its own",
+                                parent.native_id
+                            ),
+                        }),
+                    }
                 }
                 let native = probe
                     .session
@@ -173,7 +217,7 @@ impl DbJob<'_> {
                         },
                     )?;
                     let parsed = parsed.expect("the producer ran");
-                    return self.finish(&id, true, &state_key, parsed, outcome, seen);
+                    return self.finish(&id, true, &state_key, parsed, outcome, (seen, whole));
                 }
                 (id, stored)
             }
@@ -226,10 +270,64 @@ impl DbJob<'_> {
                         Ok::<_, OpError>(())
                     })?;
             let parsed = parsed.take().expect("the producer ran");
-            return self.finish(&id, false, &state_key, parsed, outcome, seen_all);
+            let whole_all = whole_digest(self.decl, &all);
+            return self.finish(
+                &id,
+                false,
+                &state_key,
+                parsed,
+                outcome,
+                (seen_all, whole_all),
+            );
         };
         let parsed = parsed.expect("the producer ran");
-        self.finish(&id, false, &state_key, parsed, outcome, seen)
+        self.finish(&id, false, &state_key, parsed, outcome, (seen, whole))
+    }
+
+    /// Appends a new native session that continues another one (see
+    /// [`git_session_adapters::NativeParent::continues`]) to the canonical
+    /// session its parent feeds, after what is stored.
+    fn continuation(
+        &mut self,
+        key: &str,
+        rows: Vec<Row>,
+        id: &SessionId,
+        seen: BTreeMap<String, i64>,
+        whole: Option<String>,
+    ) -> OpResult<Option<RowSession>> {
+        let state_key = format!("{}#{key}", self.rel);
+        let info = super::commit_info(self.store, self.clock);
+        if self.store.tip(id)?.is_none() {
+            return Err(OpError::Conflict {
+                message: format!("session {key} continues {id}, which is gone from the store"),
+                hint: Some("delete .git/session/capture to capture it again".into()),
+            });
+        }
+        // Rows of the continuation may already be stored (a cursor lost
+        // after an earlier capture): origins tell them apart.
+        let keys = stored_keys(self.store, id)?;
+        let mut parsed = None;
+        let outcome = self.store.append(
+            id,
+            SeqMode::Exact,
+            &info,
+            |sink: &mut BatchSink<'_>| {
+                let p = self.parse(key, &rows, sink.next_seq(), None);
+                if p.events.iter().any(|e| keys.contains(&dedup_key(e))) {
+                    return Err(OpError::Conflict {
+                        message: format!(
+                            "session {key} is already partly stored in {id}; its cursor was lost"
+                        ),
+                        hint: Some("delete .git/session/capture and capture again".into()),
+                    });
+                }
+                push(sink, &p, None, self.redactor())?;
+                parsed = Some(p);
+                Ok::<_, OpError>(())
+            },
+        )?;
+        let parsed = parsed.expect("the producer ran");
+        self.finish(id, false, &state_key, parsed, outcome, (seen, whole))
     }
 
     fn redactor(&self) -> Option<&crate::redact::Redactor> {
@@ -261,7 +359,7 @@ impl DbJob<'_> {
         state_key: &str,
         parsed: Parsed,
         outcome: crate::store::AppendOutcome,
-        seen: BTreeMap<String, i64>,
+        (seen, whole): (BTreeMap<String, i64>, Option<String>),
     ) -> OpResult<Option<RowSession>> {
         for w in &parsed.warnings {
             self.report.warnings.push(CaptureWarning {
@@ -289,6 +387,7 @@ impl DbJob<'_> {
             session: Some(id.to_string()),
             events: outcome.events,
             seen,
+            whole,
         }))
     }
 }
@@ -328,6 +427,28 @@ fn fresh_rows(decl: &Database, rows: Vec<Row>, seen: &BTreeMap<String, i64>) -> 
             !append_only || seen.get(r.table).is_none_or(|&m| r.rowid > m)
         })
         .collect()
+}
+
+/// Says whether `table` is read whole each time ([`Incremental::Whole`]).
+fn is_whole(decl: &Database, table: &str) -> bool {
+    decl.tables
+        .iter()
+        .any(|t| t.name == table && t.incremental == Incremental::Whole)
+}
+
+/// Returns a digest of the rows of whole-read tables among `rows`, if any.
+fn whole_digest(decl: &Database, rows: &[Row]) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    let mut any = false;
+    for r in rows.iter().filter(|r| is_whole(decl, r.table)) {
+        any = true;
+        h.update(r.table.as_bytes());
+        h.update([0]);
+        h.update(&r.json);
+        h.update([0]);
+    }
+    any.then(|| format!("{:x}", h.finalize()))
 }
 
 /// Returns the highest rowid per append-only table among `rows` and `prev`.
