@@ -410,6 +410,23 @@ pub trait Adapter: Sync {
     /// Maps native records to canonical events.
     fn parse(&self, input: ParseInput<'_>) -> Parsed;
 
+    /// Rewrites a native record the way a same-agent render under
+    /// `native_id` writes it back: the documented remaps of L2 fidelity.
+    /// The conformance suite compares rendered records with native ones
+    /// after this; an adapter whose render reproduces records exactly
+    /// keeps the default, which changes nothing.
+    fn l2_remap(&self, record: &mut Value, native_id: &str) {
+        let _ = (record, native_id);
+    }
+
+    /// Clears, on a parsed event, what legitimately differs between a
+    /// parse of the native session and a parse of its same-agent render
+    /// (L0 round trip), on both sides before they are compared. Default:
+    /// nothing differs.
+    fn l0_remap(&self, event: &mut Event) {
+        let _ = event;
+    }
+
     /// Renders a canonical session as native files, streaming: events are
     /// consumed once, in seq order, and files go to `out` as they are made.
     fn render_to(

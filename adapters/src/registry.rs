@@ -38,7 +38,8 @@ pub struct AgentSpec {
     /// The native tool names by kind. The first name of a kind is the one a
     /// render uses when it maps a foreign call of that kind.
     pub tools: &'static [(ToolKind, &'static str)],
-    /// Which tokenizer budgets context for this agent.
+    /// Which tokenizer budgets context for this agent (`compile --for`,
+    /// `handoff --to` count with it).
     pub tokenizer: TokenizerFamily,
     /// The command that resumes a native session, `{id}` standing for the
     /// native session id (e.g. `claude --resume {id}`).

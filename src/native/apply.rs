@@ -741,11 +741,17 @@ fn proc_holder(db: &Path) -> Option<u32> {
     let db = db.canonicalize().ok()?;
     let wal = super::sqlite::sidecar(&db, "-wal");
     let me = std::process::id();
+    // git-session itself is not the agent: a child between fork and exec
+    // shows our descriptors for a moment, and another git-session only
+    // reads the database.
+    let own_exe = std::fs::read_link("/proc/self/exe").ok();
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        if pid == me {
+        if pid == me
+            || (own_exe.is_some() && std::fs::read_link(entry.path().join("exe")).ok() == own_exe)
+        {
             continue;
         }
         let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {

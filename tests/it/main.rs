@@ -6,6 +6,7 @@ mod support;
 mod capture;
 mod cli;
 mod concurrency;
+mod conformance;
 mod fork;
 mod handoff;
 mod hermes;
