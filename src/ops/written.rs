@@ -19,7 +19,7 @@ use git_session_schema::{Agent, SessionId};
 use serde::{Deserialize, Serialize};
 
 use super::OpResult;
-use super::cursor::{tail_hash, write_atomic};
+use crate::native::cursor::{tail_hash, write_atomic};
 
 /// How a native session came to be written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,8 +113,8 @@ pub struct Record<'a> {
     pub by: WrittenBy,
 }
 
-/// Records the native session files just written (those the adapter would
-/// capture), replacing older entries for the same paths.
+/// Records the native session files just written (the file sources the
+/// adapter would capture), replacing older entries for the same paths.
 pub fn record(
     state_dir: &Path,
     adapter: &dyn git_session_adapters::Adapter,
@@ -132,7 +132,15 @@ pub fn record(
         let Ok(rel) = file.strip_prefix(what.root) else {
             continue;
         };
-        if !adapter.is_session_file(rel) {
+        // File sources only (JSONL, zstd-framed): capture reads those per
+        // file; a database's sessions are known by their rows.
+        if !matches!(
+            crate::native::source_for(adapter, rel),
+            Some(
+                git_session_adapters::Source::Jsonl { .. }
+                    | git_session_adapters::Source::ZstdJsonl { .. }
+            )
+        ) {
             continue;
         }
         let size = std::fs::metadata(file)

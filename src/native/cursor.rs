@@ -1,12 +1,23 @@
-//! Capture cursors: how far each native file has been read, kept as local,
-//! rebuildable state under `<git common dir>/session/capture/<agent>/`.
+//! Capture cursors: how far each native source has been read, kept as
+//! local, rebuildable state under `<git common dir>/session/capture/<agent>/`.
 //!
-//! `index.json` holds one small entry per native file (so an unchanged
-//! store costs one `stat` per file); each captured file's adapter state and
-//! [`SeqMap`] live in its own file under `state/`, read only when the file
-//! grew.
-//! Losing any of it is safe: capture falls back to re-reading the file and
-//! reconciling by native ids, so nothing is appended twice.
+//! Three kinds, one per source kind:
+//!
+//! * a JSONL file: byte offset after the last complete line ([`FileCursor`]
+//!   with `frames == 0`);
+//! * a zstd-framed file: byte offset of the next frame and the number of
+//!   frames read ([`FileCursor::frames`]);
+//! * a SQLite database: per table, the highest row id (or incremental
+//!   column value) read, and per native session the canonical session it
+//!   feeds ([`DbCursor`]).
+//!
+//! `index.json` holds one small entry per source (so an unchanged store
+//! costs one `stat` per file, two for a database and its WAL); the
+//! adapter's parse state (for a file, with its [`SeqMap`]) lives in its own
+//! file under `state/`, one per file or per (database, session), read only
+//! when there is something new.
+//! Losing any of it is safe: capture falls back to re-reading the source
+//! and reconciling by native ids, so nothing is appended twice.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -16,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::{OpError, OpResult};
+use super::{NativeError, NativeResult};
 
 /// Bytes before the cursor that are hashed to notice a rewritten file.
 pub const TAIL_BYTES: u64 = 4096;
@@ -28,10 +39,14 @@ pub struct FileCursor {
     pub size: u64,
     /// Modification time when last looked at, nanoseconds since the epoch.
     pub mtime_ns: i128,
-    /// Bytes consumed: everything up to the last complete line.
+    /// Bytes consumed: everything up to the last complete line (JSONL), or
+    /// up to the last complete frame (zstd-framed).
     pub offset: u64,
-    /// Lines consumed.
+    /// Lines consumed (decoded lines, for a framed file).
     pub lines: u64,
+    /// Frames consumed; 0 for a JSONL file.
+    #[serde(default)]
+    pub frames: u64,
     /// SHA-256 (hex) of up to [`TAIL_BYTES`] bytes before `offset`.
     pub tail: String,
     /// The canonical session it feeds; `None` for a file of another project.
@@ -40,19 +55,84 @@ pub struct FileCursor {
     pub events: u64,
 }
 
+/// Says whether a file changed since it was last looked at, cheaply.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i128,
+}
+
+impl Stamp {
+    /// Stats `path`; a missing file has the zero stamp.
+    pub fn of(path: &Path) -> Stamp {
+        match std::fs::metadata(path) {
+            Ok(meta) => Stamp {
+                size: meta.len(),
+                mtime_ns: meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos() as i128),
+            },
+            Err(_) => Stamp::default(),
+        }
+    }
+}
+
+/// Records what is known about one SQLite database.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DbCursor {
+    /// The database file when last read.
+    pub db: Stamp,
+    /// Its `-wal` file when last read (zero when there was none).
+    pub wal: Stamp,
+    /// Per table, the highest `rowid` (or incremental column value) read.
+    pub tables: BTreeMap<String, i64>,
+    /// Per native session key, what it feeds.
+    pub sessions: BTreeMap<String, RowSession>,
+}
+
+/// Records one native session of a database.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RowSession {
+    /// The canonical session it feeds; `None` for another project's session.
+    pub session: Option<String>,
+    /// The session's event count right after this session's last batch.
+    pub events: u64,
+    /// Per append-only table, the highest rowid handed to the adapter for
+    /// this session (rows at or below it are never handed over again).
+    #[serde(default)]
+    pub seen: BTreeMap<String, i64>,
+    /// A digest of the rows of [`Incremental::Whole`] tables last handed to
+    /// the adapter (the session row): rows read again unchanged are not
+    /// parsed again, so an unchanged session costs no store access.
+    ///
+    /// [`Incremental::Whole`]: git_session_adapters::source::Incremental::Whole
+    #[serde(default)]
+    pub whole: Option<String>,
+}
+
 /// Holds the cursors of one agent.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct CursorIndex {
     /// Cursor format; other values are discarded (state is rebuildable).
     pub version: u32,
-    /// Cursors by the native file's absolute path.
+    /// File cursors by the native file's absolute path, so files under the
+    /// same relative path in two agent homes (`--home`) are never taken for
+    /// one another.
     pub files: BTreeMap<String, FileCursor>,
+    /// Database cursors by path relative to the agent's store root.
+    #[serde(default)]
+    pub databases: BTreeMap<String, DbCursor>,
     #[serde(skip)]
     dir: PathBuf,
 }
 
-/// Version 2: keys are absolute paths; parses number a file's events from
-/// 0 in file order and the state carries a [`SeqMap`] to the stored seqs.
+/// Version 2: file keys are absolute paths; parses number a file's events
+/// from 0 in file order and a file's state carries a [`SeqMap`] to the
+/// stored seqs.
 const VERSION: u32 = 2;
 
 /// Maps the seqs a native file's parse gives its events (from 0, in file
@@ -132,21 +212,22 @@ impl CursorIndex {
     }
 
     /// Writes the index atomically.
-    pub fn save(&self) -> OpResult<()> {
+    pub fn save(&self) -> NativeResult<()> {
         write_atomic(
             &self.dir.join("index.json"),
             &serde_json::to_vec(self).expect("cursors serialize"),
         )
     }
 
-    /// Returns the saved state of a file, if any.
-    pub fn load_state(&self, rel: &str) -> Option<FileState> {
+    /// Returns the saved state of a file ([`FileState`]) or of
+    /// `<db>#<session>` for a database session (the adapter's state), if any.
+    pub fn load_state<T: serde::de::DeserializeOwned>(&self, rel: &str) -> Option<T> {
         let bytes = std::fs::read(self.state_path(rel)).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
-    /// Saves the state of a file atomically.
-    pub fn save_state(&self, rel: &str, state: &FileState) -> OpResult<()> {
+    /// Saves the state of a file or database session atomically.
+    pub fn save_state<T: Serialize>(&self, rel: &str, state: &T) -> NativeResult<()> {
         write_atomic(
             &self.state_path(rel),
             &serde_json::to_vec(state).expect("state serializes"),
@@ -161,13 +242,13 @@ impl CursorIndex {
 }
 
 /// Returns the hex SHA-256 of up to [`TAIL_BYTES`] bytes of `path` before `offset`.
-pub fn tail_hash(path: &Path, offset: u64) -> OpResult<String> {
+pub fn tail_hash(path: &Path, offset: u64) -> NativeResult<String> {
     let start = offset.saturating_sub(TAIL_BYTES);
-    let mut file = std::fs::File::open(path).map_err(OpError::io(path))?;
+    let mut file = std::fs::File::open(path).map_err(NativeError::io(path))?;
     file.seek(SeekFrom::Start(start))
-        .map_err(OpError::io(path))?;
+        .map_err(NativeError::io(path))?;
     let mut buf = vec![0; (offset - start) as usize];
-    file.read_exact(&mut buf).map_err(OpError::io(path))?;
+    file.read_exact(&mut buf).map_err(NativeError::io(path))?;
     Ok(Sha256::digest(&buf)
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -175,12 +256,12 @@ pub fn tail_hash(path: &Path, offset: u64) -> OpResult<String> {
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> OpResult<()> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> NativeResult<()> {
     let dir = path.parent().expect("state files live in a directory");
-    std::fs::create_dir_all(dir).map_err(OpError::io(dir))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(OpError::io(dir))?;
-    std::io::Write::write_all(&mut tmp, bytes).map_err(OpError::io(path))?;
-    tmp.persist(path).map_err(|e| OpError::Io {
+    std::fs::create_dir_all(dir).map_err(NativeError::io(dir))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(NativeError::io(dir))?;
+    std::io::Write::write_all(&mut tmp, bytes).map_err(NativeError::io(path))?;
+    tmp.persist(path).map_err(|e| NativeError::Io {
         path: path.to_owned(),
         source: e.error,
     })?;

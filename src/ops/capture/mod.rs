@@ -3,7 +3,7 @@
 //! agent's adapter, and append them, one batch commit per changed session.
 //!
 //! Agent stores are only ever read. Each native file has a cursor (see
-//! [`super::cursor`]): an unchanged file costs one `stat`; a grown file is
+//! [`crate::native::cursor`]): an unchanged file costs one `stat`; a grown file is
 //! read from its cursor, complete lines only (a line the agent is still
 //! writing waits for the next capture); a rewritten or truncated file, or
 //! one whose cursor was lost, is re-read whole and reconciled by native ids
@@ -18,29 +18,27 @@
 //! it, or the handoff's child.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use git_session_adapters::{Adapter, NativeSession, ParseInput, Warning};
+use git_session_adapters::{Adapter, NativeSession, ParseInput, Records, Source, Warning};
 use git_session_schema::{Agent, Event, SessionHeader, SessionId, SpawnedBy};
 use gix::ObjectId;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+mod rows;
+
 use super::canonical::commit_info;
-use super::cursor::{CursorIndex, FileCursor, FileState, SeqMap, tail_hash};
 use super::written::{Written, WrittenBy, WrittenFile};
 use super::{OpError, OpResult};
 use crate::clock::Clock;
+use crate::native::cursor::{CursorIndex, FileCursor, FileState, SeqMap, tail_hash};
+use crate::native::jsonl::{JsonlReader, ReadPosition, RecordReader};
+use crate::native::zstd::FramedReader;
 use crate::store::{BatchSink, SeqMode, Store, StoreError};
 
 /// How much of a new file is read to learn which project it belongs to.
 const PEEK_BYTES: u64 = 1 << 20;
-/// Native bytes handed to the adapter per parse call (whole lines).
-const BLOCK_BYTES: usize = 1 << 20;
-/// How deep under an agent's store root session files are looked for.
-const MAX_DEPTH: usize = 8;
 
 /// Says what to capture.
 pub struct CaptureRequest<'a> {
@@ -48,11 +46,13 @@ pub struct CaptureRequest<'a> {
     pub agents: Vec<Agent>,
     /// The user's home directory (agent stores default to it).
     pub home: PathBuf,
-    /// Looks up an environment variable (e.g. `CLAUDE_CONFIG_DIR`).
+    /// Looks up an environment variable (an agent's store override).
     pub env: &'a dyn Fn(&str) -> Option<String>,
     /// Whether secrets are redacted before anything is stored (the default;
     /// `git config session.redact false` turns it off).
     pub redact: bool,
+    /// How patient database reads are.
+    pub sqlite: crate::native::sqlite::Options,
 }
 
 /// Reports one session that received events.
@@ -88,7 +88,7 @@ pub struct SkippedFile {
 pub struct CaptureWarning {
     /// The native file.
     pub path: PathBuf,
-    /// One-based line number.
+    /// One-based line number (for a database row: its rowid).
     pub line: u64,
     /// What the adapter said.
     pub message: String,
@@ -103,6 +103,11 @@ pub struct CaptureReport {
     pub unchanged: usize,
     /// Files that failed; the others were still captured.
     pub skipped: Vec<SkippedFile>,
+    /// Sources skipped with a warning because they cannot be read now or
+    /// by this build (a database locked past the wait, corrupt, or of an
+    /// unknown schema; a corrupt frame): nothing of them was captured, the
+    /// others were, and capture still succeeds.
+    pub skipped_sources: Vec<SkippedFile>,
     /// Records kept out of the log with a reason.
     pub warnings: Vec<CaptureWarning>,
     /// Agent stores that do not exist here (nothing to capture from them).
@@ -115,19 +120,28 @@ pub fn capture(
     clock: &Clock,
     request: &CaptureRequest<'_>,
 ) -> OpResult<CaptureReport> {
-    let agents: Vec<Agent> = if request.agents.is_empty() {
-        Agent::KNOWN.to_vec()
-    } else {
-        request.agents.clone()
-    };
+    let adapters: Vec<&dyn Adapter> = git_session_adapters::registry::ADAPTERS
+        .iter()
+        .copied()
+        .filter(|a| request.agents.is_empty() || request.agents.contains(&a.agent()))
+        .collect();
+    capture_with(store, clock, request, &adapters)
+}
+
+/// Captures with the given adapters (the registry's, or test adapters);
+/// `request.agents` is not consulted.
+pub fn capture_with(
+    store: &Store,
+    clock: &Clock,
+    request: &CaptureRequest<'_>,
+    adapters: &[&dyn Adapter],
+) -> OpResult<CaptureReport> {
     let worktrees = store.worktree_paths();
     let mut report = CaptureReport::default();
     // Compiled only when some file has new records to read.
     let redactor = std::sync::OnceLock::new();
-    for agent in agents {
-        let Some(adapter) = git_session_adapters::adapter(&agent) else {
-            continue;
-        };
+    for &adapter in adapters {
+        let agent = adapter.agent();
         let root = adapter.store_root(request.env, &request.home);
         if !root.is_dir() {
             report.missing.push((agent.clone(), root));
@@ -139,13 +153,41 @@ pub fn capture(
         let _lock = store.lock_state(&format!("capture-{agent}"))?;
         let mut cursors = CursorIndex::load(store.state_dir(), agent.as_str());
         let written = Written::load(store.state_dir(), &agent);
-        let files = session_files(adapter, &root);
+        let files = crate::native::discover(adapter, &root);
         // Parents before sub-agents, older before newer: stable order.
         for rel in files {
             let abs = root.join(&rel);
             let rel_text = rel.to_string_lossy().into_owned();
             let key = abs.to_string_lossy().into_owned();
+            if let Some(Source::Sqlite(decl)) = crate::native::source_for(adapter, &rel) {
+                let mut job = rows::DbJob {
+                    store,
+                    clock,
+                    adapter,
+                    redactor: request.redact.then_some(&redactor),
+                    decl,
+                    agent: &agent,
+                    abs: &abs,
+                    rel: &rel_text,
+                    worktrees: &worktrees,
+                    cursors: &mut cursors,
+                    report: &mut report,
+                    options: request.sqlite,
+                };
+                if let Err(e) = job.run() {
+                    report.skipped.push(SkippedFile {
+                        path: abs.clone(),
+                        reason: e.to_string(),
+                    });
+                }
+                continue;
+            }
+            let framed = matches!(
+                crate::native::source_for(adapter, &rel),
+                Some(Source::ZstdJsonl { .. })
+            );
             let mut job = FileJob {
+                framed,
                 store,
                 clock,
                 adapter,
@@ -172,35 +214,8 @@ pub fn capture(
     Ok(report)
 }
 
-/// Returns the session files under `root`, relative, sorted.
-fn session_files(adapter: &dyn Adapter, root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![(root.to_owned(), 0)];
-    while let Some((dir, depth)) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let path = entry.path();
-            if kind.is_dir() && depth < MAX_DEPTH {
-                stack.push((path, depth + 1));
-            } else if kind.is_file()
-                && let Ok(rel) = path.strip_prefix(root)
-                && adapter.is_session_file(rel)
-            {
-                out.push(rel.to_owned());
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// Returns the canonical id of a native session: the native id itself when
-/// it is a valid session id (so `claude --resume <id>` and `git session show
+/// it is a valid session id (so the agent's resume command and `git session show
 /// <id>` name the same thing), else a stable hash of agent and native id.
 pub fn canonical_id(agent: &Agent, native_id: &str) -> SessionId {
     if let Ok(id) = SessionId::new(native_id) {
@@ -265,14 +280,17 @@ struct FileJob<'a> {
     /// The native sessions git-session wrote for this agent.
     written: &'a Written,
     report: &'a mut CaptureReport,
+    /// Whether the file is zstd frames ([`Source::ZstdJsonl`]).
+    framed: bool,
 }
 
 /// What reading a file from a cursor produced.
 struct Fed {
-    offset: u64,
-    lines: u64,
+    pos: ReadPosition,
     state: Value,
     warnings: Vec<Warning>,
+    /// Why the reader stopped early (a corrupt frame), if it did.
+    problem: Option<String>,
 }
 
 /// Says which of the events read are already stored.
@@ -349,7 +367,7 @@ impl FileJob<'_> {
         // The saved state, when the file can be read on from its cursor:
         // it only grew, and the session holds at least what the file gave
         // it (events appended by others since are fine, see `SeqMap`).
-        let resumable = match (&cursor, &stored) {
+        let resumable: Option<FileState> = match (&cursor, &stored) {
             (Some(c), Some(s)) if read_on && s.events >= c.events => {
                 self.cursors.load_state(self.key)
             }
@@ -380,8 +398,12 @@ impl FileJob<'_> {
                         let mut attempt = seqs.clone();
                         fed = Some(self.feed(
                             sink,
-                            (c.offset, None),
-                            c.lines,
+                            ReadPosition {
+                                offset: c.offset,
+                                lines: c.lines,
+                                frames: c.frames,
+                            },
+                            None,
                             Some(state.adapter.clone()),
                             &mut attempt,
                             known,
@@ -411,8 +433,8 @@ impl FileJob<'_> {
                         seqs = SeqMap::default();
                         fed = Some(self.feed(
                             sink,
-                            (0, None),
-                            0,
+                            ReadPosition::default(),
+                            None,
                             None,
                             &mut seqs,
                             Known::Stored(&known),
@@ -436,7 +458,14 @@ impl FileJob<'_> {
                 &info,
                 |sink: &mut BatchSink<'_>| {
                     seqs = SeqMap::default();
-                    fed = Some(self.feed(sink, (0, None), 0, None, &mut seqs, Known::Nothing)?);
+                    fed = Some(self.feed(
+                        sink,
+                        ReadPosition::default(),
+                        None,
+                        None,
+                        &mut seqs,
+                        Known::Nothing,
+                    )?);
                     Ok::<_, OpError>(())
                 },
             )?;
@@ -507,8 +536,8 @@ impl FileJob<'_> {
                     seqs = SeqMap::default();
                     let ours = self.feed(
                         sink,
-                        (0, Some(w.size)),
-                        0,
+                        ReadPosition::default(),
+                        Some(w.size),
                         None,
                         &mut seqs,
                         Known::Written {
@@ -518,8 +547,8 @@ impl FileJob<'_> {
                     )?;
                     let mut theirs = self.feed(
                         sink,
-                        (ours.offset, None),
-                        ours.lines,
+                        ours.pos,
+                        None,
                         Some(ours.state),
                         &mut seqs,
                         Known::Stored(&keys),
@@ -543,18 +572,18 @@ impl FileJob<'_> {
     /// Returns whether `parent` already holds the first record the agent
     /// added after what resume wrote (`w`).
     fn continued_here(&self, parent: &SessionId, w: &WrittenFile) -> OpResult<bool> {
-        let reader = |offset, end, first_line| BlockReader {
+        let reader = |from, end| BlockReader {
             adapter: self.adapter,
             redactor: None,
             path: self.abs,
             rel: self.rel,
-            offset,
+            from,
             end,
-            first_line,
+            framed: self.framed,
             first_seq: 0,
         };
-        let (_, offset, lines, state) = read_keys(reader(0, Some(w.size), 0), None)?;
-        let (theirs, _, _, _) = read_keys(reader(offset, None, lines), Some(state))?;
+        let (_, pos, state) = read_keys(reader(ReadPosition::default(), Some(w.size)), None)?;
+        let (theirs, _, _) = read_keys(reader(pos, None), Some(state))?;
         let Some(first) = theirs.first() else {
             return Ok(false);
         };
@@ -592,6 +621,12 @@ impl FileJob<'_> {
                 message: w.message.clone(),
             });
         }
+        if let Some(problem) = &fed.problem {
+            self.report.skipped_sources.push(SkippedFile {
+                path: self.abs.to_owned(),
+                reason: problem.clone(),
+            });
+        }
         self.cursors.save_state(
             self.key,
             &FileState {
@@ -604,9 +639,10 @@ impl FileJob<'_> {
             FileCursor {
                 size,
                 mtime_ns,
-                offset: fed.offset,
-                lines: fed.lines,
-                tail: tail_hash(self.abs, fed.offset)?,
+                offset: fed.pos.offset,
+                lines: fed.pos.lines,
+                frames: fed.pos.frames,
+                tail: tail_hash(self.abs, fed.pos.offset)?,
                 session: Some(id.to_string()),
                 events: outcome.events,
             },
@@ -634,11 +670,7 @@ impl FileJob<'_> {
         let Some(session) = self.peek(size)? else {
             return Ok(None);
         };
-        let inside = session
-            .cwd
-            .as_deref()
-            .is_some_and(|cwd| self.worktrees.iter().any(|w| Path::new(cwd).starts_with(w)));
-        if !inside {
+        if !inside(self.worktrees, &session) {
             return Ok(None);
         }
         let native = session.native_id.clone().unwrap_or_else(|| {
@@ -652,25 +684,24 @@ impl FileJob<'_> {
 
     /// Parses the first complete lines of the file for its session facts.
     fn peek(&self, size: u64) -> OpResult<Option<NativeSession>> {
-        let mut file = File::open(self.abs).map_err(OpError::io(self.abs))?;
-        let mut buf = Vec::new();
-        (&mut file)
-            .take(size.min(PEEK_BYTES))
-            .read_to_end(&mut buf)
-            .map_err(OpError::io(self.abs))?;
-        let Some(end) = buf.iter().rposition(|&b| b == b'\n') else {
-            return Ok(None);
+        let buf = if self.framed {
+            FramedReader::head(self.abs, PEEK_BYTES)?
+        } else {
+            JsonlReader::head(self.abs, size.min(PEEK_BYTES))?
         };
+        if buf.is_empty() {
+            return Ok(None);
+        }
         let sidecar = self
             .adapter
             .sidecar(Path::new(self.rel))
             .and_then(|rel| std::fs::read(self.root.join(rel)).ok());
         let parsed = self.adapter.parse(ParseInput {
-            bytes: &buf[..=end],
-            first_line: 0,
+            records: Records::lines(&buf, 0, 0),
             next_seq: 0,
             state: None,
             source: self.rel,
+            session: None,
             sidecar: sidecar.as_deref(),
         });
         let s = parsed.session;
@@ -678,35 +709,13 @@ impl FileJob<'_> {
     }
 
     fn header(&self, id: &SessionId, session: &NativeSession) -> SessionHeader {
-        let created = session
-            .created
-            .clone()
-            .unwrap_or_else(|| self.clock.now_rfc3339());
-        let mut header = SessionHeader::new(id.clone(), self.agent.clone(), created);
-        header.native_id = session.native_id.clone();
-        header.cwd = session.cwd.clone();
-        header.title = session.title.clone();
-        header.spawned_by = session.parent.as_ref().map(|p| SpawnedBy {
-            session: canonical_id(self.agent, &p.native_id),
-            call: p.spawned_by.clone(),
-            extra: Default::default(),
-        });
-        header
+        header_for(self.clock, self.agent, id, session)
     }
 
     /// Returns the dedup keys of the events stored in `id` from seq `from`
     /// on, each with its seq.
     fn stored_keys(&self, id: &SessionId, from: u64) -> OpResult<HashMap<String, u64>> {
-        let mut keys = HashMap::new();
-        for line in self.store.lines(id, from, None)? {
-            let line = line?;
-            let event = line.decode().map_err(|e| StoreError::Corrupt {
-                id: id.clone(),
-                message: format!("seq {}: {e}", line.seq),
-            })?;
-            keys.entry(dedup_key(&event)).or_insert(line.seq);
-        }
-        Ok(keys)
+        stored_keys_from(self.store, id, from)
     }
 
     /// Reads the file from `range.0` (to `range.1`, or its end) in blocks
@@ -721,8 +730,8 @@ impl FileJob<'_> {
     fn feed(
         &self,
         sink: &mut BatchSink<'_>,
-        range: (u64, Option<u64>),
-        first_line: u64,
+        from: ReadPosition,
+        end: Option<u64>,
         state: Option<Value>,
         seqs: &mut SeqMap,
         known: Known<'_>,
@@ -736,9 +745,9 @@ impl FileJob<'_> {
                 .map(|r| r.get_or_init(crate::redact::Redactor::new)),
             path: self.abs,
             rel: self.rel,
-            offset: range.0,
-            end: range.1,
-            first_line,
+            from,
+            end,
+            framed: self.framed,
             first_seq: seqs.len(),
         };
         std::thread::scope(|scope| {
@@ -767,12 +776,12 @@ impl FileJob<'_> {
             if let Some(e) = failed {
                 return Err(e);
             }
-            let (offset, lines, state) = read?;
+            let (pos, state, problem) = read?;
             Ok(Fed {
-                offset,
-                lines,
+                pos,
                 state,
                 warnings,
+                problem,
             })
         })
     }
@@ -832,54 +841,51 @@ struct BlockReader<'a> {
     redactor: Option<&'a crate::redact::Redactor>,
     path: &'a Path,
     rel: &'a str,
-    offset: u64,
-    /// Where to stop (a line boundary), or the end of the file.
+    /// Where to start: a line start (JSONL) or a frame start.
+    from: ReadPosition,
+    /// Where to stop (a line or frame boundary), or the end of the file.
     end: Option<u64>,
-    first_line: u64,
+    framed: bool,
     first_seq: u64,
 }
 
 impl BlockReader<'_> {
-    /// Sends each block's parse to `tx`; returns the bytes and lines
-    /// consumed (complete lines only) and the final state.
+    /// Sends each block's parse to `tx`; returns how far it read (complete
+    /// records only), the final state, and why it stopped early, if it did.
     fn run(
         self,
         mut state: Option<Value>,
         tx: std::sync::mpsc::SyncSender<git_session_adapters::Parsed>,
         spent: std::sync::mpsc::Receiver<git_session_adapters::Parsed>,
-    ) -> OpResult<(u64, u64, Value)> {
-        let mut file = File::open(self.path).map_err(OpError::io(self.path))?;
-        file.seek(SeekFrom::Start(self.offset))
-            .map_err(OpError::io(self.path))?;
-        let mut consumed = self.offset;
-        let mut lines = self.first_line;
+    ) -> OpResult<(ReadPosition, Value, Option<String>)> {
+        let mut reader: Box<dyn RecordReader> = if self.framed {
+            let r = FramedReader::open(
+                self.path,
+                self.from.offset,
+                self.from.lines,
+                self.from.frames,
+            )?;
+            Box::new(match self.end {
+                Some(end) => r.until(end),
+                None => r,
+            })
+        } else {
+            let r = JsonlReader::open(self.path, self.from.offset, self.from.lines)?;
+            Box::new(match self.end {
+                Some(end) => r.until(end),
+                None => r,
+            })
+        };
         let mut next_seq = self.first_seq;
-        let mut buf: Vec<u8> = Vec::with_capacity(BLOCK_BYTES);
-        let mut eof = false;
-        while !eof {
-            let mut want = BLOCK_BYTES.saturating_sub(buf.len()).max(1 << 16) as u64;
-            if let Some(end) = self.end {
-                want = want.min(end.saturating_sub(consumed + buf.len() as u64));
-            }
-            let n = (&mut file)
-                .take(want)
-                .read_to_end(&mut buf)
-                .map_err(OpError::io(self.path))?;
-            eof = n == 0;
-            let Some(end) = buf.iter().rposition(|&b| b == b'\n') else {
-                continue;
-            };
-            let block = &buf[..=end];
+        while let Some(records) = reader.next_batch()? {
             let mut parsed = self.adapter.parse(ParseInput {
-                bytes: block,
-                first_line: lines,
+                records,
                 next_seq,
                 state: state.take(),
                 source: self.rel,
+                session: None,
                 sidecar: None,
             });
-            lines += block.iter().filter(|&&b| b == b'\n').count() as u64;
-            consumed += block.len() as u64;
             next_seq += parsed.events.len() as u64;
             if let Some(r) = self.redactor {
                 for event in &mut parsed.events {
@@ -887,7 +893,6 @@ impl BlockReader<'_> {
                 }
             }
             state = Some(std::mem::take(&mut parsed.state));
-            buf.drain(..=end);
             if tx.send(parsed).is_err() {
                 // The writer stopped; its error is the one reported.
                 break;
@@ -902,8 +907,64 @@ impl BlockReader<'_> {
         for done in spent.iter() {
             drop(done);
         }
-        Ok((consumed, lines, state.unwrap_or(Value::Null)))
+        Ok((
+            reader.position(),
+            state.unwrap_or(Value::Null),
+            reader.problem(),
+        ))
     }
+}
+
+/// Returns the canonical header of a new native session.
+fn header_for(
+    clock: &Clock,
+    agent: &Agent,
+    id: &SessionId,
+    session: &NativeSession,
+) -> SessionHeader {
+    let created = session
+        .created
+        .clone()
+        .unwrap_or_else(|| clock.now_rfc3339());
+    let mut header = SessionHeader::new(id.clone(), agent.clone(), created);
+    header.native_id = session.native_id.clone();
+    header.cwd = session.cwd.clone();
+    header.title = session.title.clone();
+    header.spawned_by = session.parent.as_ref().map(|p| SpawnedBy {
+        session: canonical_id(agent, &p.native_id),
+        call: p.spawned_by.clone(),
+        extra: Default::default(),
+    });
+    header
+}
+
+/// Returns the dedup keys of the events stored in `id`, each with its seq.
+fn stored_keys(store: &Store, id: &SessionId) -> OpResult<HashMap<String, u64>> {
+    stored_keys_from(store, id, 0)
+}
+
+/// Returns the dedup keys of the events stored in `id` from seq `from` on,
+/// each with its (first) seq.
+fn stored_keys_from(store: &Store, id: &SessionId, from: u64) -> OpResult<HashMap<String, u64>> {
+    let mut keys = HashMap::new();
+    for line in store.lines(id, from, None)? {
+        let line = line?;
+        let event = line.decode().map_err(|e| StoreError::Corrupt {
+            id: id.clone(),
+            message: format!("seq {}: {e}", line.seq),
+        })?;
+        keys.entry(dedup_key(&event)).or_insert(line.seq);
+    }
+    Ok(keys)
+}
+
+/// Returns whether a session's cwd is inside one of this repository's
+/// work trees.
+fn inside(worktrees: &[PathBuf], session: &NativeSession) -> bool {
+    session
+        .cwd
+        .as_deref()
+        .is_some_and(|cwd| worktrees.iter().any(|w| Path::new(cwd).starts_with(w)))
 }
 
 /// Returns the identity (see [`dedup_key`]) of every event `adapter` reads
@@ -914,9 +975,12 @@ pub(crate) fn native_keys(adapter: &dyn Adapter, path: &Path, rel: &str) -> OpRe
         redactor: None,
         path,
         rel,
-        offset: 0,
+        from: ReadPosition::default(),
         end: None,
-        first_line: 0,
+        framed: matches!(
+            crate::native::source_for(adapter, Path::new(rel)),
+            Some(Source::ZstdJsonl { .. })
+        ),
         first_seq: 0,
     };
     Ok(read_keys(reader, None)?.0)
@@ -927,7 +991,7 @@ pub(crate) fn native_keys(adapter: &dyn Adapter, path: &Path, rel: &str) -> OpRe
 fn read_keys(
     reader: BlockReader<'_>,
     state: Option<Value>,
-) -> OpResult<(Vec<String>, u64, u64, Value)> {
+) -> OpResult<(Vec<String>, ReadPosition, Value)> {
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel(2);
         // Nothing is returned to the reader here: the keys are all we keep.
@@ -938,8 +1002,8 @@ fn read_keys(
             .flat_map(|parsed: git_session_adapters::Parsed| parsed.events)
             .map(|e| dedup_key(&e))
             .collect();
-        let (offset, lines, state) = producer.join().expect("the block reader does not panic")?;
-        Ok((keys, offset, lines, state))
+        let (pos, state, _) = producer.join().expect("the block reader does not panic")?;
+        Ok((keys, pos, state))
     })
 }
 
