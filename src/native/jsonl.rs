@@ -133,6 +133,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_reader_until_a_line_boundary_stops_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, b"{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n").unwrap();
+        let mut r = JsonlReader::open(&path, 0, 0).unwrap().until(16);
+        let mut seen = Vec::new();
+        while let Some(batch) = r.next_batch().unwrap() {
+            seen.extend(batch.iter().map(|rec| rec.pos.ordinal()));
+        }
+        assert_eq!(seen, [0, 1]);
+        assert_eq!((r.position().offset, r.position().lines), (16, 2));
+    }
+
+    #[test]
     fn a_line_still_being_written_waits() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");

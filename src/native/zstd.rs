@@ -258,6 +258,30 @@ mod tests {
     }
 
     #[test]
+    fn a_reader_until_a_frame_boundary_stops_there_and_one_from_it_reads_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl.zst");
+        let (a, b) = (frame("{\"a\":1}\n"), frame("{\"b\":2}\n{\"c\":3}\n"));
+        std::fs::write(&path, [a.clone(), b.clone()].concat()).unwrap();
+        let mut r = FramedReader::open(&path, 0, 0, 0)
+            .unwrap()
+            .until(a.len() as u64);
+        let mut lines = 0;
+        while let Some(batch) = r.next_batch().unwrap() {
+            lines += batch.iter().count();
+        }
+        let pos = r.position();
+        assert_eq!(
+            (lines, pos.offset, pos.frames, pos.lines),
+            (1, a.len() as u64, 1, 1)
+        );
+        assert_eq!(r.problem(), None);
+        let (rest, end, _) = read_all(&path, pos.offset);
+        assert_eq!(rest, ["{\"b\":2}", "{\"c\":3}"]);
+        assert_eq!(end.offset, (a.len() + b.len()) as u64);
+    }
+
+    #[test]
     fn frames_are_read_one_by_one_and_a_torn_tail_waits() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl.zst");
