@@ -48,12 +48,3 @@ pub fn allowed_signers(store: &Store, home: Option<&Path>) -> Option<String> {
     };
     std::fs::read_to_string(path).ok()
 }
-
-/// Returns whether capture redacts secrets: `session.redact`, default true.
-pub fn redact(store: &Store) -> bool {
-    store
-        .repo()
-        .config_snapshot()
-        .boolean("session.redact")
-        .unwrap_or(true)
-}

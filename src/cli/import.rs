@@ -79,7 +79,6 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             agents,
             home,
             env: &lookup,
-            redact: crate::config::redact(&store),
         },
     )?;
     for (agent, root) in &report.missing {

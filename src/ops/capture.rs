@@ -24,7 +24,14 @@ use super::canonical::commit_info;
 use super::cursor::{CursorIndex, FileCursor, tail_hash};
 use super::{OpError, OpResult};
 use crate::clock::Clock;
-use crate::store::{BatchSink, SeqMode, Store, StoreError};
+use crate::store::{BatchSink, Scrubbed, Scrubber, SeqMode, Store, StoreError};
+
+/// One parsed block on its way to the writer: the adapter's output with
+/// its events already redacted.
+struct Block {
+    parsed: git_session_adapters::Parsed,
+    events: Vec<Scrubbed>,
+}
 
 /// How much of a new file is read to learn which project it belongs to.
 const PEEK_BYTES: u64 = 1 << 20;
@@ -41,9 +48,6 @@ pub struct CaptureRequest<'a> {
     pub home: PathBuf,
     /// Looks up an environment variable (e.g. `CLAUDE_CONFIG_DIR`).
     pub env: &'a dyn Fn(&str) -> Option<String>,
-    /// Whether secrets are redacted before anything is stored (the default;
-    /// `git config session.redact false` turns it off).
-    pub redact: bool,
 }
 
 /// Reports one session that received events.
@@ -113,8 +117,6 @@ pub fn capture(
     };
     let worktrees = store.worktree_paths();
     let mut report = CaptureReport::default();
-    // Compiled only when some file has new records to read.
-    let redactor = std::sync::OnceLock::new();
     for agent in agents {
         let Some(adapter) = git_session_adapters::adapter(&agent) else {
             continue;
@@ -138,7 +140,6 @@ pub fn capture(
                 store,
                 clock,
                 adapter,
-                redactor: request.redact.then_some(&redactor),
                 root: &root,
                 agent: &agent,
                 abs: &abs,
@@ -219,8 +220,6 @@ struct FileJob<'a> {
     store: &'a Store,
     clock: &'a Clock,
     adapter: &'a dyn Adapter,
-    /// Set when secrets are to be redacted; built on first use.
-    redactor: Option<&'a std::sync::OnceLock<crate::redact::Redactor>>,
     /// The agent's store root.
     root: &'a Path,
     agent: &'a Agent,
@@ -487,9 +486,7 @@ impl FileJob<'_> {
         let first_seq = if skip.is_some() { 0 } else { sink.next_seq() };
         let reader = BlockReader {
             adapter: self.adapter,
-            redactor: self
-                .redactor
-                .map(|r| r.get_or_init(crate::redact::Redactor::new)),
+            scrubber: sink.scrubber(),
             path: self.abs,
             rel: self.rel,
             offset,
@@ -505,15 +502,16 @@ impl FileJob<'_> {
             let producer = scope.spawn(move || reader.run(state, tx, spent_rx));
             let mut warnings = Vec::new();
             let mut failed = None;
-            for parsed in rx {
-                let mut parsed: git_session_adapters::Parsed = parsed;
-                if let Err(e) = self.push_block(sink, &parsed.artifacts, &mut parsed.events, skip) {
+            for block in rx {
+                let mut block: Block = block;
+                let parsed = &mut block.parsed;
+                if let Err(e) = self.push_block(sink, &parsed.artifacts, &mut block.events, skip) {
                     // Dropping the receiver stops the reader at its next block.
                     failed = Some(e);
                     break;
                 }
                 warnings.append(&mut parsed.warnings);
-                let _ = spent_tx.send(parsed);
+                let _ = spent_tx.send(block);
             }
             drop(spent_tx);
             let read = producer.join().expect("the block reader does not panic");
@@ -534,7 +532,7 @@ impl FileJob<'_> {
         &self,
         sink: &mut BatchSink<'_>,
         artifacts: &[(git_session_schema::ArtifactId, Vec<u8>)],
-        events: &mut [Event],
+        events: &mut [Scrubbed],
         skip: Option<&HashSet<String>>,
     ) -> OpResult<()> {
         for (id, bytes) in artifacts {
@@ -542,10 +540,10 @@ impl FileJob<'_> {
             debug_assert_eq!(&stored, id);
         }
         for event in events {
-            if skip.is_some_and(|s| s.contains(&dedup_key(event))) {
+            if skip.is_some_and(|s| s.contains(&dedup_key(event.event()))) {
                 continue;
             }
-            sink.push_mut(event)?;
+            sink.push_scrubbed(event)?;
         }
         Ok(())
     }
@@ -555,8 +553,9 @@ impl FileJob<'_> {
 /// them in order, carrying the adapter's state from block to block.
 struct BlockReader<'a> {
     adapter: &'a dyn Adapter,
-    /// Redacts each event before it leaves this thread, when set.
-    redactor: Option<&'a crate::redact::Redactor>,
+    /// Redacts each event before it leaves this thread (the store's
+    /// scrubber, so the writer stores them as they come).
+    scrubber: Scrubber,
     path: &'a Path,
     rel: &'a str,
     offset: u64,
@@ -570,8 +569,8 @@ impl BlockReader<'_> {
     fn run(
         self,
         mut state: Option<Value>,
-        tx: std::sync::mpsc::SyncSender<git_session_adapters::Parsed>,
-        spent: std::sync::mpsc::Receiver<git_session_adapters::Parsed>,
+        tx: std::sync::mpsc::SyncSender<Block>,
+        spent: std::sync::mpsc::Receiver<Block>,
     ) -> OpResult<(u64, u64, Value)> {
         let mut file = File::open(self.path).map_err(OpError::io(self.path))?;
         file.seek(SeekFrom::Start(self.offset))
@@ -603,14 +602,14 @@ impl BlockReader<'_> {
             lines += block.iter().filter(|&&b| b == b'\n').count() as u64;
             consumed += block.len() as u64;
             next_seq += parsed.events.len() as u64;
-            if let Some(r) = self.redactor {
-                for event in &mut parsed.events {
-                    r.redact(event);
-                }
-            }
+            let events = parsed
+                .events
+                .drain(..)
+                .map(|e| self.scrubber.seal(e))
+                .collect();
             state = Some(std::mem::take(&mut parsed.state));
             buf.drain(..=end);
-            if tx.send(parsed).is_err() {
+            if tx.send(Block { parsed, events }).is_err() {
                 // The writer stopped; its error is the one reported.
                 break;
             }
@@ -629,11 +628,17 @@ impl BlockReader<'_> {
 }
 
 /// Returns the identity (see [`dedup_key`]) of every event `adapter` reads
-/// from the native file at `path`, in order.
-pub(crate) fn native_keys(adapter: &dyn Adapter, path: &Path, rel: &str) -> OpResult<Vec<String>> {
+/// from the native file at `path`, in order, redacted by `scrubber` as a
+/// capture would store them.
+pub(crate) fn native_keys(
+    adapter: &dyn Adapter,
+    scrubber: Scrubber,
+    path: &Path,
+    rel: &str,
+) -> OpResult<Vec<String>> {
     let reader = BlockReader {
         adapter,
-        redactor: None,
+        scrubber,
         path,
         rel,
         offset: 0,
@@ -647,8 +652,8 @@ pub(crate) fn native_keys(adapter: &dyn Adapter, path: &Path, rel: &str) -> OpRe
         let producer = scope.spawn(move || reader.run(None, tx, spent_rx));
         let keys: Vec<String> = rx
             .into_iter()
-            .flat_map(|parsed: git_session_adapters::Parsed| parsed.events)
-            .map(|e| dedup_key(&e))
+            .flat_map(|block: Block| block.events)
+            .map(|e| dedup_key(e.event()))
             .collect();
         producer.join().expect("the block reader does not panic")?;
         Ok(keys)

@@ -229,8 +229,8 @@ pub(crate) fn write_native(
             .to_string_lossy()
             .into_owned();
         let same = target.adapter.is_session_file(Path::new(&rel))
-            && super::capture::native_keys(target.adapter, &path, &rel)?
-                == super::capture::native_keys(target.adapter, &rendered, &rel)?;
+            && super::capture::native_keys(target.adapter, store.scrubber(), &path, &rel)?
+                == super::capture::native_keys(target.adapter, store.scrubber(), &rendered, &rel)?;
         if same {
             files.keep_existing(&path);
         } else {

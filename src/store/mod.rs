@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use git_session_schema::{FormatError, SessionHeader, SessionId, header::HeaderError};
 use gix::ObjectId;
 
-pub use append::{AppendOutcome, BatchSink, CommitInfo, SeqMode};
+pub use append::{AppendOutcome, BatchSink, CommitInfo, Scrubbed, Scrubber, SeqMode};
 pub use gitcli::WorkTreeFacts;
 pub use lock::SessionLock as StateLock;
 pub use read::{BatchInfo, LineIter, StoredLine};
@@ -141,6 +141,7 @@ pub(crate) fn git<E: Into<gix::Error>>(e: E) -> StoreError {
 pub struct Store {
     repo: gix::Repository,
     state_dir: PathBuf,
+    scrubber: Scrubber,
 }
 
 /// Holds the cheap facts about one session: header and counts.
@@ -181,7 +182,22 @@ impl Store {
             ));
         }
         let state_dir = repo.common_dir().join(refs::STATE_DIR);
-        Ok(Store { repo, state_dir })
+        // Redaction is on unless `session.redact` says false.
+        let scrubber = Scrubber::new(
+            repo.config_snapshot()
+                .boolean("session.redact")
+                .unwrap_or(true),
+        );
+        Ok(Store {
+            repo,
+            state_dir,
+            scrubber,
+        })
+    }
+
+    /// Returns what redacts each event and header this store writes.
+    pub fn scrubber(&self) -> Scrubber {
+        self.scrubber
     }
 
     /// Returns the underlying repository.
