@@ -16,9 +16,20 @@ fn get(store: &Store, key: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// Returns the remote sessions go to: `session.remote`, else `origin`.
+/// Returns the remote sessions are fetched from by default and init adds
+/// fetch refspecs to: `session.remote`, else `origin`. Pushes need a choice
+/// ([`chosen_remote`]).
 pub fn sessions_remote(store: &Store) -> String {
     get(store, "session.remote").unwrap_or_else(|| "origin".to_owned())
+}
+
+/// Returns the remote chosen for sessions (`session.remote`) and the URL
+/// it had when it was chosen (`session.remoteUrl`); pushes go nowhere else.
+pub fn chosen_remote(store: &Store) -> (Option<String>, Option<String>) {
+    (
+        get(store, "session.remote"),
+        get(store, "session.remoteUrl"),
+    )
 }
 
 /// Returns the key receipts are signed with: `session.signingKey`, else

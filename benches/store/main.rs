@@ -214,7 +214,7 @@ fn main() {
         work.path(),
         &["init", "-q", "--bare", remote.to_str().expect("utf8")],
     );
-    let (t, r) = measure(&repo, &["push", remote.to_str().expect("utf8")]);
+    let (t, r) = measure(&repo, &["push", "--to", remote.to_str().expect("utf8")]);
     results.push(row(
         &format!("push {sessions} sessions to a bare file remote"),
         &[t],
@@ -229,6 +229,11 @@ fn main() {
         r,
         None,
     ));
+    // Sessions go only to a remote chosen for them.
+    common::git(
+        &other,
+        &["config", "session.remote", remote.to_str().expect("utf8")],
+    );
     let (t, r) = measure(&other, &["sync", remote.to_str().expect("utf8")]);
     results.push(row(
         &format!("sync {sessions} sessions, nothing new"),

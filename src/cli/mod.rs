@@ -19,6 +19,7 @@ mod init;
 mod list;
 mod log;
 mod push;
+mod redact;
 mod resume;
 mod show;
 mod sync;
@@ -70,6 +71,7 @@ enum Command {
     Resume(resume::Args),
     Push(push::Args),
     Fetch(fetch::Args),
+    Redact(redact::Args),
     Sync(sync::Args),
     Compile(compile::Args),
     Handoff(handoff::Args),
@@ -172,6 +174,7 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Import(args) => import::run(args, env, out),
         Command::Export(args) => export::run(args, env, out),
         Command::Append(args) => append::run(args, env, out),
+        Command::Redact(args) => redact::run(args, env, out),
         Command::Resume(args) => resume::run(args, env, out),
         Command::Push(args) => push::run(args, env, out),
         Command::Fetch(args) => fetch::run(args, env, out),

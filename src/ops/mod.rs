@@ -9,6 +9,7 @@ pub mod cursor;
 pub mod fork;
 pub mod handoff;
 pub mod hook;
+pub mod redact;
 pub mod resume;
 pub mod sync;
 pub mod verify;

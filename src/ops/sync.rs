@@ -5,7 +5,8 @@
 //! [`Store::reconcile`]); a divergence leaves the local tail in a fork
 //! session, and the capture cursors that fed it are pointed at the fork so
 //! the agent's next records land there instead of being appended again.
-//! Push never forces. Sync repeats fetch-then-push until the remote accepts
+//! Push never forces, and goes only to the remote chosen for sessions
+//! ([`consent`]). Sync repeats fetch-then-push until the remote accepts
 //! everything, so two clones that both sync end with identical refs.
 
 use git_session_schema::{Agent, SessionId};
@@ -13,6 +14,162 @@ use git_session_schema::{Agent, SessionId};
 use super::cursor::CursorIndex;
 use super::{OpError, OpResult};
 use crate::store::{PushRejection, Reconciled, StateLock, Store};
+
+/// Where a push of sessions is asked to go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Destination<'a> {
+    /// The remote chosen for sessions (`session.remote`).
+    Chosen,
+    /// A remote named (or a URL given) on the command line: allowed only
+    /// when it is the chosen one.
+    Named(&'a str),
+    /// Choose this remote now (`push --to`), recording it as
+    /// `session.remote` (and its URL as `session.remoteUrl`) when none was
+    /// chosen; refused when another was.
+    ChooseNow(&'a str),
+}
+
+/// Decides, before anything is sent, whether sessions may go to `dest`,
+/// and returns the remote to push to.
+///
+/// Sessions go only to the remote chosen for them, by `session.remote` or
+/// once by `push --to NAME`, which records it. Refused, with the reason: no
+/// choice yet; another remote or URL; the chosen remote now pointing at a
+/// URL other than the one recorded when it was chosen; and any target that
+/// looks like a fork of the chosen one (same host and repository name,
+/// another owner), the usual way a transcript ends up public.
+///
+/// `chosen` and `pinned` are `session.remote` and `session.remoteUrl`.
+pub fn consent(
+    store: &Store,
+    dest: Destination<'_>,
+    chosen: Option<&str>,
+    pinned: Option<&str>,
+) -> OpResult<String> {
+    let chosen = chosen.map(str::to_owned);
+    let pinned = pinned.map(str::to_owned);
+    let url_of = |remote: &str| {
+        store
+            .remote_push_url(remote)
+            .unwrap_or_else(|| remote.to_owned())
+    };
+    let refuse = |message: String, hint: &str| OpError::Conflict {
+        message,
+        hint: Some(hint.to_owned()),
+    };
+    match (dest, chosen) {
+        (Destination::ChooseNow(name), None) => {
+            let url = url_of(name);
+            store.set_local_config("session.remote", name)?;
+            store.set_local_config("session.remoteUrl", &url)?;
+            Ok(name.to_owned())
+        }
+        (Destination::ChooseNow(name), Some(c)) if name == c => {
+            check_pin(&c, &url_of(&c), pinned.as_deref())?;
+            Ok(c)
+        }
+        (Destination::ChooseNow(name), Some(c)) => Err(refuse(
+            format!("sessions of this repository go to {c}, not {name}"),
+            "to move them, `git config session.remote NAME` (and session.remoteUrl); nothing was pushed",
+        )),
+        (_, None) => Err(refuse(
+            "no remote is chosen for sessions yet; they are pushed only where you say".into(),
+            "`git session push --to NAME` pushes to remote NAME and records it as session.remote",
+        )),
+        (Destination::Chosen, Some(c)) => {
+            check_pin(&c, &url_of(&c), pinned.as_deref())?;
+            Ok(c)
+        }
+        (Destination::Named(name), Some(c)) => {
+            let chosen_url = pinned.clone().unwrap_or_else(|| url_of(&c));
+            let target = url_of(name);
+            if name == c || same_place(&target, &chosen_url) {
+                check_pin(&c, &url_of(&c), pinned.as_deref())?;
+                return Ok(c);
+            }
+            if looks_like_fork(&target, &chosen_url) {
+                return Err(refuse(
+                    format!(
+                        "{name} ({target}) looks like a fork of the sessions remote {c} ({chosen_url}): same repository name, another owner; nothing was pushed"
+                    ),
+                    "sessions go only to session.remote; a fork may be public",
+                ));
+            }
+            Err(refuse(
+                format!(
+                    "sessions of this repository go only to {c} ({chosen_url}), not {name}; nothing was pushed"
+                ),
+                "`git session push` pushes to the chosen remote; `git config session.remote NAME` changes it",
+            ))
+        }
+    }
+}
+
+/// Refuses when the chosen remote no longer points where it did when it
+/// was chosen.
+fn check_pin(remote: &str, url: &str, pinned: Option<&str>) -> OpResult<()> {
+    let Some(pinned) = pinned else {
+        return Ok(());
+    };
+    if same_place(url, pinned) {
+        return Ok(());
+    }
+    let why = if looks_like_fork(url, pinned) {
+        "which looks like a fork of it (same repository name, another owner)"
+    } else {
+        "another repository"
+    };
+    Err(OpError::Conflict {
+        message: format!(
+            "remote {remote} now points to {url}, not {pinned} where sessions were allowed to go ({why}); nothing was pushed"
+        ),
+        hint: Some(format!(
+            "if {url} is right, `git config session.remoteUrl {url}`"
+        )),
+    })
+}
+
+/// Splits a git URL into host and repository path, ignoring scheme, user,
+/// port, a trailing `/` or `.git` and case of the host.
+fn place(url: &str) -> (String, String) {
+    let trim = |p: &str| {
+        let p = p.trim_matches('/');
+        p.strip_suffix(".git")
+            .unwrap_or(p)
+            .trim_end_matches('/')
+            .to_owned()
+    };
+    if let Some((_, rest)) = url.split_once("://") {
+        let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+        let host = authority.rsplit('@').next().unwrap_or(authority);
+        let host = host.split(':').next().unwrap_or(host);
+        if url.starts_with("file://") {
+            return (String::new(), trim(&format!("{authority}/{path}")));
+        }
+        return (host.to_ascii_lowercase(), trim(path));
+    }
+    // scp-like user@host:path (a local path has no ':' before its first '/').
+    if let Some((host, path)) = url.split_once(':')
+        && !host.contains('/')
+        && !host.is_empty()
+    {
+        let host = host.rsplit('@').next().unwrap_or(host);
+        return (host.to_ascii_lowercase(), trim(path));
+    }
+    (String::new(), trim(url))
+}
+
+fn same_place(a: &str, b: &str) -> bool {
+    place(a) == place(b)
+}
+
+/// Same host, same repository name, another owner.
+fn looks_like_fork(a: &str, b: &str) -> bool {
+    let (ha, pa) = place(a);
+    let (hb, pb) = place(b);
+    let name = |p: &str| p.rsplit('/').next().unwrap_or(p).to_ascii_lowercase();
+    ha == hb && pa != pb && name(&pa) == name(&pb)
+}
 
 /// How many fetch-and-push rounds sync tries before giving up.
 const ROUNDS: usize = 5;
@@ -56,12 +213,14 @@ pub fn fetch(store: &Store, remote: &str) -> OpResult<FetchReport> {
     Ok(report)
 }
 
-/// Pushes every session; returns the refs the remote refused.
+/// Pushes every session to `remote`, which [`consent`] returned; returns
+/// the refs the remote refused.
 pub fn push(store: &Store, remote: &str) -> OpResult<Vec<PushRejection>> {
     Ok(store.push_sessions(remote)?)
 }
 
-/// Fetches, reconciles and pushes until the remote has everything.
+/// Fetches, reconciles and pushes until the remote has everything;
+/// `remote` is what [`consent`] returned.
 pub fn sync(store: &Store, remote: &str) -> OpResult<SyncReport> {
     let mut report = SyncReport::default();
     for round in 1..=ROUNDS {

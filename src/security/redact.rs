@@ -124,17 +124,7 @@ impl Redactor {
     /// fingerprint}` among its fields (added to any it already had).
     pub fn redact(&self, event: &mut Event) -> usize {
         let mut counts = BTreeMap::new();
-        self.walk(&mut event.payload, None, &mut counts, 0);
-        for (k, v) in event.extra.iter_mut() {
-            if k != "redacted" {
-                self.walk(v, Some(k), &mut counts, 0);
-            }
-        }
-        for r in event.refs.iter_mut() {
-            if let Some(clean) = self.redact_text(r, &mut counts) {
-                *r = clean;
-            }
-        }
+        self.redact_counts(event, &mut counts);
         let total = counts.values().sum();
         if total > 0 {
             let mut rules: Map<String, Value> = event
@@ -156,22 +146,48 @@ impl Redactor {
         total
     }
 
+    /// Redacts `event` in place, adding what each rule found to `counts`,
+    /// and records nothing in the event.
+    pub fn redact_counts<'s>(&'s self, event: &mut Event, counts: &mut BTreeMap<&'s str, usize>) {
+        self.walk(&mut event.payload, None, counts, 0);
+        for (k, v) in event.extra.iter_mut() {
+            if k != "redacted" {
+                self.walk(v, Some(k), counts, 0);
+            }
+        }
+        for r in event.refs.iter_mut() {
+            if let Some(clean) = self.redact_text(r, counts) {
+                *r = clean;
+            }
+        }
+    }
+
     /// Redacts the free-text fields of a header (title, cwd, unknown
     /// fields); returns how many secrets were replaced. Ids, agent and
     /// times are validated elsewhere and left alone.
     pub fn redact_header(&self, header: &mut SessionHeader) -> usize {
         let mut counts = BTreeMap::new();
+        self.redact_header_counts(header, &mut counts);
+        counts.values().sum()
+    }
+
+    /// Like [`Redactor::redact_header`], adding what each rule found to
+    /// `counts`.
+    pub fn redact_header_counts<'s>(
+        &'s self,
+        header: &mut SessionHeader,
+        counts: &mut BTreeMap<&'s str, usize>,
+    ) {
         for field in [&mut header.title, &mut header.cwd] {
             if let Some(text) = field.as_mut()
-                && let Some(clean) = self.redact_text(text, &mut counts)
+                && let Some(clean) = self.redact_text(text, counts)
             {
                 *text = clean;
             }
         }
         for (k, v) in header.extra.iter_mut() {
-            self.walk(v, Some(k), &mut counts, 0);
+            self.walk(v, Some(k), counts, 0);
         }
-        counts.values().sum()
     }
 
     /// Returns every secret the rules find in `text`, in order, overlapping

@@ -805,3 +805,35 @@ fn canonical_import_append_and_titles_are_redacted() {
     // Importing the same file again finds it already stored.
     repo.import(&path);
 }
+
+#[test]
+fn redact_check_lists_what_the_current_rules_find_without_printing_it() {
+    let repo = Repo::new();
+    let mut rng = Rng(11);
+    let secret = generate("glpat-{w:20}", &mut rng);
+    let sentence = format!("the deploy token is {secret}");
+    // Stored without redaction, as before a rule existed.
+    repo.git(&["config", "session.redact", "false"]);
+    capture_all(&repo, &[(sentence.clone(), sentence.len())]);
+    let out = repo.session().args(["redact", "--check"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("header  gitlab-pat ×1"), "{stdout}");
+    assert!(stdout.contains("seq "), "{stdout}");
+    assert!(!stdout.contains(&secret) && !text(&out.stderr).contains(&secret));
+    assert!(text(&out.stderr).contains("purge"), "{}", text(&out.stderr));
+    // One session by prefix; and without --check it refuses.
+    let claude = uuid(0, 0xc1a0de00);
+    let one = repo
+        .session()
+        .args(["redact", "--check", &claude[..12]])
+        .output()
+        .unwrap();
+    assert_eq!(one.status.code(), Some(1));
+    assert!(text(&one.stdout).lines().all(|l| l.starts_with(&claude)));
+    repo.fails(&["redact"], 2);
+    // Redacted when stored: nothing to report.
+    let clean = Repo::new();
+    capture_all(&clean, &[(sentence.clone(), sentence.len())]);
+    clean.ok(&["redact", "--check"]);
+}
