@@ -27,10 +27,34 @@ use crate::clock::Clock;
 use crate::store::{BatchSink, Scrubbed, Scrubber, SeqMode, Store, StoreError};
 
 /// One parsed block on its way to the writer: the adapter's output with
-/// its events already redacted.
+/// its events, every other one already redacted. Redaction is the bulk of
+/// the reading thread's work, so the writer redacts the rest: the two
+/// threads stay about even.
 struct Block {
     parsed: git_session_adapters::Parsed,
-    events: Vec<Scrubbed>,
+    events: Vec<Pending>,
+}
+
+/// An event of a [`Block`], redacted by the reader or left to the writer.
+enum Pending {
+    Done(Scrubbed),
+    Raw(Event),
+    Taken,
+}
+
+impl Pending {
+    /// Redacts a raw event now (on the calling thread) and returns it.
+    fn scrubbed(&mut self, scrubber: Scrubber) -> &mut Scrubbed {
+        if let Pending::Raw(_) = self
+            && let Pending::Raw(e) = std::mem::replace(self, Pending::Taken)
+        {
+            *self = Pending::Done(scrubber.seal(e));
+        }
+        match self {
+            Pending::Done(s) => s,
+            _ => unreachable!("a taken event is always put back redacted"),
+        }
+    }
 }
 
 /// How much of a new file is read to learn which project it belongs to.
@@ -532,14 +556,16 @@ impl FileJob<'_> {
         &self,
         sink: &mut BatchSink<'_>,
         artifacts: &[(git_session_schema::ArtifactId, Vec<u8>)],
-        events: &mut [Scrubbed],
+        events: &mut [Pending],
         skip: Option<&HashSet<String>>,
     ) -> OpResult<()> {
+        let scrubber = sink.scrubber();
         for (id, bytes) in artifacts {
             let stored = sink.add_artifact(bytes)?;
             debug_assert_eq!(&stored, id);
         }
         for event in events {
+            let event = event.scrubbed(scrubber);
             if skip.is_some_and(|s| s.contains(&dedup_key(event.event()))) {
                 continue;
             }
@@ -553,8 +579,8 @@ impl FileJob<'_> {
 /// them in order, carrying the adapter's state from block to block.
 struct BlockReader<'a> {
     adapter: &'a dyn Adapter,
-    /// Redacts each event before it leaves this thread (the store's
-    /// scrubber, so the writer stores them as they come).
+    /// Redacts every other event before it leaves this thread (the store's
+    /// scrubber; the writer redacts the others, see [`Block`]).
     scrubber: Scrubber,
     path: &'a Path,
     rel: &'a str,
@@ -605,7 +631,14 @@ impl BlockReader<'_> {
             let events = parsed
                 .events
                 .drain(..)
-                .map(|e| self.scrubber.seal(e))
+                .enumerate()
+                .map(|(i, e)| {
+                    if i % 2 == 0 {
+                        Pending::Done(self.scrubber.seal(e))
+                    } else {
+                        Pending::Raw(e)
+                    }
+                })
                 .collect();
             state = Some(std::mem::take(&mut parsed.state));
             buf.drain(..=end);
@@ -653,7 +686,7 @@ pub(crate) fn native_keys(
         let keys: Vec<String> = rx
             .into_iter()
             .flat_map(|block: Block| block.events)
-            .map(|e| dedup_key(e.event()))
+            .map(|mut e| dedup_key(e.scrubbed(scrubber).event()))
             .collect();
         producer.join().expect("the block reader does not panic")?;
         Ok(keys)

@@ -41,6 +41,13 @@ use super::rules::RuleSet;
 /// Strings shorter than this are not searched (`pwd=ab1` is the shortest
 /// secret a rule finds).
 const SHORTEST: usize = 7;
+/// Strings up to this long are searched whole by every rule a keyword
+/// selects; longer ones only near the keywords.
+const WINDOWLESS: usize = 2048;
+/// How far before a keyword a rule's match may start, in the window.
+const LEAD: usize = 256;
+/// How far after a keyword a rule's match may end, in the window.
+const TRAIL: usize = 1024;
 /// Identifier-shaped keys shorter than this are not searched.
 const SHORTEST_KEY: usize = 20;
 /// The rule id of the structural JSON rule.
@@ -231,67 +238,71 @@ impl Redactor {
     }
 
     /// Collects the merged secret spans of `text` into `out`.
+    ///
+    /// A rule runs only near its keywords: on the byte range from
+    /// `LEAD` before to `TRAIL` after each hit (merged), or on the whole
+    /// string when it is short. A match that touches the edge of its range
+    /// might be cut by it, so that rule then runs on the whole string.
     fn scan(&self, text: &str, out: &mut Vec<(usize, usize, usize)>) {
         if text.len() < SHORTEST {
             return;
         }
         let bytes = text.as_bytes();
-        let mut candidates = [0u64; 8];
-        let mut any = false;
+        // (rule, start, end) of each keyword hit's range.
+        let mut ranges: Vec<(usize, usize, usize)> = Vec::new();
+        let whole = bytes.len() <= WINDOWLESS;
+        let mut seen = [0u64; 8];
         for m in self.set.keywords.find_overlapping_iter(bytes) {
             for &r in &self.set.keyword_rules[m.pattern().as_usize()] {
-                candidates[r / 64] |= 1 << (r % 64);
-                any = true;
+                if whole {
+                    if seen[r / 64] & (1 << (r % 64)) == 0 {
+                        seen[r / 64] |= 1 << (r % 64);
+                        ranges.push((r, 0, bytes.len()));
+                    }
+                } else {
+                    ranges.push((
+                        r,
+                        m.start().saturating_sub(LEAD),
+                        (m.end() + TRAIL).min(bytes.len()),
+                    ));
+                }
             }
         }
         for &r in &self.set.always {
-            candidates[r / 64] |= 1 << (r % 64);
-            any = true;
+            ranges.push((r, 0, bytes.len()));
         }
-        if !any {
+        if ranges.is_empty() {
             return;
         }
-        for (r, rule) in self.set.rules.iter().enumerate() {
-            if candidates[r / 64] & (1 << (r % 64)) == 0 {
-                continue;
+        ranges.sort_unstable();
+        let mut i = 0;
+        while i < ranges.len() {
+            let r = ranges[i].0;
+            let mut j = i;
+            while j < ranges.len() && ranges[j].0 == r {
+                j += 1;
             }
-            for caps in rule.regex().captures_iter(bytes) {
-                let whole = caps.get(0).expect("group 0 always matches");
-                let (mut s, mut e) = rule.secret_span(&caps);
-                if s == e {
-                    continue;
+            // Merge this rule's ranges.
+            let mut merged: Vec<(usize, usize)> = Vec::new();
+            for &(_, s, e) in &ranges[i..j] {
+                match merged.last_mut() {
+                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                    _ => merged.push((s, e)),
                 }
-                let secret = &bytes[s..e];
-                if !rule.strong_enough(secret) {
-                    continue;
-                }
-                let line_start = bytes[..whole.start()]
-                    .iter()
-                    .rposition(|&b| b == b'\n')
-                    .map_or(0, |i| i + 1);
-                let line_end = bytes[whole.end()..]
-                    .iter()
-                    .position(|&b| b == b'\n')
-                    .map_or(bytes.len(), |i| whole.end() + i);
-                let line = &bytes[line_start..line_end];
-                if self
-                    .set
-                    .global
-                    .iter()
-                    .chain(&rule.allowlists)
-                    .any(|a| a.allows(secret, whole.as_bytes(), line))
-                {
-                    continue;
-                }
-                // Patterns run over bytes; never cut a character in two.
-                while !text.is_char_boundary(s) {
-                    s -= 1;
-                }
-                while !text.is_char_boundary(e) {
-                    e += 1;
-                }
-                out.push((s, e, r));
             }
+            let before = out.len();
+            let mut cut = false;
+            for &(s, e) in &merged {
+                if !self.run_rule(r, text, s, e, out) {
+                    cut = true;
+                    break;
+                }
+            }
+            if cut {
+                out.truncate(before);
+                self.run_rule(r, text, 0, bytes.len(), out);
+            }
+            i = j;
         }
         if out.len() > 1 {
             out.sort_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
@@ -304,6 +315,65 @@ impl Redactor {
             }
             *out = merged;
         }
+    }
+
+    /// Runs rule `r` on `text[from..to]`, pushing its findings; returns
+    /// false (and may have pushed some) when a match touches a cut edge of
+    /// the range.
+    fn run_rule(
+        &self,
+        r: usize,
+        text: &str,
+        from: usize,
+        to: usize,
+        out: &mut Vec<(usize, usize, usize)>,
+    ) -> bool {
+        let bytes = text.as_bytes();
+        let hay = &bytes[from..to];
+        let rule = &self.set.rules[r];
+        for caps in rule.regex().captures_iter(hay) {
+            let whole = caps.get(0).expect("group 0 always matches");
+            if (whole.start() == 0 && from > 0) || (whole.end() == hay.len() && to < bytes.len()) {
+                return false;
+            }
+            let (s, e) = rule.secret_span(&caps);
+            if s == e {
+                continue;
+            }
+            let (mut s, mut e) = (s + from, e + from);
+            let secret = &bytes[s..e];
+            if !rule.strong_enough(secret) {
+                continue;
+            }
+            let (ws, we) = (whole.start() + from, whole.end() + from);
+            let line_start = bytes[..ws]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+            let line_end = bytes[we..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(bytes.len(), |i| we + i);
+            let line = &bytes[line_start..line_end];
+            if self
+                .set
+                .global
+                .iter()
+                .chain(&rule.allowlists)
+                .any(|a| a.allows(secret, &bytes[ws..we], line))
+            {
+                continue;
+            }
+            // Patterns run over bytes; never cut a character in two.
+            while !text.is_char_boundary(s) {
+                s -= 1;
+            }
+            while !text.is_char_boundary(e) {
+                e += 1;
+            }
+            out.push((s, e, r));
+        }
+        true
     }
 
     fn walk<'s>(
@@ -353,7 +423,12 @@ impl Redactor {
         counts: &mut BTreeMap<&'s str, usize>,
         depth: usize,
     ) {
-        let kind = match map.get("type").and_then(Value::as_str) {
+        // Objects are small: a scan beats hashing the key.
+        let ty = map
+            .iter()
+            .find(|(k, _)| k.as_str() == "type")
+            .and_then(|(_, v)| v.as_str());
+        let kind = match ty {
             Some("thinking") => Kind::Thinking,
             Some("redacted_thinking") => Kind::RedactedThinking,
             Some("reasoning") | Some("compaction") => Kind::Reasoning,
