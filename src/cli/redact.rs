@@ -13,8 +13,8 @@ use crate::ops;
 /// hold a secret today's rules find. `--check` reads every event and the
 /// header of each session (or of one) and prints one line per place with
 /// hits: `<id> seq <n>` (or `header`) and the rules with their counts,
-/// never the secret. Exits 1 when anything is found. To remove a secret
-/// from a session's history, use `git session purge`.
+/// never the secret. Exits 1 when anything is found. Nothing is rewritten:
+/// the stored history is append-only.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Scan and report; nothing is changed (the only mode).
@@ -27,7 +27,7 @@ pub struct Args {
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
     if !args.check {
         return Err(CommandError::usage("redact only checks: pass --check")
-            .hint("stored history is never rewritten in place; `git session purge <id>` removes a secret from a session"));
+            .hint("stored history is append-only and never rewritten in place"));
     }
     let store = env.store()?;
     let ids = match &args.session {
@@ -58,5 +58,5 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         sessions.len(),
         if sessions.len() == 1 { "" } else { "s" },
     ))
-    .hint("rotate each credential, then remove it with `git session purge <id> --seq N`"))
+    .hint("rotate each credential now: it stays in the session's history here and on any remote it was pushed to"))
 }

@@ -1,7 +1,7 @@
 //! `git session redact --check`: re-scan what is stored with the current
 //! rules and say where secrets remain (sessions captured before a rule
-//! existed, or with `session.redact=false`). Reads only; removing a secret
-//! from history is `purge`.
+//! existed, or with `session.redact=false`). Reads only; the history is
+//! append-only and is not rewritten.
 
 use git_session_schema::SessionId;
 

@@ -25,7 +25,8 @@
 //! `{"type":"redacted_thinking"}` block), Codex `encrypted_content` of a
 //! `reasoning` or `compaction` item, and base64 payloads (`data` of a
 //! `{"type":"base64"}` source, `data:<mime>;base64,` URLs) — images and
-//! documents whose bytes must survive. Strings shorter than 7 bytes, and
+//! documents whose bytes must survive. Strings shorter than 7 bytes or
+//! made only of lowercase letters, spaces, `_` and `-`, and
 //! identifier-shaped object keys shorter than 20, cannot hold a secret the
 //! rules would find and are not searched.
 
@@ -244,7 +245,7 @@ impl Redactor {
     /// string when it is short. A match that touches the edge of its range
     /// might be cut by it, so that rule then runs on the whole string.
     fn scan(&self, text: &str, out: &mut Vec<(usize, usize, usize)>) {
-        if text.len() < SHORTEST {
+        if text.len() < SHORTEST || plain_words(text) {
             return;
         }
         let bytes = text.as_bytes();
@@ -500,9 +501,18 @@ fn opaque_place(kind: Kind, in_opaque: bool, key: &str) -> bool {
     }
 }
 
+/// Says whether `text` is only lowercase letters, spaces, `_` and `-`
+/// (`tool_use`, `cache_creation_input_tokens`, `end turn`): no rule finds
+/// a secret in that (they need a digit, a capital, or a `=`, `:`, `/`).
+fn plain_words(text: &str) -> bool {
+    text.bytes()
+        .all(|b| b.is_ascii_lowercase() || matches!(b, b'_' | b'-' | b' '))
+}
+
 /// Says whether an object key must be searched for secrets itself.
 fn key_needs_search(key: &str) -> bool {
-    key.len() >= SHORTEST
+    !plain_words(key)
+        && key.len() >= SHORTEST
         && (key.len() >= SHORTEST_KEY
             || !key
                 .bytes()

@@ -821,7 +821,11 @@ fn redact_check_lists_what_the_current_rules_find_without_printing_it() {
     assert!(stdout.contains("header  gitlab-pat ×1"), "{stdout}");
     assert!(stdout.contains("seq "), "{stdout}");
     assert!(!stdout.contains(&secret) && !text(&out.stderr).contains(&secret));
-    assert!(text(&out.stderr).contains("purge"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("rotate"),
+        "{}",
+        text(&out.stderr)
+    );
     // One session by prefix; and without --check it refuses.
     let claude = uuid(0, 0xc1a0de00);
     let one = repo
