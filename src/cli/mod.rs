@@ -206,3 +206,27 @@ pub(crate) fn format_time(seconds: i64) -> String {
 pub(crate) fn short(id: &gix::ObjectId) -> String {
     id.to_hex_with_len(12).to_string()
 }
+
+/// Parses an `AGENT` argument (`--agent`, `--to`, `--for`): one of the
+/// agents in the adapter registry, so an unknown name is a usage error
+/// that lists the accepted ones, the same for every command.
+pub(crate) fn agent_parser()
+-> impl clap::builder::TypedValueParser<Value = git_session_schema::Agent> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(git_session_adapters::registry::names())
+        .map(|name| git_session_schema::Agent::parse(&name))
+}
+
+/// Returns `text` with control characters escaped (`\u{1b}`), for printing
+/// text that comes from agent stores or fetched data.
+pub(crate) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && c != '\t' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
