@@ -20,6 +20,7 @@ mod list;
 mod log;
 mod push;
 mod resume;
+mod rm;
 mod show;
 mod sync;
 mod verify;
@@ -68,6 +69,7 @@ enum Command {
     Export(export::Args),
     Append(append::Args),
     Resume(resume::Args),
+    Rm(rm::Args),
     Push(push::Args),
     Fetch(fetch::Args),
     Sync(sync::Args),
@@ -173,6 +175,7 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Export(args) => export::run(args, env, out),
         Command::Append(args) => append::run(args, env, out),
         Command::Resume(args) => resume::run(args, env, out),
+        Command::Rm(args) => rm::run(args, env, out),
         Command::Push(args) => push::run(args, env, out),
         Command::Fetch(args) => fetch::run(args, env, out),
         Command::Sync(args) => sync::run(args, env, out),
@@ -193,6 +196,31 @@ pub(crate) fn status(message: impl std::fmt::Display) {
 }
 
 /// Formats seconds since the epoch as RFC 3339 UTC.
+/// Returns `text` safe to print on one terminal line: control characters
+/// (C0 including `\r`, `\n` and ESC, DEL, C1) and bidirectional overrides
+/// become `\u{..}`-style escapes, so agent-authored text cannot move the
+/// cursor, retitle the terminal or forge a line of output.
+pub(crate) fn escape_line(text: &str) -> std::borrow::Cow<'_, str> {
+    escape(text)
+}
+
+fn escape(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char =
+        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 pub(crate) fn format_time(seconds: i64) -> String {
     jiff::Timestamp::from_second(seconds)
         .map(|t| t.to_string())

@@ -12,7 +12,7 @@ use git_session_schema::{Agent, SessionId};
 
 use super::cursor::CursorIndex;
 use super::{OpError, OpResult};
-use crate::store::{PushRejection, Reconciled, StateLock, Store};
+use crate::store::{PushRejection, Reconciled, StateLock, Store, refs, tracking_name};
 
 /// How many fetch-and-push rounds sync tries before giving up.
 const ROUNDS: usize = 5;
@@ -24,36 +24,129 @@ pub struct FetchReport {
     pub changed: Vec<(SessionId, Reconciled)>,
     /// Sessions that were already the same.
     pub unchanged: usize,
+    /// Fetched refs that were not promoted, and why (also kept in
+    /// `.git/session/quarantine/<remote>.json` for `doctor`).
+    pub quarantined: Vec<Quarantine>,
+    /// Local sessions removed because a fetched tombstone names them.
+    pub removed: Vec<SessionId>,
+}
+
+/// One fetched ref that stays in the remote-tracking namespace.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Quarantine {
+    /// The remote-tracking ref.
+    pub refname: String,
+    /// The session id its name claims.
+    pub id: String,
+    /// The fetched tip.
+    pub tip: String,
+    /// Why it was not promoted.
+    pub reason: String,
+    /// Whether a local session of that id exists and was kept (a push of
+    /// it will be refused by the remote until one side is removed).
+    pub conflict: bool,
 }
 
 /// Reports a sync.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SyncReport {
-    /// Everything fetched over all rounds.
+    /// Everything fetched over all rounds (quarantine as of the last one).
     pub fetched: FetchReport,
     /// Fetch-and-push rounds used.
     pub rounds: usize,
+    /// Pushes refused because the remote holds a quarantined conflicting
+    /// history under the same id (reported, not retried).
+    pub held: Vec<PushRejection>,
 }
 
 /// Fetches `remote` and reconciles every fetched session.
+///
+/// Each fetched ref is judged on its own: one that fails verification,
+/// cannot be read at all, or conflicts with the local session is
+/// quarantined with its reason and the others go on.
 pub fn fetch(store: &Store, remote: &str) -> OpResult<FetchReport> {
     store.ensure_state_dir()?;
     store.fetch_sessions(remote)?;
     // Captures must not run between moving a ref and re-pointing cursors.
     let _locks = capture_locks(store)?;
     let mut report = FetchReport::default();
+    let tracking = tracking_name(remote);
+    let (removed, refused) = store.adopt_tombstones(remote)?;
+    report.removed = removed;
+    for (id, reason) in refused {
+        report.quarantined.push(Quarantine {
+            refname: format!("{}{id}", refs::tracking_tombstones_prefix(&tracking)),
+            id: id.to_string(),
+            tip: String::new(),
+            reason,
+            conflict: false,
+        });
+    }
     for (id, tip) in store.tracking_sessions(remote)? {
-        match store.reconcile(&id, tip)? {
-            Reconciled::Unchanged | Reconciled::LocalAhead => report.unchanged += 1,
+        let outcome = store
+            .reconcile(&id, tip)
+            .unwrap_or_else(|e| Reconciled::Quarantined {
+                reason: e.to_string(),
+                conflict: false,
+            });
+        match outcome {
+            Reconciled::Unchanged | Reconciled::LocalAhead | Reconciled::Removed => {
+                report.unchanged += 1
+            }
             Reconciled::Diverged { fork } => {
                 repoint_cursors(store, &id, &fork)?;
                 report.changed.push((id, Reconciled::Diverged { fork }));
             }
+            Reconciled::Quarantined { reason, conflict } => report.quarantined.push(Quarantine {
+                refname: format!("{}{id}", refs::tracking_prefix(&tracking)),
+                id: id.to_string(),
+                tip: tip.to_string(),
+                reason,
+                conflict,
+            }),
             other => report.changed.push((id, other)),
         }
     }
+    save_quarantine(store, &tracking, &report.quarantined)?;
     store.merge_notes(remote)?;
     Ok(report)
+}
+
+/// Returns what the last fetch of each remote left in quarantine.
+pub fn quarantined(store: &Store) -> Vec<(String, Quarantine)> {
+    let dir = store.state_dir().join(QUARANTINE_DIR);
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return out;
+    };
+    let mut files: Vec<_> = entries.filter_map(Result::ok).map(|e| e.path()).collect();
+    files.sort();
+    for path in files {
+        let remote = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let list: Vec<Quarantine> = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        out.extend(list.into_iter().map(|q| (remote.clone(), q)));
+    }
+    out
+}
+
+const QUARANTINE_DIR: &str = "quarantine";
+
+fn save_quarantine(store: &Store, tracking: &str, list: &[Quarantine]) -> OpResult<()> {
+    let dir = store.state_dir().join(QUARANTINE_DIR);
+    let path = dir.join(format!("{tracking}.json"));
+    if list.is_empty() {
+        let _ = std::fs::remove_file(&path);
+        return Ok(());
+    }
+    std::fs::create_dir_all(&dir).map_err(OpError::io(&dir))?;
+    let body = serde_json::to_vec_pretty(list).expect("plain data serializes");
+    std::fs::write(&path, body).map_err(OpError::io(&path))
 }
 
 /// Pushes every session; returns the refs the remote refused.
@@ -61,15 +154,29 @@ pub fn push(store: &Store, remote: &str) -> OpResult<Vec<PushRejection>> {
     Ok(store.push_sessions(remote)?)
 }
 
-/// Fetches, reconciles and pushes until the remote has everything.
+/// Fetches, reconciles and pushes until the remote has everything, except
+/// sessions whose remote history is a quarantined conflict: those are
+/// reported in [`SyncReport::held`] instead of retried.
 pub fn sync(store: &Store, remote: &str) -> OpResult<SyncReport> {
     let mut report = SyncReport::default();
     for round in 1..=ROUNDS {
         let fetched = fetch(store, remote)?;
         report.fetched.unchanged = fetched.unchanged;
         report.fetched.changed.extend(fetched.changed);
+        report.fetched.removed.extend(fetched.removed);
+        report.fetched.quarantined = fetched.quarantined;
         report.rounds = round;
-        let rejected = push(store, remote)?;
+        let conflicts: Vec<String> = report
+            .fetched
+            .quarantined
+            .iter()
+            .filter(|q| q.conflict)
+            .map(|q| format!("{}{}", refs::SESSIONS_PREFIX, q.id))
+            .collect();
+        let (held, rejected): (Vec<_>, Vec<_>) = push(store, remote)?
+            .into_iter()
+            .partition(|r| conflicts.contains(&r.refname));
+        report.held = held;
         if rejected.is_empty() {
             return Ok(report);
         }

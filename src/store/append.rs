@@ -312,14 +312,7 @@ impl Store {
         message: &str,
         info: &CommitInfo,
     ) -> StoreResult<Option<ObjectId>> {
-        let sig = self.signature(info.time);
-        let mut buf = gix::date::parse::TimeBuf::default();
-        let sig_ref = sig.to_ref(&mut buf);
-        let commit = self
-            .repo
-            .new_commit_as(sig_ref, sig_ref, message, tree, tip)
-            .map_err(git)?
-            .id;
+        let commit = self.write_commit(info.time, message, tree, tip)?;
         let expected = match tip {
             Some(t) => PreviousValue::MustExistAndMatch(Target::Object(t)),
             None => PreviousValue::MustNotExist,
@@ -344,6 +337,25 @@ impl Store {
                 Err(e) => return Err(git(e)),
             }
         }
+    }
+
+    /// Writes a session commit (author = committer = [`Store::signature`]
+    /// at `time`) without moving any ref.
+    pub(crate) fn write_commit(
+        &self,
+        time: i64,
+        message: &str,
+        tree: ObjectId,
+        parent: Option<ObjectId>,
+    ) -> StoreResult<ObjectId> {
+        let sig = self.signature(time);
+        let mut buf = gix::date::parse::TimeBuf::default();
+        let sig_ref = sig.to_ref(&mut buf);
+        Ok(self
+            .repo
+            .new_commit_as(sig_ref, sig_ref, message, tree, parent)
+            .map_err(git)?
+            .id)
     }
 
     fn clear_stale_ref_lock(&self, name: &str) {
@@ -416,16 +428,22 @@ impl Store {
             kept += 1;
             if next_first > at + 1 {
                 // `at` is inside this chunk: keep its first lines only.
-                let blob = self.repo.find_blob(chunk.blob).map_err(git)?;
+                let data = self.bounded_blob(
+                    id,
+                    chunk.blob,
+                    &format!("chunk {}", chunk.path),
+                    self.limits.chunk,
+                    "session.maxChunkSize",
+                )?;
                 let take = usize::try_from(at + 1 - chunk.first_seq).unwrap_or(usize::MAX);
                 let mut end = 0;
                 let mut last = None;
-                for line in blob.data.split_inclusive(|&b| b == b'\n').take(take) {
+                for line in data.split_inclusive(|&b| b == b'\n').take(take) {
                     end += line.len();
                     last = Some(line);
                 }
                 checksum = last.and_then(split_checksum).map(|(_, s)| s.to_owned());
-                let truncated = self.repo.write_blob(&blob.data[..end]).map_err(git)?;
+                let truncated = self.repo.write_blob(&data[..end]).map_err(git)?;
                 editor
                     .upsert(chunk.path.as_str(), EntryKind::Blob, truncated)
                     .map_err(git)?;

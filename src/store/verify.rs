@@ -64,28 +64,65 @@ impl Store {
     /// that cannot be read at all.
     pub fn verify(&self, id: &SessionId) -> StoreResult<VerifyReport> {
         let tip = self.existing_tip(id)?;
+        Ok(self.verify_at(id, tip))
+    }
+
+    /// Verifies the history ending at `tip` as session `id` (a local tip, or
+    /// a fetched one before it may become a session ref). Never fails:
+    /// whatever cannot be read is a problem in the report.
+    pub fn verify_at(&self, id: &SessionId, tip: ObjectId) -> VerifyReport {
         let mut report = VerifyReport {
             id: id.clone(),
             events: 0,
             batches: 0,
             problems: Vec::new(),
         };
+        if let Err(e) = self.verify_inner(id, tip, &mut report) {
+            report.problem(None, e.to_string());
+        }
+        report
+    }
+
+    fn verify_inner(
+        &self,
+        id: &SessionId,
+        tip: ObjectId,
+        report: &mut VerifyReport,
+    ) -> StoreResult<()> {
+        match self.repo.find_header(tip) {
+            Ok(h) if h.kind() == gix::objs::Kind::Commit => {}
+            Ok(h) => {
+                report.problem(
+                    None,
+                    format!("the ref points at a {}, not a commit", h.kind()),
+                );
+                return Ok(());
+            }
+            Err(e) => {
+                report.problem(None, format!("tip {tip} cannot be read: {e}"));
+                return Ok(());
+            }
+        }
         let header = match self.header_at(id, tip) {
             Ok(h) => h,
             Err(e) => {
                 report.problem(None, e.to_string());
-                return Ok(report);
+                return Ok(());
             }
         };
         if header.id != *id {
-            report.problem(None, format!("header names session {}", header.id));
+            report.problem(
+                None,
+                format!("header names session {}, the ref is {id}", header.id),
+            );
         }
         let tree = self.commit_tree(tip)?;
+        self.check_layout(tree, true, report)?;
         let chunks = match self.chunks(id, tree) {
             Ok(c) => c,
             Err(e) => {
                 report.problem(None, e.to_string());
-                return Ok(report);
+                return Ok(());
             }
         };
 
@@ -103,14 +140,17 @@ impl Store {
                     ),
                 );
             }
-            let data = match self.repo.find_blob(chunk.blob) {
-                Ok(b) => b.detach().data,
+            let data = match self.bounded_blob(
+                id,
+                chunk.blob,
+                &format!("chunk {}", chunk.path),
+                self.limits.chunk,
+                "session.maxChunkSize",
+            ) {
+                Ok(d) => d,
                 Err(e) => {
-                    report.problem(
-                        Some(chunk.first_seq),
-                        format!("chunk {} cannot be read: {e}", chunk.path),
-                    );
-                    return Ok(report);
+                    report.problem(Some(chunk.first_seq), e.to_string());
+                    return Ok(());
                 }
             };
             if data.last().is_some_and(|&b| b != b'\n') {
@@ -122,6 +162,18 @@ impl Store {
             for line in data.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
                 let seq = count;
                 count += 1;
+                if line.len() as u64 > self.limits.event {
+                    report.problem(
+                        Some(seq),
+                        format!(
+                            "seq {seq}: event is {} bytes, over the limit of {} (session.maxEventSize)",
+                            line.len(),
+                            self.limits.event
+                        ),
+                    );
+                    prev = None;
+                    continue;
+                }
                 let event = match git_session_schema::codec::decode_event(line) {
                     Ok(e) => e,
                     Err(e) => {
@@ -194,25 +246,121 @@ impl Store {
             Err(e) => report.problem(None, e.to_string()),
         }
 
-        self.verify_history(id, &header, &mut report)?;
-        self.verify_artifacts(tree, &referenced, &mut report)?;
-        Ok(report)
+        self.verify_history(id, tip, &header, report)?;
+        self.verify_artifacts(id, tree, &referenced, report)?;
+        Ok(())
+    }
+
+    /// Checks that a session tree holds only the layout's paths: the root
+    /// has `header.json` (a blob) and the `events/` and `artifacts/` trees;
+    /// with `deep`, every entry below them is a tree or regular blob named
+    /// as the layout names it.
+    fn check_layout(
+        &self,
+        tree: ObjectId,
+        deep: bool,
+        report: &mut VerifyReport,
+    ) -> StoreResult<()> {
+        let root = self.repo.find_tree(tree).map_err(git)?;
+        let root = root.decode().map_err(git)?;
+        let is_blob = |m: gix::objs::tree::EntryMode| m.is_blob() && !m.is_executable();
+        for e in root.entries.iter() {
+            let name = e.filename.to_string();
+            let ok = match name.as_str() {
+                refs::HEADER_PATH => is_blob(e.mode),
+                refs::EVENTS_DIR | refs::ARTIFACTS_DIR => e.mode.is_tree(),
+                _ => false,
+            };
+            if !ok {
+                report.problem(
+                    None,
+                    format!("path {} is outside the session layout", escape_name(&name)),
+                );
+            }
+        }
+        if !deep {
+            return Ok(());
+        }
+        let hex2 = |n: &str| {
+            n.len() == 2
+                && n.bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        };
+        for e in root.entries.iter().filter(|e| e.mode.is_tree()) {
+            let top = e.filename.to_string();
+            let (levels, leaf): (usize, fn(&str, &str) -> bool) = match top.as_str() {
+                refs::EVENTS_DIR => (2, |_, n| {
+                    n.split_once('-').is_some_and(|(h, rest)| {
+                        h.len() == 2
+                            && rest.strip_suffix(".jsonl").is_some_and(|d| {
+                                !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())
+                            })
+                    })
+                }),
+                refs::ARTIFACTS_DIR => (1, |dir, n| {
+                    n.len() == 64
+                        && n.starts_with(dir)
+                        && n.bytes()
+                            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+                }),
+                _ => continue,
+            };
+            let mut stack = vec![(e.oid.to_owned(), top.clone(), 0usize, String::new())];
+            while let Some((oid, path, depth, parent_name)) = stack.pop() {
+                let t = self.repo.find_tree(oid).map_err(git)?;
+                for c in t.decode().map_err(git)?.entries.iter() {
+                    let name = c.filename.to_string();
+                    let sub = format!("{path}/{name}");
+                    let ok = if depth < levels {
+                        c.mode.is_tree() && hex2(&name)
+                    } else {
+                        is_blob(c.mode) && leaf(&parent_name, &name)
+                    };
+                    if !ok {
+                        report.problem(
+                            None,
+                            format!("path {} is outside the session layout", escape_name(&sub)),
+                        );
+                    } else if c.mode.is_tree() {
+                        stack.push((c.oid.to_owned(), sub, depth + 1, name));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     fn verify_history(
         &self,
         id: &SessionId,
+        tip: ObjectId,
         header: &git_session_schema::SessionHeader,
         report: &mut VerifyReport,
     ) -> StoreResult<()> {
-        let batches = self.batches(id)?;
+        let batches = self.batches_at(id, tip)?;
         report.batches = batches.len() as u64;
+        let header_blob = self.header_blob(self.commit_tree(tip)?)?;
         let inherited = header.lineage.as_ref().map_or(0, |l| l.inherited_events);
         let mut expected = inherited;
         for (i, batch) in batches.iter().enumerate().rev() {
             let t = &batch.trailers;
             let c = self.repo.find_commit(batch.commit).map_err(git)?;
             let parent = c.parent_ids().next().map(|p| p.detach());
+            let tree = self.commit_tree(batch.commit)?;
+            // The header is written once: every batch carries the same blob.
+            if self.header_blob(tree)? != header_blob {
+                report.problem(
+                    None,
+                    format!(
+                        "commit {} has a different {} than the tip: the header was rewritten",
+                        batch.commit,
+                        refs::HEADER_PATH
+                    ),
+                );
+            }
+            if batch.commit != tip {
+                self.check_layout(tree, false, report)?;
+            }
             if let Some((_, at)) = &t.fork {
                 let lineage = header.lineage.as_ref();
                 if lineage.map(|l| l.parent_commit.as_str())
@@ -265,6 +413,14 @@ impl Store {
         Ok(())
     }
 
+    pub(crate) fn header_blob(&self, tree: ObjectId) -> StoreResult<Option<ObjectId>> {
+        let root = self.repo.find_tree(tree).map_err(git)?;
+        Ok(root
+            .lookup_entry_by_path(refs::HEADER_PATH)
+            .map_err(git)?
+            .map(|e| e.object_id()))
+    }
+
     fn events_tree(&self, tree: ObjectId) -> StoreResult<Option<ObjectId>> {
         let root = self.repo.find_tree(tree).map_err(git)?;
         Ok(root
@@ -306,16 +462,23 @@ impl Store {
 
     fn verify_artifacts(
         &self,
+        id: &SessionId,
         tree: ObjectId,
         referenced: &BTreeSet<ArtifactId>,
         report: &mut VerifyReport,
     ) -> StoreResult<()> {
         let stored = self.artifacts_in(tree)?;
         for (art, blob) in &stored {
-            match self.repo.find_blob(*blob) {
-                Ok(b) if ArtifactId::of(&b.data) == *art => {}
+            match self.bounded_blob(
+                id,
+                *blob,
+                &format!("artifact {art}"),
+                self.limits.artifact,
+                "session.maxArtifactSize",
+            ) {
+                Ok(b) if ArtifactId::of(&b) == *art => {}
                 Ok(_) => report.problem(None, format!("artifact {art} does not hash to its name")),
-                Err(e) => report.problem(None, format!("artifact {art} cannot be read: {e}")),
+                Err(e) => report.problem(None, e.to_string()),
             }
         }
         let have: BTreeSet<&ArtifactId> = stored.iter().map(|(a, _)| a).collect();
@@ -324,4 +487,9 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// Returns a tree entry name with control characters escaped, for messages.
+fn escape_name(name: &str) -> String {
+    name.chars().flat_map(char::escape_debug).collect()
 }
