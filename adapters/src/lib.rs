@@ -280,6 +280,13 @@ pub trait Adapter: Sync {
     /// a variable (like `CLAUDE_CONFIG_DIR`), `home` is the user's home.
     fn store_root(&self, env: &dyn Fn(&str) -> Option<String>, home: &std::path::Path) -> PathBuf;
 
+    /// Checks that `native_id` is an id this agent can have, before it
+    /// becomes part of a path: write-back derives every file name from it,
+    /// and a session's native id comes from whoever pushed the session.
+    /// Ids must never hold separators beyond the agent's own layout, `..`,
+    /// or anything absolute; renders call it and `ops` calls it again.
+    fn validate_native_id(&self, native_id: &str) -> Result<(), String>;
+
     /// Returns whether `relative` (a path under the store root) is a session
     /// file this adapter parses.
     fn is_session_file(&self, relative: &std::path::Path) -> bool;

@@ -76,6 +76,17 @@ pub fn resume(
         .clone()
         .filter(|_| header.agent == agent && !request.fork);
     let native_id = same_agent_native.unwrap_or_else(|| new_native_id(clock));
+    // The native id names the files written: a session from a shared remote
+    // must not choose where they go.
+    adapter
+        .validate_native_id(&native_id)
+        .map_err(|why| OpError::Conflict {
+            message: format!("session {} cannot be written back: {why}", request.id),
+            hint: Some(format!(
+                "git session resume {} --fork writes it under a new, valid id",
+                request.id
+            )),
+        })?;
     let session = if request.fork {
         // The fork gets the new native id as its canonical id too, so
         // `git session show <id>` and the agent's resume name the same thing.
@@ -135,13 +146,15 @@ pub fn resume(
 }
 
 /// Returns the directory the agent should run in on this machine: the
-/// recorded cwd when it is inside this repository, else this work tree.
+/// recorded cwd, normalized, when it is this repository or a directory
+/// inside it (`..` cannot leave it), else this work tree.
 pub(crate) fn target_cwd(store: &Store, header: &SessionHeader) -> OpResult<PathBuf> {
     let worktrees = store.worktree_paths();
-    if let Some(cwd) = header.cwd.as_deref().map(Path::new)
+    if let Some(cwd) = header.cwd.as_deref().and_then(|c| normalized(Path::new(c)))
+        && cwd.is_absolute()
         && worktrees.iter().any(|w| cwd.starts_with(w))
     {
-        return Ok(cwd.to_owned());
+        return Ok(cwd);
     }
     store
         .repo()
@@ -151,6 +164,66 @@ pub(crate) fn target_cwd(store: &Store, header: &SessionHeader) -> OpResult<Path
             message: "this repository has no work tree to resume a session in".into(),
             hint: Some("run git session resume in a clone with a work tree".into()),
         })
+}
+
+/// Returns `path` with `.` and `..` resolved lexically, or `None` when a
+/// `..` would climb above its start, or it has control characters.
+fn normalized(path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    if path.to_string_lossy().chars().any(char::is_control) {
+        return None;
+    }
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() || out.as_os_str().is_empty() {
+                    return None;
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    Some(out)
+}
+
+/// Returns `root/relative` after checking that it stays inside `root`:
+/// `relative` must be relative and made only of plain names (no `..`, no
+/// root, no prefix, no control characters), so the joined path is inside
+/// `root` lexically; symlinks the user made inside their own store are
+/// theirs and followed. Every write-back path goes through here.
+pub(crate) fn contained_path(root: &Path, relative: &Path) -> OpResult<PathBuf> {
+    use std::path::Component;
+    let refuse = |why: &str| OpError::Conflict {
+        message: format!(
+            "refusing to write {:?} under {}: {why}",
+            relative,
+            root.display()
+        ),
+        hint: Some(
+            "the session names a path outside the agent's store; nothing was written".into(),
+        ),
+    };
+    if relative.as_os_str().is_empty() {
+        return Err(refuse("empty path"));
+    }
+    for c in relative.components() {
+        match c {
+            Component::Normal(name) if !name.to_string_lossy().chars().any(char::is_control) => {}
+            Component::Normal(_) => return Err(refuse("control characters in a file name")),
+            _ => {
+                return Err(refuse(
+                    "only plain names are allowed (no .., no absolute path)",
+                ));
+            }
+        }
+    }
+    let target = root.join(relative);
+    if !target.starts_with(root) {
+        return Err(refuse("it leaves the store root"));
+    }
+    Ok(target)
 }
 
 pub(crate) fn new_native_id(clock: &Clock) -> String {
@@ -249,7 +322,7 @@ pub(crate) fn write_native(
     let mut skipped_rows = Vec::new();
     if !unchanged {
         for a in &changes.appends {
-            append(&target.root.join(&a.path), &a.bytes)?;
+            append(&contained_path(target.root, &a.path)?, &a.bytes)?;
         }
         for row in &changes.rows {
             if let Some(reason) = insert_row(store, clock, target.root, row)? {
@@ -362,7 +435,7 @@ impl TempFiles {
 
 impl FileSink for TempFiles {
     fn begin(&mut self, path: &Path) -> Result<(), String> {
-        let target = self.root.join(path);
+        let target = contained_path(&self.root, path).map_err(|e| e.to_string())?;
         let dir = target.parent().ok_or("a native file needs a directory")?;
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let tmp = tempfile::Builder::new()
@@ -440,7 +513,13 @@ fn insert_row(
     root: &Path,
     row: &RowWrite,
 ) -> OpResult<Option<String>> {
-    let db = root.join(&row.database);
+    let db = contained_path(root, &row.database)?;
+    // Paths the row records are the agent's to open later: same rule.
+    for name in &row.root_relative {
+        if let Some(Value::String(s)) = row.columns.get(name) {
+            contained_path(root, Path::new(s))?;
+        }
+    }
     if !db.is_file() {
         // The agent indexes the files it finds when it creates the database.
         return Ok(None);
@@ -581,4 +660,42 @@ fn quote_ident(name: &str) -> String {
 
 fn quote_literal(text: &str) -> String {
     format!("'{}'", text.replace('\'', "''"))
+}
+
+#[cfg(test)]
+mod path_tests {
+    use super::*;
+
+    #[test]
+    fn contained_path_refuses_anything_but_plain_names() {
+        let root = Path::new("/store/root");
+        assert_eq!(
+            contained_path(root, Path::new("projects/p/a.jsonl")).unwrap(),
+            root.join("projects/p/a.jsonl")
+        );
+        for bad in [
+            "",
+            "../x",
+            "projects/../../x",
+            "/etc/passwd",
+            "projects//etc/x",
+            "a/./b",
+            "a/\u{1b}b",
+        ] {
+            // `a/./b` and `projects//etc/x` normalize to plain names in
+            // std's component parser; they are allowed only when they do.
+            let got = contained_path(root, Path::new(bad));
+            match bad {
+                "a/./b" | "projects//etc/x" => {
+                    assert!(got.unwrap().starts_with(root), "{bad}")
+                }
+                _ => assert!(got.is_err(), "{bad:?} was allowed"),
+            }
+        }
+        assert_eq!(
+            normalized(Path::new("/r/a/../b/./c")),
+            Some(PathBuf::from("/r/b/c"))
+        );
+        assert_eq!(normalized(Path::new("/r/../..")), None);
+    }
 }

@@ -541,3 +541,94 @@ fn list_and_show_escape_control_characters_and_use_the_ref_id() {
     assert_eq!(json[1]["id"], "s-imposter");
     assert_eq!(json[1]["header_id"], "s-esc");
 }
+
+/// Every file under `dir`, relative.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries {
+        let path = e.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn write_back_paths_are_computed_never_taken() {
+    let repo = Repo::new();
+    let uuid = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
+    let home = repo.outside("home-w");
+    let abs = repo.outside("abs-target");
+    let hostile = [
+        format!("{uuid}/../../../../../escaped"),
+        format!("{uuid}//{}", abs.display()),
+        format!("{uuid}/agent-a/../../x"),
+        format!("{uuid}/agent-\u{1b}x"),
+        "../../escaped".to_owned(),
+        abs.display().to_string(),
+    ];
+    let before: Vec<PathBuf> = files_under(repo.root.parent().unwrap());
+    for (i, native) in hostile.iter().enumerate() {
+        let id = format!("s-path-{i}");
+        let mut lines = session_lines(&id, 4);
+        lines[0]["header"]["native_id"] = native.clone().into();
+        lines[0]["header"]["cwd"] = repo.root.to_str().unwrap().into();
+        repo.import(&repo.write_jsonl(&format!("{id}.jsonl"), &lines));
+        let err = repo.fails(&["resume", &id, "--home", home.to_str().unwrap()], 1);
+        assert!(err.contains("cannot be written back"), "{native}: {err}");
+        assert!(!err.contains('\u{1b}'), "{err:?}");
+    }
+    // Nothing new anywhere but the repository and the inputs written above.
+    let stray: Vec<PathBuf> = files_under(repo.root.parent().unwrap())
+        .into_iter()
+        .filter(|p| !before.contains(p) && !p.starts_with(&repo.root))
+        .filter(|p| {
+            !p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("s-path-")
+        })
+        .collect();
+    assert!(stray.is_empty(), "files written: {stray:?}");
+    assert!(!home.exists() || files_under(&home).is_empty());
+
+    // A cwd that climbs out of the repository is not printed or written.
+    let sub = repo.root.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    for (cwd, want) in [
+        (
+            format!("{}/../outside", repo.root.display()),
+            repo.root.clone(),
+        ),
+        (format!("{}/other/../sub", repo.root.display()), sub.clone()),
+        ("/etc".to_owned(), repo.root.clone()),
+    ] {
+        let id = format!("s-cwd-{}", want.file_name().unwrap().to_string_lossy());
+        let id = format!("{id}-{}", cwd.len());
+        let mut lines = session_lines(&id, 4);
+        lines[0]["header"]["native_id"] = uuid.into();
+        lines[0]["header"]["cwd"] = cwd.clone().into();
+        repo.import(&repo.write_jsonl(&format!("{id}.jsonl"), &lines));
+        let home = repo.outside(&format!("home-{id}"));
+        let out = repo.ok(&["resume", &id, "--home", home.to_str().unwrap()]);
+        assert!(
+            out.starts_with(&format!("cd {} && claude --resume {uuid}", want.display())),
+            "{cwd}: {out}"
+        );
+        let project = git_session_adapters::claude::project_dir_name(want.to_str().unwrap());
+        assert!(
+            home.join(".claude/projects")
+                .join(project)
+                .join(format!("{uuid}.jsonl"))
+                .is_file(),
+            "{cwd}: {:?}",
+            files_under(&home)
+        );
+    }
+}

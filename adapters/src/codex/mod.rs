@@ -195,6 +195,15 @@ impl Adapter for Codex {
         Agent::Codex
     }
 
+    /// A thread UUID.
+    fn validate_native_id(&self, native_id: &str) -> Result<(), String> {
+        if is_uuid(native_id) {
+            Ok(())
+        } else {
+            Err(format!("codex thread ids are UUIDs, not {native_id:?}"))
+        }
+    }
+
     fn store_root(&self, env: &dyn Fn(&str) -> Option<String>, home: &Path) -> PathBuf {
         match env("CODEX_HOME") {
             Some(dir) if !dir.is_empty() => PathBuf::from(dir),
@@ -1082,12 +1091,7 @@ fn render(
     events: &mut dyn Iterator<Item = Event>,
     out: &mut dyn FileSink,
 ) -> Result<ChangeSet, RenderError> {
-    if !is_uuid(head.native_id) {
-        return Err(RenderError::Request(format!(
-            "codex thread ids are UUIDs, not {:?}",
-            head.native_id
-        )));
-    }
+    crate::Adapter::validate_native_id(&Codex, head.native_id).map_err(RenderError::Request)?;
     let mut w = Writer {
         head,
         out,
