@@ -247,6 +247,18 @@ impl Iterator for LineIter<'_> {
             }
             let rest = &self.data[self.pos..];
             let len = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+            if len as u64 > self.store.limits.event {
+                let seq = self.seq;
+                self.chunks = Vec::new().into_iter();
+                self.data = Vec::new();
+                self.pos = 0;
+                return Some(Err(StoreError::TooLarge {
+                    what: format!("session {}: seq {seq}", self.id),
+                    size: len as u64,
+                    limit: self.store.limits.event,
+                    setting: "session.maxEventSize".into(),
+                }));
+            }
             let line = &rest[..len];
             self.pos += len + 1;
             let seq = self.seq;

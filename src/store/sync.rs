@@ -70,6 +70,12 @@ impl Store {
     /// Fetches `remote`'s sessions and receipts into the tracking namespace.
     pub fn fetch_sessions(&self, remote: &str) -> StoreResult<()> {
         let mut args = vec![
+            // Objects above this are streamed, never inflated whole in
+            // memory, while git receives them: a fetched decompression
+            // bomb costs disk, not RAM, and verification then refuses it
+            // from its header (see `Limits`).
+            "-c".to_owned(),
+            "core.bigFileThreshold=16m".to_owned(),
             "fetch".to_owned(),
             "--quiet".to_owned(),
             "--no-write-fetch-head".to_owned(),

@@ -632,3 +632,140 @@ fn write_back_paths_are_computed_never_taken() {
         );
     }
 }
+
+/// Runs `git-session args` in `dir` under `/usr/bin/time`; returns the
+/// output and the peak RSS in KiB.
+fn with_peak_rss(repo: &Repo, dir: &Path, args: &[&str]) -> (std::process::Output, u64) {
+    let inner = repo.spawnable_in(dir);
+    let mut cmd = std::process::Command::new("/usr/bin/time");
+    cmd.env_clear();
+    for (k, v) in inner.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    cmd.current_dir(dir)
+        .args(["-f", "peak-rss-kib %M"])
+        .arg(inner.get_program())
+        .args(args);
+    let out = cmd.output().unwrap();
+    let stderr = text(&out.stderr);
+    let rss = stderr
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("peak-rss-kib "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no rss in {stderr}"));
+    (out, rss)
+}
+
+/// Writes a blob of `size` bytes of `a` (ending in a newline) into the
+/// repository at `dir` without holding it in this process.
+fn huge_blob(repo: &Repo, dir: &Path, size: usize) -> String {
+    use std::io::Write;
+    let mut child = repo
+        .git_process_in(dir)
+        .args(["hash-object", "-w", "--stdin"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        let block = vec![b'a'; 1 << 20];
+        let mut left = size - 1;
+        while left > 0 {
+            let n = left.min(block.len());
+            stdin.write_all(&block[..n]).unwrap();
+            left -= n;
+        }
+        stdin.write_all(b"\n").unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    text(&out.stdout).trim().to_owned()
+}
+
+#[test]
+fn a_decompression_bomb_is_an_error_naming_the_object_not_an_oom() {
+    // Over the daemon, so the sending side's git is not our descendant and
+    // the peak RSS measured is the fetching side's alone.
+    let p = Parties::new(Transport::Daemon);
+    p.shared_session("s-bomb", 2);
+    // B replaces the first chunk by 512 MiB that pack to well under 1 MB.
+    let bomb = huge_blob(&p.a, &p.b, 512 << 20);
+    let index = p.a.outside("bomb.index");
+    let run = |args: &[&str]| {
+        let out =
+            p.a.git_in(&p.b)
+                .env("GIT_INDEX_FILE", &index)
+                .args(args)
+                .output()
+                .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+        text(&out.stdout).trim().to_owned()
+    };
+    run(&["read-tree", "refs/sessions/s-bomb"]);
+    run(&[
+        "update-index",
+        "--cacheinfo",
+        &format!("100644,{bomb},events/00/00/00-0.jsonl"),
+    ]);
+    let tree = run(&["write-tree"]);
+    let message = p.git(&p.b, &["log", "-1", "--format=%B", "refs/sessions/s-bomb"]);
+    let parents = p.git(&p.b, &["log", "-1", "--format=%P", "refs/sessions/s-bomb"]);
+    let mut args = vec!["commit-tree", tree.as_str()];
+    for q in parents.split_whitespace() {
+        args.extend(["-p", q]);
+    }
+    let commit = p.git_stdin(&p.b, &args, message.as_bytes());
+    p.git(&p.b, &["update-ref", "refs/sessions/s-bomb", &commit]);
+    p.push_forged("s-bomb", &commit);
+
+    // Fetching it: quarantined, bounded.
+    let (out, rss) = with_peak_rss(&p.a, &p.a.root, &["fetch"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("quarantined refs/remotes/origin/sessions/s-bomb")
+            && stdout.contains("over the limit"),
+        "{stdout}"
+    );
+    assert!(rss < 200 * 1024, "fetch used {rss} KiB");
+    // Reading it where it is (clone B): every reader errors, bounded.
+    for args in [
+        vec!["show", "s-bomb"],
+        vec!["show", "s-bomb", "--json"],
+        vec!["compile", "s-bomb", "--for", "codex"],
+        vec!["export", "--canonical", "s-bomb"],
+        vec!["resume", "s-bomb", "--fork", "--home", "bomb-home"],
+        vec!["verify", "s-bomb"],
+    ] {
+        let (out, rss) = with_peak_rss(&p.a, &p.b, &args);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        let all = text(&out.stderr) + &text(&out.stdout);
+        assert!(
+            all.contains("events/00/00/00-0.jsonl")
+                && all.contains(&bomb)
+                && all.contains("over the limit")
+                && all.contains("session.maxChunkSize"),
+            "{args:?}: {all}"
+        );
+        assert!(rss < 200 * 1024, "{args:?} used {rss} KiB");
+    }
+    // The limit is a setting: lowered, a normal session trips it too.
+    p.on(&p.a.root, &["verify", "s-bomb"]);
+    p.git(&p.a.root, &["config", "session.maxChunkSize", "100"]);
+    let out = p.a.session().args(["show", "s-bomb"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("over the limit of 100"),
+        "{}",
+        text(&out.stderr)
+    );
+}
