@@ -23,7 +23,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let remote = args
         .remote
         .unwrap_or_else(|| crate::config::sessions_remote(&store));
-    let report = ops::sync::fetch(&store, &remote)?;
+    let report = ops::sync::fetch(&store, &remote, &trust(&store, &remote))?;
     print_changes(out, &report.changed)?;
     print_removed(out, &report.removed)?;
     print_quarantine(out, &report.quarantined)?;
@@ -37,6 +37,16 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         }
     ));
     Ok(())
+}
+
+/// Returns what fetched history from `remote` must prove, from git config.
+pub(crate) fn trust(store: &crate::store::Store, remote: &str) -> ops::sync::Trust {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let name = crate::store::tracking_name(remote);
+    ops::sync::Trust {
+        require_signed: crate::config::require_signed(store, Some(&name)),
+        allowed_signers: crate::config::allowed_signers(store, home.as_deref()),
+    }
 }
 
 pub(crate) fn print_changes(

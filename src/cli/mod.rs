@@ -116,9 +116,21 @@ impl Env {
         }
     }
 
-    /// Opens the repository the command runs in.
+    /// Opens the repository the command runs in; with a signing key
+    /// configured (and `session.signCommits` not false), every session
+    /// commit it writes is SSH-signed as `git commit -S` would sign it.
     pub fn store(&self) -> Result<Store, CommandError> {
-        Ok(Store::discover(&self.cwd)?)
+        let mut store = Store::discover(&self.cwd)?;
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        if crate::config::sign_commits(&store)
+            && let Some(key) = crate::config::signing_key(&store, home.as_deref())
+        {
+            store.set_commit_signer(Box::new(move |bytes: &[u8]| {
+                crate::sign::sign_in(&key, crate::sign::GIT_NAMESPACE, bytes)
+                    .map_err(|e| e.to_string())
+            }));
+        }
+        Ok(store)
     }
 }
 

@@ -23,7 +23,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let remote = args
         .remote
         .unwrap_or_else(|| crate::config::sessions_remote(&store));
-    let report = ops::sync::sync(&store, &remote)?;
+    let report = ops::sync::sync(&store, &remote, &super::fetch::trust(&store, &remote))?;
     super::fetch::print_changes(out, &report.fetched.changed)?;
     super::fetch::print_removed(out, &report.fetched.removed)?;
     super::fetch::print_quarantine(out, &report.fetched.quarantined)?;

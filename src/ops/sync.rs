@@ -9,6 +9,7 @@
 //! everything, so two clones that both sync end with identical refs.
 
 use git_session_schema::{Agent, SessionId};
+use gix::ObjectId;
 
 use super::cursor::CursorIndex;
 use super::{OpError, OpResult};
@@ -64,7 +65,17 @@ pub struct SyncReport {
 /// Each fetched ref is judged on its own: one that fails verification,
 /// cannot be read at all, or conflicts with the local session is
 /// quarantined with its reason and the others go on.
-pub fn fetch(store: &Store, remote: &str) -> OpResult<FetchReport> {
+/// Says what fetched history must prove beyond verifying.
+#[derive(Clone, Debug, Default)]
+pub struct Trust {
+    /// Every new batch commit must carry a good SSH signature by a key in
+    /// `allowed_signers` (`session.requireSigned`).
+    pub require_signed: bool,
+    /// The allowed-signers file's content.
+    pub allowed_signers: Option<String>,
+}
+
+pub fn fetch(store: &Store, remote: &str, trust: &Trust) -> OpResult<FetchReport> {
     store.ensure_state_dir()?;
     store.fetch_sessions(remote)?;
     // Captures must not run between moving a ref and re-pointing cursors.
@@ -83,18 +94,26 @@ pub fn fetch(store: &Store, remote: &str) -> OpResult<FetchReport> {
         });
     }
     for (id, tip) in store.tracking_sessions(remote)? {
-        let outcome = store
-            .reconcile(&id, tip)
-            .unwrap_or_else(|e| Reconciled::Quarantined {
-                reason: e.to_string(),
+        let outcome = match unsigned_commit(store, &id, tip, trust) {
+            Some(reason) => Reconciled::Quarantined {
+                reason,
                 conflict: false,
-            });
+            },
+            None => store
+                .reconcile(&id, tip)
+                .unwrap_or_else(|e| Reconciled::Quarantined {
+                    reason: e.to_string(),
+                    conflict: false,
+                }),
+        };
         match outcome {
             Reconciled::Unchanged | Reconciled::LocalAhead | Reconciled::Removed => {
                 report.unchanged += 1
             }
             Reconciled::Diverged { fork } => {
                 repoint_cursors(store, &id, &fork)?;
+                // The verified local tail now lives in the fork.
+                store.remember_tip(&id, None)?;
                 report.changed.push((id, Reconciled::Diverged { fork }));
             }
             Reconciled::Quarantined { reason, conflict } => report.quarantined.push(Quarantine {
@@ -110,6 +129,31 @@ pub fn fetch(store: &Store, remote: &str) -> OpResult<FetchReport> {
     save_quarantine(store, &tracking, &report.quarantined)?;
     store.merge_notes(remote)?;
     Ok(report)
+}
+
+/// With `require_signed`, returns why the first fetched commit this clone
+/// lacks is not acceptable, if one is not.
+fn unsigned_commit(store: &Store, id: &SessionId, tip: ObjectId, trust: &Trust) -> Option<String> {
+    if !trust.require_signed {
+        return None;
+    }
+    let known = store.tip(id).ok().flatten();
+    let commits = match store.new_commits(tip, known) {
+        Ok(c) => c,
+        Err(e) => return Some(e.to_string()),
+    };
+    for commit in commits {
+        let signature = match store.commit_signature(commit) {
+            Ok(s) => s,
+            Err(e) => return Some(e.to_string()),
+        };
+        if let Err(why) =
+            crate::sign::judge_commit(signature.as_ref(), trust.allowed_signers.as_deref(), true)
+        {
+            return Some(format!("commit {commit} {why}"));
+        }
+    }
+    None
 }
 
 /// Returns what the last fetch of each remote left in quarantine.
@@ -157,10 +201,10 @@ pub fn push(store: &Store, remote: &str) -> OpResult<Vec<PushRejection>> {
 /// Fetches, reconciles and pushes until the remote has everything, except
 /// sessions whose remote history is a quarantined conflict: those are
 /// reported in [`SyncReport::held`] instead of retried.
-pub fn sync(store: &Store, remote: &str) -> OpResult<SyncReport> {
+pub fn sync(store: &Store, remote: &str, trust: &Trust) -> OpResult<SyncReport> {
     let mut report = SyncReport::default();
     for round in 1..=ROUNDS {
-        let fetched = fetch(store, remote)?;
+        let fetched = fetch(store, remote, trust)?;
         report.fetched.unchanged = fetched.unchanged;
         report.fetched.changed.extend(fetched.changed);
         report.fetched.removed.extend(fetched.removed);

@@ -349,13 +349,34 @@ impl Store {
         parent: Option<ObjectId>,
     ) -> StoreResult<ObjectId> {
         let sig = self.signature(time);
-        let mut buf = gix::date::parse::TimeBuf::default();
-        let sig_ref = sig.to_ref(&mut buf);
-        Ok(self
-            .repo
-            .new_commit_as(sig_ref, sig_ref, message, tree, parent)
-            .map_err(git)?
-            .id)
+        let Some(signer) = &self.commit_signer else {
+            let mut buf = gix::date::parse::TimeBuf::default();
+            let sig_ref = sig.to_ref(&mut buf);
+            return Ok(self
+                .repo
+                .new_commit_as(sig_ref, sig_ref, message, tree, parent)
+                .map_err(git)?
+                .id);
+        };
+        // Signed like `git commit -S`: the signature covers the commit
+        // object without its gpgsig header.
+        let mut commit = gix::objs::Commit {
+            tree,
+            parents: parent.into_iter().collect(),
+            author: sig.clone(),
+            committer: sig,
+            encoding: None,
+            message: message.into(),
+            extra_headers: Vec::new(),
+        };
+        let mut bytes = Vec::new();
+        gix::objs::WriteTo::write_to(&commit, &mut bytes)
+            .map_err(|e| StoreError::Git(gix::Error::from_error(e)))?;
+        let pem = signer(&bytes).map_err(StoreError::Sign)?;
+        commit
+            .extra_headers
+            .push(("gpgsig".into(), pem.trim_end().into()));
+        Ok(self.repo.write_object(&commit).map_err(git)?.detach())
     }
 
     fn clear_stale_ref_lock(&self, name: &str) {
@@ -478,14 +499,7 @@ impl Store {
         };
         let message = trailers.to_message(&format!("fork {id} at seq {at}"));
         let name = refs::session_ref(new_id);
-        let sig = self.signature(info.time);
-        let mut buf = gix::date::parse::TimeBuf::default();
-        let sig_ref = sig.to_ref(&mut buf);
-        let commit = self
-            .repo
-            .new_commit_as(sig_ref, sig_ref, &message, tree, [base])
-            .map_err(git)?
-            .id;
+        let commit = self.write_commit(info.time, &message, tree, Some(base))?;
         self.repo
             .reference(name.as_str(), commit, PreviousValue::MustNotExist, "fork")
             .map_err(|e| {

@@ -94,6 +94,10 @@ pub enum StoreError {
         /// The git config key that sets the limit.
         setting: String,
     },
+    /// The configured signing key could not sign a commit; nothing was
+    /// written.
+    #[error("cannot sign the session commit: {0}")]
+    Sign(String),
     /// An exact-seq append that does not continue the log.
     #[error("expected seq {expected}, found {found}")]
     SeqMismatch {
@@ -157,7 +161,13 @@ pub struct Store {
     repo: gix::Repository,
     state_dir: PathBuf,
     limits: Limits,
+    commit_signer: Option<Box<CommitSigner>>,
 }
+
+/// Signs the bytes of a commit object, returning the armored signature that
+/// goes into its `gpgsig` header (an SSH signature in the `git` namespace,
+/// so `git verify-commit` checks it).
+pub type CommitSigner = dyn Fn(&[u8]) -> Result<String, String> + Send + Sync;
 
 /// Size limits on stored objects, checked from the object header before
 /// anything is inflated, so a small pack that expands to gigabytes is an
@@ -250,12 +260,47 @@ impl Store {
             repo,
             state_dir,
             limits,
+            commit_signer: None,
         })
     }
 
     /// Returns the underlying repository.
     pub fn repo(&self) -> &gix::Repository {
         &self.repo
+    }
+
+    /// Signs every commit this store writes from now on with `signer`
+    /// (capture batches, forks, tombstones; not the deterministic commits
+    /// reconcile makes for a divergence, which every clone must make alike).
+    pub fn set_commit_signer(&mut self, signer: Box<CommitSigner>) {
+        self.commit_signer = Some(signer);
+    }
+
+    /// Returns the signature of `commit` and the exact bytes it signs, or
+    /// `None` for an unsigned commit.
+    pub fn commit_signature(&self, commit: ObjectId) -> StoreResult<Option<(String, Vec<u8>)>> {
+        let c = self.repo.find_commit(commit).map_err(git)?;
+        Ok(c.signature()
+            .map_err(git)?
+            .map(|(sig, signed)| (sig.to_string(), signed.to_bstring().into())))
+    }
+
+    /// Returns the commits of the history ending at `tip` that `known` (a
+    /// tip this clone has, if any) does not contain, newest first.
+    pub fn new_commits(
+        &self,
+        tip: ObjectId,
+        known: Option<ObjectId>,
+    ) -> StoreResult<Vec<ObjectId>> {
+        let have: std::collections::HashSet<ObjectId> = match known {
+            Some(k) => self.first_parent_chain(k)?.into_iter().collect(),
+            None => Default::default(),
+        };
+        Ok(self
+            .first_parent_chain(tip)?
+            .into_iter()
+            .take_while(|c| !have.contains(c))
+            .collect())
     }
 
     /// Returns the size limits in force.

@@ -65,6 +65,10 @@ pub const ARTIFACTS_DIR: &str = "artifacts";
 /// Local, rebuildable state under the git common dir; never pushed.
 pub const STATE_DIR: &str = "session";
 
+/// Under [`STATE_DIR`]: the last tip `verify` found good, per session, so
+/// a later verify reports a rollback against what this clone saw.
+pub const VERIFIED_DIR: &str = "verified";
+
 /// Trailer naming the session a commit belongs to.
 pub const TRAILER_SESSION: &str = "Session-Id";
 /// Trailer naming the agent the batch came from.

@@ -329,7 +329,7 @@ impl Store {
 
     /// Returns `tip` and its first-parent ancestors, newest first. Session
     /// histories are linear, so this is the whole history.
-    fn first_parent_chain(&self, tip: ObjectId) -> StoreResult<Vec<ObjectId>> {
+    pub(crate) fn first_parent_chain(&self, tip: ObjectId) -> StoreResult<Vec<ObjectId>> {
         let mut seen = Vec::new();
         let mut cursor = Some(tip);
         while let Some(c) = cursor {

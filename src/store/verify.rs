@@ -14,7 +14,7 @@ use git_session_schema::{ArtifactId, SessionId};
 use gix::ObjectId;
 
 use super::refs;
-use super::{Store, StoreResult, git};
+use super::{Store, StoreError, StoreResult, git};
 
 /// More problems than this are summarized; the first ones matter most.
 const MAX_PROBLEMS: usize = 20;
@@ -328,6 +328,34 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// Returns the tip `verify` last found good for `id` on this clone.
+    pub fn remembered_tip(&self, id: &SessionId) -> Option<ObjectId> {
+        let path = self.state_dir.join(refs::VERIFIED_DIR).join(id.as_str());
+        let text = std::fs::read_to_string(path).ok()?;
+        ObjectId::from_hex(text.trim().as_bytes()).ok()
+    }
+
+    /// Remembers `tip` as verified for `id` (`None` forgets, as after a
+    /// divergence moved the session to the remote's history).
+    pub fn remember_tip(&self, id: &SessionId, tip: Option<ObjectId>) -> StoreResult<()> {
+        let dir = self.state_dir.join(refs::VERIFIED_DIR);
+        let path = dir.join(id.as_str());
+        let io = |source| StoreError::Io {
+            path: path.clone(),
+            source,
+        };
+        match tip {
+            Some(tip) => {
+                std::fs::create_dir_all(&dir).map_err(io)?;
+                std::fs::write(&path, format!("{tip}\n")).map_err(io)
+            }
+            None => match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(e)),
+                _ => Ok(()),
+            },
+        }
     }
 
     fn verify_history(

@@ -15,6 +15,7 @@ mod manpage;
 mod oracle;
 mod resume;
 mod sync;
+mod tamper;
 mod trust;
 mod verify;
 

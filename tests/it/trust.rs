@@ -769,3 +769,58 @@ fn a_decompression_bomb_is_an_error_naming_the_object_not_an_oom() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn require_signed_quarantines_unsigned_fetched_batches() {
+    let p = Parties::new(Transport::File);
+    p.shared_session("s-signed", 2);
+    // A requires signatures from origin; B appends without a key.
+    let key = p.a.outside("id_a");
+    let out = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "a", "-f"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let allowed = p.a.outside("allowed");
+    std::fs::write(&allowed, format!("test@example.com {public}")).unwrap();
+    p.git(
+        &p.a.root,
+        &[
+            "config",
+            "gpg.ssh.allowedSignersFile",
+            allowed.to_str().unwrap(),
+        ],
+    );
+    p.git(
+        &p.a.root,
+        &["config", "session.origin.requireSigned", "true"],
+    );
+    let more = p.a.write_jsonl("b-more.jsonl", &[event(0)]);
+    p.on(&p.b, &["append", "s-signed", more.to_str().unwrap()]);
+    p.on(&p.b, &["push"]);
+    let before = p.tip(&p.a.root, "s-signed");
+    let (out, _) = p.on(&p.a.root, &["fetch"]);
+    assert!(
+        out.contains("quarantined refs/remotes/origin/sessions/s-signed")
+            && out.contains("is not signed"),
+        "{out}"
+    );
+    assert_eq!(p.tip(&p.a.root, "s-signed"), before);
+    // Signed by an allowed key, the same kind of append is taken.
+    p.git(
+        &p.b,
+        &["config", "session.signingKey", key.to_str().unwrap()],
+    );
+    let signed = p.a.write_jsonl("b-signed.jsonl", &[event(1)]);
+    p.git(&p.b, &["update-ref", "refs/sessions/s-signed", &before]);
+    p.on(&p.b, &["append", "s-signed", signed.to_str().unwrap()]);
+    p.git(
+        &p.b,
+        &["push", "-q", "-f", "origin", "refs/sessions/s-signed"],
+    );
+    let (out, _) = p.on(&p.a.root, &["fetch"]);
+    assert!(out.contains("updated   s-signed"), "{out}");
+    assert!(!out.contains("quarantined"), "{out}");
+}
