@@ -82,7 +82,15 @@ pub fn fetch(store: &Store, remote: &str, trust: &Trust) -> OpResult<FetchReport
     let _locks = capture_locks(store)?;
     let mut report = FetchReport::default();
     let tracking = tracking_name(remote);
-    let (removed, refused) = store.adopt_tombstones(remote)?;
+    let accept = |commit: ObjectId| -> Result<(), String> {
+        if !trust.require_signed {
+            return Ok(());
+        }
+        let signature = store.commit_signature(commit).map_err(|e| e.to_string())?;
+        crate::sign::judge_commit(signature.as_ref(), trust.allowed_signers.as_deref(), true)
+            .map(|_| ())
+    };
+    let (removed, refused) = store.adopt_tombstones(remote, &accept)?;
     report.removed = removed;
     for (id, reason) in refused {
         report.quarantined.push(Quarantine {

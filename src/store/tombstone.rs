@@ -90,10 +90,15 @@ impl Store {
     }
 
     /// Makes the fetched tombstones of `remote` local (each must be a
-    /// commit whose `Session-Id` trailer is the id in its ref name; others
-    /// are returned as problems) and removes the sessions they name.
+    /// commit whose `Session-Id` trailer is the id in its ref name, and
+    /// pass `accept`, the caller's signature policy; others are returned
+    /// as problems) and removes the sessions they name.
     /// Returns the ids removed here and the tombstones refused.
-    pub fn adopt_tombstones(&self, remote: &str) -> StoreResult<Adopted> {
+    pub fn adopt_tombstones(
+        &self,
+        remote: &str,
+        accept: &dyn Fn(ObjectId) -> Result<(), String>,
+    ) -> StoreResult<Adopted> {
         let prefix = refs::tracking_tombstones_prefix(&tracking_name(remote));
         let mut refused = Vec::new();
         for id in self.ids_under(&prefix)? {
@@ -107,6 +112,10 @@ impl Store {
             let oid = r.peel_to_id().map_err(git)?.detach();
             match self.tombstone_names(oid) {
                 Some(named) if named == id.as_str() => {
+                    if let Err(why) = accept(oid) {
+                        refused.push((id.clone(), format!("tombstone {oid} {why}")));
+                        continue;
+                    }
                     self.repo
                         .reference(
                             refs::tombstone_ref(&id).as_str(),

@@ -823,4 +823,14 @@ fn require_signed_quarantines_unsigned_fetched_batches() {
     let (out, _) = p.on(&p.a.root, &["fetch"]);
     assert!(out.contains("updated   s-signed"), "{out}");
     assert!(!out.contains("quarantined"), "{out}");
+    // An unsigned tombstone does not remove the session either.
+    p.git(&p.b, &["config", "--unset", "session.signingKey"]);
+    p.on(&p.b, &["rm", "s-signed"]);
+    p.on(&p.b, &["push"]);
+    let (out, _) = p.on(&p.a.root, &["fetch"]);
+    assert!(
+        out.contains("session-tombstones/s-signed: tombstone") && out.contains("is not signed"),
+        "{out}"
+    );
+    assert!(p.on(&p.a.root, &["list"]).0.contains("s-signed"));
 }
