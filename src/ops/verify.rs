@@ -177,7 +177,7 @@ fn check(
         problem: None,
         signature: "unsigned".into(),
     };
-    let note = match ReceiptNote::decode(body) {
+    let (note, stored) = match ReceiptNote::decode_with_bytes(body) {
         Ok(n) => n,
         Err(e) => {
             result.problem = Some(format!("receipt on {commit} does not parse: {e}"));
@@ -187,7 +187,16 @@ fn check(
     let r = &note.receipt;
     result.seq = Some(r.handoff_seq);
     if let Some(pem) = &note.signature {
-        match verify_signature(pem, &r.signed_bytes(), r.signer.as_deref(), allowed) {
+        // The exact stored bytes; receipts written before they were stored
+        // verbatim were signed over this build's re-serialization.
+        let mut verdict = verify_signature(pem, &stored, r.signer.as_deref(), allowed);
+        if matches!(verdict, Verdict::Bad(_)) && r.signed_bytes() != stored {
+            let legacy = verify_signature(pem, &r.signed_bytes(), r.signer.as_deref(), allowed);
+            if !matches!(legacy, Verdict::Bad(_)) {
+                verdict = legacy;
+            }
+        }
+        match verdict {
             Verdict::Good { fingerprint } => {
                 result.signature = format!(
                     "good signature by {} ({fingerprint})",

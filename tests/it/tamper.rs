@@ -453,3 +453,78 @@ fn a_stripped_or_missing_receipt_is_caught_with_an_allowed_signers_file() {
     repo.git(&["config", "--unset", "gpg.ssh.allowedSignersFile"]);
     assert_eq!(run().0, Some(0));
 }
+
+#[test]
+fn a_receipt_is_verified_over_its_stored_bytes() {
+    const SESSION: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let key = keygen(&repo.outside(""), "id_receipts");
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let allowed = repo.outside("allowed_signers");
+    std::fs::write(&allowed, format!("test@example.com {public}")).unwrap();
+    repo.git(&["config", "session.signingKey", key.to_str().unwrap()]);
+    repo.git(&[
+        "config",
+        "gpg.ssh.allowedSignersFile",
+        allowed.to_str().unwrap(),
+    ]);
+    repo.git(&["config", "session.signCommits", "false"]);
+    let home = repo.outside("codex-home");
+    repo.ok(&[
+        "handoff",
+        SESSION,
+        "--to",
+        "codex",
+        "--home",
+        home.to_str().unwrap(),
+    ]);
+    let tip = repo.git(&["rev-parse", &format!("refs/sessions/{SESSION}")]);
+    let note: serde_json::Value =
+        serde_json::from_str(&repo.git(&["notes", "--ref=git-session/receipts", "show", &tip]))
+            .unwrap();
+    // A newer writer's receipt: unknown members, in an order this build
+    // would not produce, signed over exactly these bytes.
+    let compact = serde_json::to_string(&note["receipt"]).unwrap();
+    let newer = format!("{},\"zeta\":1,\"alpha\":2}}", &compact[..compact.len() - 1]);
+    let message = repo.outside("receipt-bytes");
+    std::fs::write(&message, &newer).unwrap();
+    let out = Command::new("ssh-keygen")
+        .args(["-q", "-Y", "sign", "-n", "git-session", "-f"])
+        .arg(&key)
+        .arg(&message)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let pem = std::fs::read_to_string(message.with_file_name("receipt-bytes.sig")).unwrap();
+    let store_note = |receipt: &str| {
+        let body = format!(
+            "{{\"receipt\": {receipt}, \"signature\": {}}}\n",
+            serde_json::to_string(&pem).unwrap()
+        );
+        repo.git_stdin(
+            &[
+                "notes",
+                "--ref=git-session/receipts",
+                "add",
+                "-f",
+                "-F",
+                "-",
+                &tip,
+            ],
+            body.as_bytes(),
+        );
+    };
+    store_note(&newer);
+    let out = repo.ok(&["verify", SESSION]);
+    assert!(out.contains("good signature by test@example.com"), "{out}");
+    // One changed byte in the stored receipt is a bad signature.
+    store_note(&newer.replace("\"zeta\":1", "\"zeta\":3"));
+    let out = repo.session().args(["verify", SESSION]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stdout).contains("bad signature"),
+        "{}",
+        text(&out.stdout)
+    );
+}
