@@ -251,7 +251,13 @@ impl Store {
         if ours_chain.contains(&theirs) {
             return Ok(Reconciled::LocalAhead);
         }
-        let report = self.verify_at(id, theirs);
+        // A fetched tip that extends the local one is checked from there
+        // on (the local history is ours already); anything else in full.
+        let theirs_chain = self.first_parent_chain(theirs).unwrap_or_default();
+        let report = match ours.filter(|o| theirs_chain.contains(o)) {
+            Some(o) => self.verify_since(id, o, theirs),
+            None => self.verify_at(id, theirs),
+        };
         if !report.is_ok() {
             // History and structure first: they say what the pusher did;
             // the event problems that follow from it come after.
@@ -291,7 +297,6 @@ impl Store {
                 conflict: true,
             });
         }
-        let theirs_chain = self.first_parent_chain(theirs)?;
         let expected = PreviousValue::MustExistAndMatch(Target::Object(ours));
         if theirs_chain.contains(&ours) {
             self.repo

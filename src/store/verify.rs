@@ -77,7 +77,26 @@ impl Store {
             batches: 0,
             problems: Vec::new(),
         };
-        if let Err(e) = self.verify_inner(id, tip, &mut report) {
+        if let Err(e) = self.verify_inner(id, tip, None, &mut report) {
+            report.problem(None, e.to_string());
+        }
+        report
+    }
+
+    /// Like [`Store::verify_at`] for a `tip` whose first-parent history
+    /// contains `base`, a commit of this session already trusted here (the
+    /// local tip): only what came after `base` is checked (its batches,
+    /// their new chunks chained on from `base`'s last checksum, new
+    /// artifacts), plus the header, the layout and the tip's trailers, so
+    /// the cost follows what was fetched, not the session's length.
+    pub fn verify_since(&self, id: &SessionId, base: ObjectId, tip: ObjectId) -> VerifyReport {
+        let mut report = VerifyReport {
+            id: id.clone(),
+            events: 0,
+            batches: 0,
+            problems: Vec::new(),
+        };
+        if let Err(e) = self.verify_inner(id, tip, Some(base), &mut report) {
             report.problem(None, e.to_string());
         }
         report
@@ -87,6 +106,7 @@ impl Store {
         &self,
         id: &SessionId,
         tip: ObjectId,
+        base: Option<ObjectId>,
         report: &mut VerifyReport,
     ) -> StoreResult<()> {
         match self.repo.find_header(tip) {
@@ -126,11 +146,40 @@ impl Store {
             }
         };
 
+        // Where reading starts: from the beginning, or after `base`, whose
+        // chunks the history check proves unchanged in every later batch.
+        let (base_chunks, base_events, base_checksum, base_artifacts) = match base {
+            Some(b) => {
+                let t = self.trailers_at(id, b)?;
+                let arts = self.artifacts_in(self.commit_tree(b)?)?;
+                (t.chunks, t.events, t.checksum, arts)
+            }
+            None => (0, 0, None, Vec::new()),
+        };
+        if base.is_some()
+            && self.header_blob(self.commit_tree(base.expect("some"))?)?
+                != self.header_blob(tree)?
+        {
+            report.problem(
+                None,
+                format!("{} differs from the trusted base's", refs::HEADER_PATH),
+            );
+        }
+
         // Events: seq contiguity and the hash chain over the stored bytes.
-        let mut prev: Option<String> = None;
-        let mut count = 0u64;
+        let mut prev: Option<String> = base_checksum;
+        let mut count = base_events;
         let mut referenced = BTreeSet::new();
         for (i, chunk) in chunks.iter().enumerate() {
+            if (i as u64) < base_chunks {
+                if chunk.index != i as u64 {
+                    report.problem(
+                        None,
+                        format!("chunk {} is out of place (expected chunk {i})", chunk.path),
+                    );
+                }
+                continue;
+            }
             if chunk.index != i as u64 || chunk.first_seq != count {
                 report.problem(
                     Some(count),
@@ -246,8 +295,8 @@ impl Store {
             Err(e) => report.problem(None, e.to_string()),
         }
 
-        self.verify_history(id, tip, &header, report)?;
-        self.verify_artifacts(id, tree, &referenced, report)?;
+        self.verify_history(id, tip, base, &header, report)?;
+        self.verify_artifacts(id, tree, &base_artifacts, &referenced, report)?;
         Ok(())
     }
 
@@ -362,80 +411,146 @@ impl Store {
         &self,
         id: &SessionId,
         tip: ObjectId,
+        base: Option<ObjectId>,
         header: &git_session_schema::SessionHeader,
         report: &mut VerifyReport,
     ) -> StoreResult<()> {
-        let batches = self.batches_at(id, tip)?;
-        report.batches = batches.len() as u64;
+        let mut batches = self.batches_at(id, tip)?;
         let header_blob = self.header_blob(self.commit_tree(tip)?)?;
         let inherited = header.lineage.as_ref().map_or(0, |l| l.inherited_events);
         let mut expected = inherited;
-        for (i, batch) in batches.iter().enumerate().rev() {
-            let t = &batch.trailers;
-            let c = self.repo.find_commit(batch.commit).map_err(git)?;
-            let parent = c.parent_ids().next().map(|p| p.detach());
-            let tree = self.commit_tree(batch.commit)?;
-            // The header is written once: every batch carries the same blob.
-            if self.header_blob(tree)? != header_blob {
+        if let Some(base) = base {
+            // Only the batches after the trusted base; it must be among them.
+            let Some(at) = batches.iter().position(|b| b.commit == base) else {
                 report.problem(
                     None,
-                    format!(
-                        "commit {} has a different {} than the tip: the header was rewritten",
-                        batch.commit,
-                        refs::HEADER_PATH
-                    ),
+                    format!("the history does not contain the trusted commit {base}"),
                 );
+                return Ok(());
+            };
+            expected = self.trailers_at(id, base)?.events;
+            batches.truncate(at);
+            if batches.is_empty() {
+                return Ok(());
             }
-            if batch.commit != tip {
-                self.check_layout(tree, false, report)?;
-            }
-            if let Some((_, at)) = &t.fork {
-                let lineage = header.lineage.as_ref();
-                if lineage.map(|l| l.parent_commit.as_str())
-                    != parent.map(|p| p.to_string()).as_deref()
-                    || lineage.map(|l| l.fork_seq) != Some(*at)
-                {
+            // The oldest new batch's parent is `base`: never a first commit.
+            for batch in batches.iter().rev() {
+                if batch.trailers.fork.is_some() {
                     report.problem(
                         None,
                         format!(
-                            "fork commit {} disagrees with the header's lineage",
+                            "commit {} has fork trailers after the first commit",
                             batch.commit
                         ),
                     );
                 }
-            } else if i == batches.len() - 1 && parent.is_some() {
+                self.check_batch(
+                    batch,
+                    false,
+                    header,
+                    header_blob,
+                    tip,
+                    &mut expected,
+                    report,
+                )?;
+            }
+            report.batches = batches.len() as u64;
+            return Ok(());
+        }
+        report.batches = batches.len() as u64;
+        let last = batches.len().saturating_sub(1);
+        for (i, batch) in batches.iter().enumerate().rev() {
+            self.check_batch(
+                batch,
+                i == last,
+                header,
+                header_blob,
+                tip,
+                &mut expected,
+                report,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Checks one batch commit: same header blob as the tip, root layout,
+    /// fork trailers against the lineage (`first`: the session's first
+    /// commit), a seq range continuing `expected`, and that it kept every
+    /// chunk of its parent unchanged.
+    #[allow(clippy::too_many_arguments)]
+    fn check_batch(
+        &self,
+        batch: &super::BatchInfo,
+        first: bool,
+        header: &git_session_schema::SessionHeader,
+        header_blob: Option<ObjectId>,
+        tip: ObjectId,
+        expected: &mut u64,
+        report: &mut VerifyReport,
+    ) -> StoreResult<()> {
+        let t = &batch.trailers;
+        let c = self.repo.find_commit(batch.commit).map_err(git)?;
+        let parent = c.parent_ids().next().map(|p| p.detach());
+        let tree = self.commit_tree(batch.commit)?;
+        // The header is written once: every batch carries the same blob.
+        if self.header_blob(tree)? != header_blob {
+            report.problem(
+                None,
+                format!(
+                    "commit {} has a different {} than the tip: the header was rewritten",
+                    batch.commit,
+                    refs::HEADER_PATH
+                ),
+            );
+        }
+        if batch.commit != tip {
+            self.check_layout(tree, false, report)?;
+        }
+        if let Some((_, at)) = &t.fork {
+            let lineage = header.lineage.as_ref();
+            if lineage.map(|l| l.parent_commit.as_str()) != parent.map(|p| p.to_string()).as_deref()
+                || lineage.map(|l| l.fork_seq) != Some(*at)
+            {
                 report.problem(
                     None,
                     format!(
-                        "first commit {} has a parent but no fork trailers",
+                        "fork commit {} disagrees with the header's lineage",
                         batch.commit
                     ),
                 );
             }
-            if let Some((a, b)) = t.seq {
-                if a != expected || b < a || t.events != b + 1 {
-                    report.problem(
-                        Some(a),
-                        format!(
-                            "commit {} covers seq {a}..{b}, expected it to start at {expected}",
-                            batch.commit
-                        ),
-                    );
-                }
-                expected = b + 1;
+        } else if first && parent.is_some() {
+            report.problem(
+                None,
+                format!(
+                    "first commit {} has a parent but no fork trailers",
+                    batch.commit
+                ),
+            );
+        }
+        if let Some((a, b)) = t.seq {
+            if a != *expected || b < a || t.events != b + 1 {
+                report.problem(
+                    Some(a),
+                    format!(
+                        "commit {} covers seq {a}..{b}, expected it to start at {expected}",
+                        batch.commit
+                    ),
+                );
             }
-            // Sealed chunks are never rewritten: every chunk of the parent
-            // batch must be in this commit unchanged.
-            if t.fork.is_none()
-                && let Some(p) = parent
-            {
-                let (pt, ct) = (self.commit_tree(p)?, self.commit_tree(batch.commit)?);
-                let (pe, ce) = (self.events_tree(pt)?, self.events_tree(ct)?);
-                if let (Some(pe), Some(ce)) = (pe, ce) {
-                    self.check_kept(pe, ce, refs::EVENTS_DIR, batch.commit, report)?;
-                } else if pe.is_some() {
-                    report.problem(None, format!("commit {} removed the events", batch.commit));
-                }
+            *expected = b + 1;
+        }
+        // Sealed chunks are never rewritten: every chunk of the parent
+        // batch must be in this commit unchanged.
+        if t.fork.is_none()
+            && let Some(p) = parent
+        {
+            let (pt, ct) = (self.commit_tree(p)?, self.commit_tree(batch.commit)?);
+            let (pe, ce) = (self.events_tree(pt)?, self.events_tree(ct)?);
+            if let (Some(pe), Some(ce)) = (pe, ce) {
+                self.check_kept(pe, ce, refs::EVENTS_DIR, batch.commit, report)?;
+            } else if pe.is_some() {
+                report.problem(None, format!("commit {} removed the events", batch.commit));
             }
         }
         Ok(())
@@ -492,11 +607,22 @@ impl Store {
         &self,
         id: &SessionId,
         tree: ObjectId,
+        trusted: &[(ArtifactId, ObjectId)],
         referenced: &BTreeSet<ArtifactId>,
         report: &mut VerifyReport,
     ) -> StoreResult<()> {
         let stored = self.artifacts_in(tree)?;
+        // Artifacts of a trusted base must all still be there, unchanged
+        // (they are not re-read); anything else is hashed.
+        for (art, blob) in trusted {
+            if !stored.iter().any(|(a, b)| a == art && b == blob) {
+                report.problem(None, format!("artifact {art} was removed or replaced"));
+            }
+        }
         for (art, blob) in &stored {
+            if trusted.iter().any(|(a, b)| a == art && b == blob) {
+                continue;
+            }
             match self.bounded_blob(
                 id,
                 *blob,

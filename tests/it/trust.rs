@@ -834,3 +834,45 @@ fn require_signed_quarantines_unsigned_fetched_batches() {
     );
     assert!(p.on(&p.a.root, &["list"]).0.contains("s-signed"));
 }
+
+#[test]
+fn a_fast_forward_with_a_bad_new_chunk_is_quarantined() {
+    // The fetched batch extends the local tip, so only what is new is read:
+    // a new chunk that breaks the chain or the seqs is still caught.
+    let p = Parties::new(Transport::File);
+    p.shared_session("s-ff", 6);
+    let tip = p.tip(&p.b, "s-ff");
+    let first = p.git(
+        &p.b,
+        &["show", "refs/sessions/s-ff:events/00/00/00-0.jsonl"],
+    );
+    let line = first.lines().next().unwrap().to_owned() + "\n";
+    let message = p
+        .git(&p.b, &["log", "-1", "--format=%B", &tip])
+        .replace("Session-Seq: 6..7", "Session-Seq: 8..8")
+        .replace("Session-Events: 8", "Session-Events: 9")
+        .replace("Session-Chunks: 2", "Session-Chunks: 3");
+    let forged = p.forge(
+        "refs/sessions/s-ff",
+        &[("events/00/00/02-8.jsonl", Some(line.as_bytes()))],
+        Some(&message),
+        &[&tip],
+    );
+    p.push_forged("s-ff", &forged);
+    let before = p.tip(&p.a.root, "s-ff");
+    let (out, _) = p.on(&p.a.root, &["fetch"]);
+    assert!(
+        out.contains("quarantined refs/remotes/origin/sessions/s-ff")
+            && out.contains("seq 8: event says seq 0"),
+        "{out}"
+    );
+    assert_eq!(p.tip(&p.a.root, "s-ff"), before);
+    // A good append from B fast-forwards as before.
+    p.git(&p.b, &["update-ref", "refs/sessions/s-ff", &tip]);
+    let more = p.a.write_jsonl("ff-more.jsonl", &[event(0)]);
+    p.on(&p.b, &["append", "s-ff", more.to_str().unwrap()]);
+    p.git(&p.b, &["push", "-q", "-f", "origin", "refs/sessions/s-ff"]);
+    let (out, _) = p.on(&p.a.root, &["fetch"]);
+    assert!(out.contains("updated   s-ff"), "{out}");
+    p.on(&p.a.root, &["verify", "s-ff"]);
+}
