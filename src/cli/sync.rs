@@ -9,7 +9,9 @@ use crate::ops;
 ///
 /// Safe to run on any number of clones in any order: afterwards each has
 /// every event captured anywhere, and their session refs are identical.
-/// Never force-pushes; divergent appends become fork sessions.
+/// Never force-pushes; divergent appends become fork sessions. A fetched
+/// history that fails verification or is unrelated to the local session is
+/// quarantined (shown with its reason) and never replaces a session.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Remote name or URL (default: session.remote, else origin).
@@ -21,11 +23,24 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let remote = args
         .remote
         .unwrap_or_else(|| crate::config::sessions_remote(&store));
-    let report = ops::sync::sync(&store, &remote)?;
+    let report = ops::sync::sync(&store, &remote, &super::fetch::trust(&store, &remote))?;
     super::fetch::print_changes(out, &report.fetched.changed)?;
+    super::fetch::print_removed(out, &report.fetched.removed)?;
+    super::fetch::print_quarantine(out, &report.fetched.quarantined)?;
+    for r in &report.held {
+        writeln!(
+            out,
+            "not pushed {}: the remote holds a conflicting history (see quarantined above)",
+            super::escape_line(&r.refname)
+        )?;
+    }
     status(format!(
-        "Synced with {remote} ({} changed here)",
-        report.fetched.changed.len()
+        "Synced with {remote} ({} changed here{})",
+        report.fetched.changed.len(),
+        match report.fetched.quarantined.len() {
+            0 => String::new(),
+            n => format!(", {n} quarantined"),
+        }
     ));
     Ok(())
 }

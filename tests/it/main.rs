@@ -18,6 +18,8 @@ mod native;
 mod oracle;
 mod resume;
 mod sync;
+mod tamper;
+mod trust;
 mod verify;
 
 #[test]
