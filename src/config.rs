@@ -1,6 +1,9 @@
-//! Settings read from `git config`: `session.*` keys, and the git keys
-//! git-session honours (`user.signingKey` with `gpg.format=ssh`,
-//! `gpg.ssh.allowedSignersFile`, `user.email`).
+//! Settings read from `git config`: `session.*` keys (`session.remote`,
+//! `session.signingKey`, `session.signCommits`, `session.requireSigned`
+//! and `session.<remote>.requireSigned`, `session.redact`; the size
+//! limits are read by the store), and the git keys git-session honours
+//! (`user.signingKey` with `gpg.format=ssh`, `gpg.ssh.allowedSignersFile`,
+//! `user.email`).
 
 use std::path::Path;
 
@@ -58,4 +61,25 @@ pub fn allowed_signers(store: &Store, home: Option<&Path>) -> Option<String> {
         _ => Path::new(&path).to_owned(),
     };
     std::fs::read_to_string(path).ok()
+}
+
+/// Returns whether capture commits are signed when a signing key is
+/// configured: `session.signCommits`, default true.
+pub fn sign_commits(store: &Store) -> bool {
+    store
+        .repo()
+        .config_snapshot()
+        .boolean("session.signCommits")
+        .unwrap_or(true)
+}
+
+/// Returns whether every batch must carry a good commit signature by an
+/// allowed signer: `session.<remote>.requireSigned` for that remote, else
+/// `session.requireSigned`, default false.
+pub fn require_signed(store: &Store, remote: Option<&str>) -> bool {
+    let config = store.repo().config_snapshot();
+    remote
+        .and_then(|r| config.boolean(format!("session.{r}.requireSigned").as_str()))
+        .or_else(|| config.boolean("session.requireSigned"))
+        .unwrap_or(false)
 }

@@ -427,14 +427,7 @@ impl Store {
         message: &str,
         info: &CommitInfo,
     ) -> StoreResult<Option<ObjectId>> {
-        let sig = self.signature(info.time);
-        let mut buf = gix::date::parse::TimeBuf::default();
-        let sig_ref = sig.to_ref(&mut buf);
-        let commit = self
-            .repo
-            .new_commit_as(sig_ref, sig_ref, message, tree, tip)
-            .map_err(git)?
-            .id;
+        let commit = self.write_commit(info.time, message, tree, tip)?;
         let expected = match tip {
             Some(t) => PreviousValue::MustExistAndMatch(Target::Object(t)),
             None => PreviousValue::MustNotExist,
@@ -459,6 +452,46 @@ impl Store {
                 Err(e) => return Err(git(e)),
             }
         }
+    }
+
+    /// Writes a session commit (author = committer = [`Store::signature`]
+    /// at `time`) without moving any ref.
+    pub(crate) fn write_commit(
+        &self,
+        time: i64,
+        message: &str,
+        tree: ObjectId,
+        parent: Option<ObjectId>,
+    ) -> StoreResult<ObjectId> {
+        let sig = self.signature(time);
+        let Some(signer) = &self.commit_signer else {
+            let mut buf = gix::date::parse::TimeBuf::default();
+            let sig_ref = sig.to_ref(&mut buf);
+            return Ok(self
+                .repo
+                .new_commit_as(sig_ref, sig_ref, message, tree, parent)
+                .map_err(git)?
+                .id);
+        };
+        // Signed like `git commit -S`: the signature covers the commit
+        // object without its gpgsig header.
+        let mut commit = gix::objs::Commit {
+            tree,
+            parents: parent.into_iter().collect(),
+            author: sig.clone(),
+            committer: sig,
+            encoding: None,
+            message: message.into(),
+            extra_headers: Vec::new(),
+        };
+        let mut bytes = Vec::new();
+        gix::objs::WriteTo::write_to(&commit, &mut bytes)
+            .map_err(|e| StoreError::Git(gix::Error::from_error(e)))?;
+        let pem = signer(&bytes).map_err(StoreError::Sign)?;
+        commit
+            .extra_headers
+            .push(("gpgsig".into(), pem.trim_end().into()));
+        Ok(self.repo.write_object(&commit).map_err(git)?.detach())
     }
 
     fn clear_stale_ref_lock(&self, name: &str) {
@@ -531,16 +564,22 @@ impl Store {
             kept += 1;
             if next_first > at + 1 {
                 // `at` is inside this chunk: keep its first lines only.
-                let blob = self.repo.find_blob(chunk.blob).map_err(git)?;
+                let data = self.bounded_blob(
+                    id,
+                    chunk.blob,
+                    &format!("chunk {}", chunk.path),
+                    self.limits.chunk,
+                    "session.maxChunkSize",
+                )?;
                 let take = usize::try_from(at + 1 - chunk.first_seq).unwrap_or(usize::MAX);
                 let mut end = 0;
                 let mut last = None;
-                for line in blob.data.split_inclusive(|&b| b == b'\n').take(take) {
+                for line in data.split_inclusive(|&b| b == b'\n').take(take) {
                     end += line.len();
                     last = Some(line);
                 }
                 checksum = last.and_then(split_checksum).map(|(_, s)| s.to_owned());
-                let truncated = self.repo.write_blob(&blob.data[..end]).map_err(git)?;
+                let truncated = self.repo.write_blob(&data[..end]).map_err(git)?;
                 editor
                     .upsert(chunk.path.as_str(), EntryKind::Blob, truncated)
                     .map_err(git)?;
@@ -575,14 +614,7 @@ impl Store {
         };
         let message = trailers.to_message(&format!("fork {id} at seq {at}"));
         let name = refs::session_ref(new_id);
-        let sig = self.signature(info.time);
-        let mut buf = gix::date::parse::TimeBuf::default();
-        let sig_ref = sig.to_ref(&mut buf);
-        let commit = self
-            .repo
-            .new_commit_as(sig_ref, sig_ref, &message, tree, [base])
-            .map_err(git)?
-            .id;
+        let commit = self.write_commit(info.time, &message, tree, Some(base))?;
         self.repo
             .reference(name.as_str(), commit, PreviousValue::MustNotExist, "fork")
             .map_err(|e| {

@@ -19,6 +19,8 @@ mod oracle;
 mod redaction;
 mod resume;
 mod sync;
+mod tamper;
+mod trust;
 mod verify;
 
 #[test]

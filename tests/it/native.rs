@@ -66,6 +66,18 @@ static SPEC: LazyLock<AgentSpec> = LazyLock::new(|| AgentSpec {
 struct TestDb;
 
 impl Adapter for TestDb {
+    fn validate_native_id(&self, native_id: &str) -> Result<(), String> {
+        if !native_id.is_empty()
+            && native_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-')
+        {
+            Ok(())
+        } else {
+            Err(format!("not a test session id: {native_id:?}"))
+        }
+    }
+
     fn spec(&self) -> &'static AgentSpec {
         &SPEC
     }
@@ -515,6 +527,18 @@ static FRAMED_SPEC: LazyLock<AgentSpec> = LazyLock::new(|| AgentSpec {
 struct TestFramed;
 
 impl Adapter for TestFramed {
+    fn validate_native_id(&self, native_id: &str) -> Result<(), String> {
+        if !native_id.is_empty()
+            && native_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-')
+        {
+            Ok(())
+        } else {
+            Err(format!("not a test session id: {native_id:?}"))
+        }
+    }
+
     fn spec(&self) -> &'static AgentSpec {
         &FRAMED_SPEC
     }

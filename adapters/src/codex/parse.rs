@@ -35,8 +35,24 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
     };
     // A trailing piece without a newline is still a line: a whole file that
     // does not end in '\n' must parse the same as its incremental slices.
-    for record in input.records.iter() {
-        p.line(record.pos.ordinal(), record.bytes);
+    match input.records {
+        // The hot path of a rollout: the lines cut straight from the block.
+        crate::Records::Lines {
+            bytes, first_line, ..
+        } => {
+            for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
+                let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+                if raw.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                p.line(first_line + i as u64, raw);
+            }
+        }
+        other => {
+            for record in other.iter() {
+                p.line(record.pos.ordinal(), record.bytes);
+            }
+        }
     }
     let state = serde_json::to_value(&p.state).expect("the parse state always serializes");
     Parsed {
