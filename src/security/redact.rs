@@ -19,11 +19,12 @@
 //!
 //! Exempt, by exact place and never by a key name alone: provider-bound
 //! opaque blobs, which are ciphertext and which the agent's own resume
-//! needs byte for byte — Claude thinking signatures and redacted-thinking
-//! data (`opaque.signature` / `opaque.data` of a canonical thinking event,
+//! needs byte for byte — thinking signatures and redacted-thinking data
+//! (`opaque.signature` / `opaque.data` of a canonical thinking event,
 //! `signature` of a `{"type":"thinking"}` block, `data` of a
-//! `{"type":"redacted_thinking"}` block), Codex `encrypted_content` of a
-//! `reasoning` or `compaction` item, and base64 payloads (`data` of a
+//! `{"type":"redacted_thinking"}` block), encrypted reasoning
+//! (`encrypted_content` of a `reasoning` or `compaction` item), and base64
+//! payloads (`data` of a
 //! `{"type":"base64"}` source, `data:<mime>;base64,` URLs) — images and
 //! documents whose bytes must survive. Strings shorter than 7 bytes or
 //! made only of lowercase letters, spaces, `_` and `-`, and
