@@ -384,6 +384,13 @@ pub trait Adapter: Sync {
     /// a variable (like `CLAUDE_CONFIG_DIR`), `home` is the user's home.
     fn store_root(&self, env: &dyn Fn(&str) -> Option<String>, home: &std::path::Path) -> PathBuf;
 
+    /// Checks that `native_id` is an id this agent can have, before it
+    /// becomes part of a path: write-back derives every file name from it,
+    /// and a session's native id comes from whoever pushed the session.
+    /// Ids must never hold separators beyond the agent's own layout, `..`,
+    /// or anything absolute; renders call it and `ops` calls it again.
+    fn validate_native_id(&self, native_id: &str) -> Result<(), String>;
+
     /// Returns whether `relative` (a path under the store root) is a file of
     /// one of the adapter's sources: by default, whether one of the
     /// [`AgentSpec::sources`] globs matches it. An adapter overrides it to

@@ -245,14 +245,42 @@ fn run_all(
 ) {
     let size = std::fs::metadata(file).expect("stat").len();
     let home_arg = home.to_str().expect("utf8");
-    let (t, rss) = measure(repo, &["import", "--agent", agent, "--home", home_arg]);
+    // Redaction on and off in the same run, alternating, each in a new
+    // repository at the same path (the sessions' cwd); the last one (on,
+    // the default) is kept for the benchmarks after it.
+    let mut on = Vec::new();
+    let mut off = Vec::new();
+    let mut rss = 0;
+    for round in 0..REDACTION_ROUNDS * 2 {
+        let redact = round % 2 == 1;
+        std::fs::remove_dir_all(repo).expect("rm repo");
+        let name = repo.file_name().expect("name").to_str().expect("utf8");
+        fresh_repo(repo.parent().expect("parent"), name);
+        if !redact {
+            common::git(repo, &["config", "session.redact", "false"]);
+        }
+        let (t, r) = measure(repo, &["import", "--agent", agent, "--home", home_arg]);
+        if redact {
+            on.push(t);
+            rss = r;
+        } else {
+            off.push(t);
+        }
+    }
+    let (on, off) = (median(&mut on), median(&mut off));
     report(
         &format!(
             "{agent}: import {records} records ({:.0} MB), full",
             size as f64 / 1e6
         ),
-        t,
+        on,
         rss,
+    );
+    report(&format!("{agent}: same, session.redact=false"), off, 0);
+    println!(
+        "{:<64} {:>10.3}",
+        format!("{agent}: redaction on / off (median of {REDACTION_ROUNDS})"),
+        on.as_secs_f64() / off.as_secs_f64()
     );
     let (t, rss) = measure(repo, &["import", "--agent", agent, "--home", home_arg]);
     report(&format!("{agent}: import again, nothing new"), t, rss);
@@ -285,6 +313,14 @@ fn run_all(
         t,
         rss,
     );
+}
+
+/// Full imports timed with redaction on and with it off.
+const REDACTION_ROUNDS: usize = 3;
+
+fn median(times: &mut [Duration]) -> Duration {
+    times.sort();
+    times[times.len() / 2]
 }
 
 fn report(name: &str, t: Duration, rss_kib: u64) {

@@ -69,7 +69,6 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             agents,
             home,
             env: &lookup,
-            redact: crate::config::redact(&store),
             sqlite: Default::default(),
         },
     )?;

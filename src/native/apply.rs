@@ -168,7 +168,7 @@ impl TempFiles {
     }
 
     fn start(&mut self, path: &Path, framed: bool) -> Result<(), String> {
-        let target = self.root.join(path);
+        let target = contained_path(&self.root, path).map_err(|e| e.to_string())?;
         let dir = target.parent().ok_or("a native file needs a directory")?;
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let dir = dir.to_owned();
@@ -235,6 +235,39 @@ impl FileSink for TempFiles {
                 .map_err(|e| format!("{}: {e}", f.target.display())),
         }
     }
+}
+
+/// Returns `root/relative` after checking that it stays inside `root`:
+/// `relative` must be relative and made only of plain names (no `..`, no
+/// root, no prefix, no control characters), so the joined path is inside
+/// `root` lexically; symlinks the user made inside their own store are
+/// theirs and followed. Every write-back path goes through here.
+pub fn contained_path(root: &Path, relative: &Path) -> NativeResult<PathBuf> {
+    use std::path::Component;
+    let refuse = |why: &'static str| NativeError::Outside {
+        root: root.to_owned(),
+        relative: relative.to_owned(),
+        why,
+    };
+    if relative.as_os_str().is_empty() {
+        return Err(refuse("empty path"));
+    }
+    for c in relative.components() {
+        match c {
+            Component::Normal(name) if !name.to_string_lossy().chars().any(char::is_control) => {}
+            Component::Normal(_) => return Err(refuse("control characters in a file name")),
+            _ => {
+                return Err(refuse(
+                    "only plain names are allowed (no .., no absolute path)",
+                ));
+            }
+        }
+    }
+    let target = root.join(relative);
+    if !target.starts_with(root) {
+        return Err(refuse("it leaves the store root"));
+    }
+    Ok(target)
 }
 
 /// Compares two files by content, streaming.
@@ -334,6 +367,12 @@ pub fn apply_rows(
     let mut order: Vec<&Path> = Vec::new();
     let mut by_db: BTreeMap<&Path, Vec<&RowWrite>> = BTreeMap::new();
     for row in &changes.rows {
+        // Paths a row records are the agent's to open later: same rule.
+        for name in &row.root_relative {
+            if let Some(Value::String(s)) = row.columns.get(name) {
+                contained_path(root, Path::new(s))?;
+            }
+        }
         if !by_db.contains_key(row.database.as_path()) {
             order.push(&row.database);
         }
@@ -341,7 +380,7 @@ pub fn apply_rows(
     }
     for rel in order {
         let rows = &by_db[rel];
-        let db = root.join(rel);
+        let db = contained_path(root, rel)?;
         let needed = rows.iter().any(|r| r.session_row);
         if !db.is_file() {
             if needed {
@@ -467,7 +506,7 @@ pub fn check_rows(root: &Path, changes: &ChangeSet) -> NativeResult<()> {
         by_db.entry(&row.database).or_default().push(row);
     }
     for (rel, rows) in by_db {
-        let db = root.join(rel);
+        let db = contained_path(root, rel)?;
         if !db.is_file() {
             continue;
         }

@@ -59,6 +59,17 @@ pub enum NativeError {
         /// What is wrong and what was done about it.
         message: String,
     },
+    /// A write-back path would leave the agent's store (a hostile or
+    /// malformed id or path in a session); nothing was written.
+    #[error("refusing to write {relative:?} under {}: {why}", root.display())]
+    Outside {
+        /// The store root.
+        root: PathBuf,
+        /// The path the change set named.
+        relative: PathBuf,
+        /// Why it was refused.
+        why: &'static str,
+    },
 }
 
 /// Shorthand for native-source results.

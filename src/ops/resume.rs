@@ -79,6 +79,17 @@ pub fn resume(
         .clone()
         .filter(|_| header.agent == agent && !request.fork);
     let native_id = same_agent_native.unwrap_or_else(|| new_native_id(clock));
+    // The native id names the files written: a session from a shared remote
+    // must not choose where they go.
+    adapter
+        .validate_native_id(&native_id)
+        .map_err(|why| OpError::Conflict {
+            message: format!("session {} cannot be written back: {why}", request.id),
+            hint: Some(format!(
+                "git session resume {} --fork writes it under a new, valid id",
+                request.id
+            )),
+        })?;
     let session = if request.fork {
         // The fork gets the new native id as its canonical id too, so
         // `git session show <id>` and the agent's resume name the same thing.
@@ -155,13 +166,15 @@ pub fn resume(
 }
 
 /// Returns the directory the agent should run in on this machine: the
-/// recorded cwd when it is inside this repository, else this work tree.
+/// recorded cwd, normalized, when it is this repository or a directory
+/// inside it (`..` cannot leave it), else this work tree.
 pub(crate) fn target_cwd(store: &Store, header: &SessionHeader) -> OpResult<PathBuf> {
     let worktrees = store.worktree_paths();
-    if let Some(cwd) = header.cwd.as_deref().map(Path::new)
+    if let Some(cwd) = header.cwd.as_deref().and_then(|c| normalized(Path::new(c)))
+        && cwd.is_absolute()
         && worktrees.iter().any(|w| cwd.starts_with(w))
     {
-        return Ok(cwd.to_owned());
+        return Ok(cwd);
     }
     store
         .repo()
@@ -171,6 +184,28 @@ pub(crate) fn target_cwd(store: &Store, header: &SessionHeader) -> OpResult<Path
             message: "this repository has no work tree to resume a session in".into(),
             hint: Some("run git session resume in a clone with a work tree".into()),
         })
+}
+
+/// Returns `path` with `.` and `..` resolved lexically, or `None` when a
+/// `..` would climb above its start, or it has control characters.
+fn normalized(path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    if path.to_string_lossy().chars().any(char::is_control) {
+        return None;
+    }
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() || out.as_os_str().is_empty() {
+                    return None;
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    Some(out)
 }
 
 pub(crate) fn new_native_id(clock: &Clock) -> String {
@@ -219,7 +254,7 @@ fn check_target_schemas(target: &NativeTarget<'_>, changes: &ChangeSet) -> OpRes
         if !seen.insert(row.database.clone()) {
             continue;
         }
-        let db = target.root.join(&row.database);
+        let db = apply::contained_path(target.root, &row.database)?;
         if !db.is_file() {
             continue; // apply_rows says what to do about a missing one
         }
@@ -304,8 +339,8 @@ pub(crate) fn write_native(
             .to_string_lossy()
             .into_owned();
         let same = target.adapter.is_session_file(Path::new(&rel))
-            && super::capture::native_keys(target.adapter, &path, &rel)?
-                == super::capture::native_keys(target.adapter, &rendered, &rel)?;
+            && super::capture::native_keys(target.adapter, store.scrubber(), &path, &rel)?
+                == super::capture::native_keys(target.adapter, store.scrubber(), &rendered, &rel)?;
         if same {
             files.keep_existing(&path);
         } else {
@@ -333,7 +368,7 @@ pub(crate) fn write_native(
     if !files_present || session_rows {
         if !files_present {
             for a in &changes.appends {
-                apply::append_lines(&target.root.join(&a.path), &a.bytes)?;
+                apply::append_lines(&apply::contained_path(target.root, &a.path)?, &a.bytes)?;
             }
         }
         let dir = store.state_dir().join("backups");
@@ -407,5 +442,44 @@ impl Iterator for StoredEvents<'_> {
                 None
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod path_tests {
+    use super::*;
+
+    #[test]
+    fn contained_path_refuses_anything_but_plain_names() {
+        use crate::native::apply::contained_path;
+        let root = Path::new("/store/root");
+        assert_eq!(
+            contained_path(root, Path::new("projects/p/a.jsonl")).unwrap(),
+            root.join("projects/p/a.jsonl")
+        );
+        for bad in [
+            "",
+            "../x",
+            "projects/../../x",
+            "/etc/passwd",
+            "projects//etc/x",
+            "a/./b",
+            "a/\u{1b}b",
+        ] {
+            // `a/./b` and `projects//etc/x` normalize to plain names in
+            // std's component parser; they are allowed only when they do.
+            let got = contained_path(root, Path::new(bad));
+            match bad {
+                "a/./b" | "projects//etc/x" => {
+                    assert!(got.unwrap().starts_with(root), "{bad}")
+                }
+                _ => assert!(got.is_err(), "{bad:?} was allowed"),
+            }
+        }
+        assert_eq!(
+            normalized(Path::new("/r/a/../b/./c")),
+            Some(PathBuf::from("/r/b/c"))
+        );
+        assert_eq!(normalized(Path::new("/r/../..")), None);
     }
 }

@@ -16,8 +16,11 @@ mod layout;
 mod manpage;
 mod native;
 mod oracle;
+mod redaction;
 mod resume;
 mod sync;
+mod tamper;
+mod trust;
 mod verify;
 
 #[test]

@@ -66,6 +66,18 @@ static SPEC: LazyLock<AgentSpec> = LazyLock::new(|| AgentSpec {
 struct TestDb;
 
 impl Adapter for TestDb {
+    fn validate_native_id(&self, native_id: &str) -> Result<(), String> {
+        if !native_id.is_empty()
+            && native_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-')
+        {
+            Ok(())
+        } else {
+            Err(format!("not a test session id: {native_id:?}"))
+        }
+    }
+
     fn spec(&self) -> &'static AgentSpec {
         &SPEC
     }
@@ -196,7 +208,6 @@ fn capture(repo: &Repo, wait: Duration) -> CaptureReport {
         agents: Vec::new(),
         home: repo.home.clone(),
         env: &|_| None,
-        redact: true,
         sqlite: Options { wait },
     };
     capture_with(&store, &clock, &request, &[&TestDb]).unwrap()
@@ -516,6 +527,18 @@ static FRAMED_SPEC: LazyLock<AgentSpec> = LazyLock::new(|| AgentSpec {
 struct TestFramed;
 
 impl Adapter for TestFramed {
+    fn validate_native_id(&self, native_id: &str) -> Result<(), String> {
+        if !native_id.is_empty()
+            && native_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-')
+        {
+            Ok(())
+        } else {
+            Err(format!("not a test session id: {native_id:?}"))
+        }
+    }
+
     fn spec(&self) -> &'static AgentSpec {
         &FRAMED_SPEC
     }
@@ -619,7 +642,6 @@ fn capture_framed(repo: &Repo) -> CaptureReport {
         agents: Vec::new(),
         home: repo.home.clone(),
         env: &|_| None,
-        redact: true,
         sqlite: Options::default(),
     };
     capture_with(&store, &clock, &request, &[&TestFramed]).unwrap()

@@ -231,6 +231,15 @@ impl Adapter for Codex {
         &SPEC
     }
 
+    /// A thread UUID.
+    fn validate_native_id(&self, native_id: &str) -> Result<(), String> {
+        if parse::is_uuid(native_id) {
+            Ok(())
+        } else {
+            Err(format!("codex thread ids are UUIDs, not {native_id:?}"))
+        }
+    }
+
     fn store_root(&self, env: &dyn Fn(&str) -> Option<String>, home: &Path) -> PathBuf {
         match env("CODEX_HOME") {
             Some(dir) if !dir.is_empty() => PathBuf::from(dir),

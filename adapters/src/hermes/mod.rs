@@ -354,6 +354,15 @@ impl Adapter for Hermes {
         &SPEC
     }
 
+    /// Hermes' own shape (`YYYYMMDD_HHMMSS_hex`) or a UUID: no separators.
+    fn validate_native_id(&self, native_id: &str) -> Result<(), String> {
+        if valid_session_id(native_id) {
+            Ok(())
+        } else {
+            Err(format!("not a Hermes session id: {native_id:?}"))
+        }
+    }
+
     fn store_root(&self, env: &dyn Fn(&str) -> Option<String>, home: &Path) -> PathBuf {
         match env("HERMES_HOME") {
             Some(dir) if !dir.is_empty() => PathBuf::from(dir),

@@ -35,7 +35,38 @@ use crate::clock::Clock;
 use crate::native::cursor::{CursorIndex, FileCursor, FileState, SeqMap, tail_hash};
 use crate::native::jsonl::{JsonlReader, ReadPosition, RecordReader};
 use crate::native::zstd::FramedReader;
-use crate::store::{BatchSink, SeqMode, Store, StoreError};
+use crate::store::{BatchSink, Scrubbed, Scrubber, SeqMode, Store, StoreError};
+
+/// One parsed block on its way to the writer: the adapter's output with
+/// its events, every other one already redacted. Redaction is the bulk of
+/// the reading thread's work, so the writer redacts the rest: the two
+/// threads stay about even.
+struct Block {
+    parsed: git_session_adapters::Parsed,
+    events: Vec<Pending>,
+}
+
+/// An event of a [`Block`], redacted by the reader or left to the writer.
+enum Pending {
+    Done(Scrubbed),
+    Raw(Event),
+    Taken,
+}
+
+impl Pending {
+    /// Redacts a raw event now (on the calling thread) and returns it.
+    fn scrubbed(&mut self, scrubber: Scrubber) -> &mut Scrubbed {
+        if let Pending::Raw(_) = self
+            && let Pending::Raw(e) = std::mem::replace(self, Pending::Taken)
+        {
+            *self = Pending::Done(scrubber.seal(e));
+        }
+        match self {
+            Pending::Done(s) => s,
+            _ => unreachable!("a taken event is always put back redacted"),
+        }
+    }
+}
 
 /// How much of a new file is read to learn which project it belongs to.
 const PEEK_BYTES: u64 = 1 << 20;
@@ -48,9 +79,6 @@ pub struct CaptureRequest<'a> {
     pub home: PathBuf,
     /// Looks up an environment variable (an agent's store override).
     pub env: &'a dyn Fn(&str) -> Option<String>,
-    /// Whether secrets are redacted before anything is stored (the default;
-    /// `git config session.redact false` turns it off).
-    pub redact: bool,
     /// How patient database reads are.
     pub sqlite: crate::native::sqlite::Options,
 }
@@ -138,8 +166,6 @@ pub fn capture_with(
 ) -> OpResult<CaptureReport> {
     let worktrees = store.worktree_paths();
     let mut report = CaptureReport::default();
-    // Compiled only when some file has new records to read.
-    let redactor = std::sync::OnceLock::new();
     for &adapter in adapters {
         let agent = adapter.agent();
         let root = adapter.store_root(request.env, &request.home);
@@ -164,7 +190,6 @@ pub fn capture_with(
                     store,
                     clock,
                     adapter,
-                    redactor: request.redact.then_some(&redactor),
                     decl,
                     agent: &agent,
                     abs: &abs,
@@ -191,7 +216,6 @@ pub fn capture_with(
                 store,
                 clock,
                 adapter,
-                redactor: request.redact.then_some(&redactor),
                 root: &root,
                 agent: &agent,
                 abs: &abs,
@@ -264,8 +288,6 @@ struct FileJob<'a> {
     store: &'a Store,
     clock: &'a Clock,
     adapter: &'a dyn Adapter,
-    /// Set when secrets are to be redacted; built on first use.
-    redactor: Option<&'a std::sync::OnceLock<crate::redact::Redactor>>,
     /// The agent's store root.
     root: &'a Path,
     agent: &'a Agent,
@@ -574,7 +596,7 @@ impl FileJob<'_> {
     fn continued_here(&self, parent: &SessionId, w: &WrittenFile) -> OpResult<bool> {
         let reader = |from, end| BlockReader {
             adapter: self.adapter,
-            redactor: None,
+            scrubber: self.store.scrubber(),
             path: self.abs,
             rel: self.rel,
             from,
@@ -740,9 +762,7 @@ impl FileJob<'_> {
         // its parent links stay valid from one capture to the next.
         let reader = BlockReader {
             adapter: self.adapter,
-            redactor: self
-                .redactor
-                .map(|r| r.get_or_init(crate::redact::Redactor::new)),
+            scrubber: sink.scrubber(),
             path: self.abs,
             rel: self.rel,
             from,
@@ -759,17 +779,18 @@ impl FileJob<'_> {
             let producer = scope.spawn(move || reader.run(state, tx, spent_rx));
             let mut warnings = Vec::new();
             let mut failed = None;
-            for parsed in rx {
-                let mut parsed: git_session_adapters::Parsed = parsed;
+            for block in rx {
+                let mut block: Block = block;
+                let parsed = &mut block.parsed;
                 if let Err(e) =
-                    self.push_block(sink, &parsed.artifacts, &mut parsed.events, seqs, known)
+                    self.push_block(sink, &parsed.artifacts, &mut block.events, seqs, known)
                 {
                     // Dropping the receiver stops the reader at its next block.
                     failed = Some(e);
                     break;
                 }
                 warnings.append(&mut parsed.warnings);
-                let _ = spent_tx.send(parsed);
+                let _ = spent_tx.send(block);
             }
             drop(spent_tx);
             let read = producer.join().expect("the block reader does not panic");
@@ -790,10 +811,11 @@ impl FileJob<'_> {
         &self,
         sink: &mut BatchSink<'_>,
         artifacts: &[(git_session_schema::ArtifactId, Vec<u8>)],
-        events: &mut [Event],
+        events: &mut [Pending],
         seqs: &mut SeqMap,
         known: Known<'_>,
     ) -> OpResult<()> {
+        let scrubber = sink.scrubber();
         if !matches!(known, Known::Written { .. }) {
             for (id, bytes) in artifacts {
                 let stored = sink.add_artifact(bytes)?;
@@ -801,22 +823,24 @@ impl FileJob<'_> {
             }
         }
         for event in events {
-            debug_assert_eq!(event.seq, seqs.len(), "the parse numbers in file order");
+            let event = event.scrubbed(scrubber);
+            let e = event.event();
+            debug_assert_eq!(e.seq, seqs.len(), "the parse numbers in file order");
             let stored = match known {
                 Known::Nothing => None,
-                Known::Stored(keys) => keys.get(&dedup_key(event)).copied(),
+                Known::Stored(keys) => keys.get(&dedup_key(e)).copied(),
                 Known::Written { keys, fallback } => {
-                    Some(keys.get(&dedup_key(event)).copied().unwrap_or(fallback))
+                    Some(keys.get(&dedup_key(e)).copied().unwrap_or(fallback))
                 }
             };
             if let Some(seq) = stored {
                 seqs.push(seq);
                 continue;
             }
-            event.parent_seq = event.parent_seq.and_then(|p| seqs.get(p));
-            event.seq = sink.next_seq();
-            seqs.push(event.seq);
-            sink.push_mut(event)?;
+            let parent = e.parent_seq.and_then(|p| seqs.get(p));
+            event.relink(parent);
+            let seq = sink.push_scrubbed(event)?;
+            seqs.push(seq);
         }
         Ok(())
     }
@@ -837,8 +861,9 @@ struct FileDone {
 /// them in order, carrying the adapter's state from block to block.
 struct BlockReader<'a> {
     adapter: &'a dyn Adapter,
-    /// Redacts each event before it leaves this thread, when set.
-    redactor: Option<&'a crate::redact::Redactor>,
+    /// Redacts every other event before it leaves this thread (the store's
+    /// scrubber; the writer redacts the others, see [`Block`]).
+    scrubber: Scrubber,
     path: &'a Path,
     rel: &'a str,
     /// Where to start: a line start (JSONL) or a frame start.
@@ -855,8 +880,8 @@ impl BlockReader<'_> {
     fn run(
         self,
         mut state: Option<Value>,
-        tx: std::sync::mpsc::SyncSender<git_session_adapters::Parsed>,
-        spent: std::sync::mpsc::Receiver<git_session_adapters::Parsed>,
+        tx: std::sync::mpsc::SyncSender<Block>,
+        spent: std::sync::mpsc::Receiver<Block>,
     ) -> OpResult<(ReadPosition, Value, Option<String>)> {
         let mut reader: Box<dyn RecordReader> = if self.framed {
             let r = FramedReader::open(
@@ -887,13 +912,20 @@ impl BlockReader<'_> {
                 sidecar: None,
             });
             next_seq += parsed.events.len() as u64;
-            if let Some(r) = self.redactor {
-                for event in &mut parsed.events {
-                    r.redact(event);
-                }
-            }
+            let events = parsed
+                .events
+                .drain(..)
+                .enumerate()
+                .map(|(i, e)| {
+                    if i % 2 == 0 {
+                        Pending::Done(self.scrubber.seal(e))
+                    } else {
+                        Pending::Raw(e)
+                    }
+                })
+                .collect();
             state = Some(std::mem::take(&mut parsed.state));
-            if tx.send(parsed).is_err() {
+            if tx.send(Block { parsed, events }).is_err() {
                 // The writer stopped; its error is the one reported.
                 break;
             }
@@ -968,11 +1000,17 @@ fn inside(worktrees: &[PathBuf], session: &NativeSession) -> bool {
 }
 
 /// Returns the identity (see [`dedup_key`]) of every event `adapter` reads
-/// from the native file at `path`, in order.
-pub(crate) fn native_keys(adapter: &dyn Adapter, path: &Path, rel: &str) -> OpResult<Vec<String>> {
+/// from the native file at `path`, in order, redacted by `scrubber` as a
+/// capture would store them.
+pub(crate) fn native_keys(
+    adapter: &dyn Adapter,
+    scrubber: Scrubber,
+    path: &Path,
+    rel: &str,
+) -> OpResult<Vec<String>> {
     let reader = BlockReader {
         adapter,
-        redactor: None,
+        scrubber,
         path,
         rel,
         from: ReadPosition::default(),
@@ -992,6 +1030,7 @@ fn read_keys(
     reader: BlockReader<'_>,
     state: Option<Value>,
 ) -> OpResult<(Vec<String>, ReadPosition, Value)> {
+    let scrubber = reader.scrubber;
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel(2);
         // Nothing is returned to the reader here: the keys are all we keep.
@@ -999,8 +1038,8 @@ fn read_keys(
         let producer = scope.spawn(move || reader.run(state, tx, spent_rx));
         let keys: Vec<String> = rx
             .into_iter()
-            .flat_map(|parsed: git_session_adapters::Parsed| parsed.events)
-            .map(|e| dedup_key(&e))
+            .flat_map(|block: Block| block.events)
+            .map(|mut e| dedup_key(e.scrubbed(scrubber).event()))
             .collect();
         let (pos, state, _) = producer.join().expect("the block reader does not panic")?;
         Ok((keys, pos, state))

@@ -39,8 +39,6 @@ pub(super) struct DbJob<'a> {
     pub store: &'a Store,
     pub clock: &'a Clock,
     pub adapter: &'a dyn Adapter,
-    /// Set when secrets are to be redacted; built on first use.
-    pub redactor: Option<&'a std::sync::OnceLock<crate::redact::Redactor>>,
     pub decl: &'static Database,
     pub agent: &'a Agent,
     pub abs: &'a Path,
@@ -211,7 +209,7 @@ impl DbJob<'_> {
                         &info,
                         |sink: &mut BatchSink<'_>| {
                             let p = self.parse(key, &rows, 0, None);
-                            push(sink, &p, None, self.redactor())?;
+                            push(sink, &p, None)?;
                             parsed = Some(p);
                             Ok::<_, OpError>(())
                         },
@@ -238,7 +236,7 @@ impl DbJob<'_> {
             self.store
                 .append(&id, SeqMode::Exact, &info, |sink: &mut BatchSink<'_>| {
                     let p = self.parse(key, &rows, sink.next_seq(), state.clone());
-                    push(sink, &p, None, self.redactor())?;
+                    push(sink, &p, None)?;
                     parsed = Some(p);
                     Ok::<_, OpError>(())
                 })?
@@ -265,7 +263,7 @@ impl DbJob<'_> {
                 self.store
                     .append(&id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
                         let p = self.parse(key, &all, 0, None);
-                        push(sink, &p, Some(&keys), self.redactor())?;
+                        push(sink, &p, Some(&keys))?;
                         parsed = Some(p);
                         Ok::<_, OpError>(())
                     })?;
@@ -313,7 +311,11 @@ impl DbJob<'_> {
             &info,
             |sink: &mut BatchSink<'_>| {
                 let p = self.parse(key, &rows, sink.next_seq(), None);
-                if p.events.iter().any(|e| keys.contains_key(&dedup_key(e))) {
+                let scrubber = sink.scrubber();
+                if p.events
+                    .iter()
+                    .any(|e| keys.contains_key(&dedup_key(scrubber.seal(e.clone()).event())))
+                {
                     return Err(OpError::Conflict {
                         message: format!(
                             "session {key} is already partly stored in {id}; its cursor was lost"
@@ -321,18 +323,13 @@ impl DbJob<'_> {
                         hint: Some("delete .git/session/capture and capture again".into()),
                     });
                 }
-                push(sink, &p, None, self.redactor())?;
+                push(sink, &p, None)?;
                 parsed = Some(p);
                 Ok::<_, OpError>(())
             },
         )?;
         let parsed = parsed.expect("the producer ran");
         self.finish(id, false, &state_key, parsed, outcome, (seen, whole))
-    }
-
-    fn redactor(&self) -> Option<&crate::redact::Redactor> {
-        self.redactor
-            .map(|r| r.get_or_init(crate::redact::Redactor::new))
     }
 
     fn parse(
@@ -392,26 +389,24 @@ impl DbJob<'_> {
     }
 }
 
-/// Pushes a parse's artifacts and events, redacted, leaving out events
-/// whose key is in `skip`.
+/// Pushes a parse's artifacts and events, redacted by the store's
+/// scrubber, leaving out events whose key (taken after redaction, as the
+/// stored ones were) is in `skip`.
 fn push(
     sink: &mut BatchSink<'_>,
     parsed: &Parsed,
     skip: Option<&HashMap<String, u64>>,
-    redactor: Option<&crate::redact::Redactor>,
 ) -> OpResult<()> {
     for (_, bytes) in &parsed.artifacts {
         sink.add_artifact(bytes)?;
     }
+    let scrubber = sink.scrubber();
     for event in &parsed.events {
-        if skip.is_some_and(|s| s.contains_key(&dedup_key(event))) {
+        let mut event = scrubber.seal(event.clone());
+        if skip.is_some_and(|s| s.contains_key(&dedup_key(event.event()))) {
             continue;
         }
-        let mut event = event.clone();
-        if let Some(r) = redactor {
-            r.redact(&mut event);
-        }
-        sink.push_mut(&mut event)?;
+        sink.push_scrubbed(&mut event)?;
     }
     Ok(())
 }
