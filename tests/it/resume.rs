@@ -572,7 +572,7 @@ pub(crate) fn two_continuations() -> Repo {
     a.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
     a.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
     a.git(&["push", "-q", "origin", "main"]);
-    a.ok(&["push"]);
+    a.ok(&["push", "--to", "origin"]);
     let b = a.outside("clone-b");
     a.git(&["clone", "-q", remote.to_str().unwrap(), b.to_str().unwrap()]);
     let on_b = |args: &[&str]| {
@@ -592,7 +592,7 @@ pub(crate) fn two_continuations() -> Repo {
     body.push_str(&added_turn(&b, false));
     std::fs::write(&file_b, body).unwrap();
     on_b(&["import", "--home", home_b.to_str().unwrap()]);
-    on_b(&["push"]);
+    on_b(&["push", "--to", "origin"]);
 
     let file_a = source.join(format!(
         ".claude/projects/-tmp-oracle-sample-claude-project/{ROUNDTRIP}.jsonl"
