@@ -24,6 +24,7 @@ use git_session_schema::{Agent, ArtifactId, Event, SessionHeader};
 use serde_json::Value;
 
 pub mod codex;
+pub mod opencode;
 
 /// Adapter-owned memory carried from one parse of a file to the next.
 ///
