@@ -14,7 +14,11 @@ use crate::source::Source;
 
 /// Every agent with an adapter, in the order they are documented and
 /// listed in help texts. Adding an agent adds one line here.
-pub static ADAPTERS: &[&dyn Adapter] = &[&crate::claude::Claude, &crate::codex::Codex];
+pub static ADAPTERS: &[&dyn Adapter] = &[
+    &crate::claude::Claude,
+    &crate::codex::Codex,
+    &crate::opencode::Opencode,
+];
 
 /// Declares what an agent is, in data: the registry's row for it.
 #[derive(Debug)]

@@ -64,6 +64,17 @@ pub struct Database {
     /// The tables to read, in the order their rows are handed to the
     /// adapter within one session. The first one is the session table.
     pub tables: &'static [Table],
+    /// A query returning one row per session, `(session key, change
+    /// token)`, for databases whose rows are updated in place: when set,
+    /// only sessions whose token differs from the last capture's are read,
+    /// each whole (every row of every table, through the `session`
+    /// column's index), and the tables' [`Table::incremental`] is not used.
+    /// For OpenCode the token is the session's `time_updated` and its
+    /// event sequence.
+    pub changes: Option<&'static str>,
+    /// A query returning the newest schema migration's name, quoted in the
+    /// message when the schema check fails.
+    pub newest_migration: Option<&'static str>,
 }
 
 /// Declares how a database says which schema it has.

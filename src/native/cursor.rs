@@ -100,6 +100,10 @@ pub struct RowSession {
     pub session: Option<String>,
     /// The session's event count right after this session's last batch.
     pub events: u64,
+    /// The session's change token when last read (see
+    /// `git_session_adapters::source::Database::changes`).
+    #[serde(default)]
+    pub token: String,
 }
 
 /// Holds the cursors of one agent.

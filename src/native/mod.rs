@@ -22,6 +22,7 @@
 
 pub mod cursor;
 pub mod jsonl;
+pub mod sqlite;
 
 use std::path::{Path, PathBuf};
 

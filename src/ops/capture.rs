@@ -132,6 +132,28 @@ pub fn capture(
         for rel in files {
             let abs = root.join(&rel);
             let rel_text = rel.to_string_lossy().into_owned();
+            if let Some(db) = super::capture_db::database_of(adapter, &rel_text) {
+                let mut job = super::capture_db::DbJob {
+                    store,
+                    clock,
+                    adapter,
+                    redactor: request.redact.then_some(&redactor),
+                    agent: &agent,
+                    db,
+                    abs: &abs,
+                    rel: &rel_text,
+                    worktrees: &worktrees,
+                    cursors: &mut cursors,
+                    report: &mut report,
+                };
+                if let Err(e) = job.run() {
+                    report.skipped.push(SkippedFile {
+                        path: abs.clone(),
+                        reason: e.to_string(),
+                    });
+                }
+                continue;
+            }
             let mut job = FileJob {
                 store,
                 clock,
@@ -402,34 +424,12 @@ impl FileJob<'_> {
     }
 
     fn header(&self, id: &SessionId, session: &NativeSession) -> SessionHeader {
-        let created = session
-            .created
-            .clone()
-            .unwrap_or_else(|| self.clock.now_rfc3339());
-        let mut header = SessionHeader::new(id.clone(), self.agent.clone(), created);
-        header.native_id = session.native_id.clone();
-        header.cwd = session.cwd.clone();
-        header.title = session.title.clone();
-        header.spawned_by = session.parent.as_ref().map(|p| SpawnedBy {
-            session: canonical_id(self.agent, &p.native_id),
-            call: p.spawned_by.clone(),
-            extra: Default::default(),
-        });
-        header
+        session_header(self.clock, self.agent, id, session)
     }
 
     /// Returns the dedup keys of the events already stored in `id`.
     fn stored_keys(&self, id: &SessionId) -> OpResult<HashSet<String>> {
-        let mut keys = HashSet::new();
-        for line in self.store.lines(id, 0, None)? {
-            let line = line?;
-            let event = line.decode().map_err(|e| StoreError::Corrupt {
-                id: id.clone(),
-                message: format!("seq {}: {e}", line.seq),
-            })?;
-            keys.insert(dedup_key(&event));
-        }
-        Ok(keys)
+        stored_keys(self.store, id)
     }
 
     /// Reads the file from `offset` in blocks of whole lines, parses them
@@ -604,10 +604,47 @@ pub(crate) fn native_keys(adapter: &dyn Adapter, path: &Path, rel: &str) -> OpRe
     })
 }
 
+/// Returns the canonical header of a new native session.
+pub(crate) fn session_header(
+    clock: &Clock,
+    agent: &Agent,
+    id: &SessionId,
+    session: &NativeSession,
+) -> SessionHeader {
+    let created = session
+        .created
+        .clone()
+        .unwrap_or_else(|| clock.now_rfc3339());
+    let mut header = SessionHeader::new(id.clone(), agent.clone(), created);
+    header.native_id = session.native_id.clone();
+    header.cwd = session.cwd.clone();
+    header.title = session.title.clone();
+    header.spawned_by = session.parent.as_ref().map(|p| SpawnedBy {
+        session: canonical_id(agent, &p.native_id),
+        call: p.spawned_by.clone(),
+        extra: Default::default(),
+    });
+    header
+}
+
+/// Returns the dedup keys of the events already stored in `id`.
+pub(crate) fn stored_keys(store: &Store, id: &SessionId) -> OpResult<HashSet<String>> {
+    let mut keys = HashSet::new();
+    for line in store.lines(id, 0, None)? {
+        let line = line?;
+        let event = line.decode().map_err(|e| StoreError::Corrupt {
+            id: id.clone(),
+            message: format!("seq {}: {e}", line.seq),
+        })?;
+        keys.insert(dedup_key(&event));
+    }
+    Ok(keys)
+}
+
 /// Returns what identifies an event across re-reads of its native file:
 /// its origin (native id or position, and type, since one record can give
 /// several events), or for events without one, a hash of type and body.
-fn dedup_key(event: &Event) -> String {
+pub(crate) fn dedup_key(event: &Event) -> String {
     match &event.origin {
         Some(o) if o.native_id.is_some() || o.native_seq.is_some() => format!(
             "{}\n{}\n{}",

@@ -54,6 +54,8 @@ pub struct ResumeOutcome {
     pub losses: Vec<String>,
     /// Database rows skipped, with the reason (the session still resumes by id).
     pub skipped_rows: Vec<String>,
+    /// How a database session was written (the agent's importer, or rows).
+    pub via: Option<String>,
 }
 
 /// Renders `request.id` into the agent's store.
@@ -74,12 +76,15 @@ pub fn resume(
         .native_id
         .clone()
         .filter(|_| header.agent == agent && !request.fork);
-    let native_id = same_agent_native.unwrap_or_else(|| new_native_id(clock));
+    let native_id = same_agent_native.unwrap_or_else(|| new_native_id(clock, adapter));
     let session = if request.fork {
         // The fork gets the new native id as its canonical id too, so
         // `git session show <id>` and the agent's resume name the same thing.
         // A fresh native id cannot conflict, so the fork is recorded first.
-        let fork_id = SessionId::new(native_id.clone()).expect("a uuid is a valid session id");
+        let fork_id = SessionId::new(native_id.clone()).map_err(|e| OpError::Conflict {
+            message: format!("the new native id is no session id: {e}"),
+            hint: None,
+        })?;
         super::fork::fork(store, clock, &request.id, None, Some(fork_id.clone()))?;
         fork_id
     } else {
@@ -97,6 +102,8 @@ pub fn resume(
         artifacts_of: &request.id,
         native_id: &native_id,
         cwd: &cwd,
+        home: &request.home,
+        env: request.env,
     };
     let result = write_native(store, clock, &target, &mut events);
     if let Some(e) = events.error {
@@ -107,6 +114,7 @@ pub fn resume(
         written,
         unchanged,
         skipped_rows,
+        via,
     } = result.map_err(|e| match e {
         OpError::NativeExists {
             native_id, path, ..
@@ -130,6 +138,7 @@ pub fn resume(
         command: changes.resume_command.clone(),
         losses: changes.losses.clone(),
         skipped_rows,
+        via,
     })
 }
 
@@ -152,8 +161,10 @@ pub(crate) fn target_cwd(store: &Store, header: &SessionHeader) -> OpResult<Path
         })
 }
 
-pub(crate) fn new_native_id(clock: &Clock) -> String {
-    super::fork::new_session_id(clock).to_string()
+/// Returns a fresh native session id in the adapter's shape.
+pub(crate) fn new_native_id(clock: &Clock, adapter: &dyn git_session_adapters::Adapter) -> String {
+    let uuid = super::fork::new_session_id(clock).to_string();
+    adapter.new_native_id(&uuid, clock.now().as_millisecond())
 }
 
 pub(crate) fn adapter_for(agent: &Agent) -> OpResult<&'static dyn git_session_adapters::Adapter> {
@@ -176,6 +187,10 @@ pub(crate) struct NativeTarget<'a> {
     pub artifacts_of: &'a SessionId,
     pub native_id: &'a str,
     pub cwd: &'a Path,
+    /// The user's home directory.
+    pub home: &'a Path,
+    /// Looks up an environment variable (`PATH`, for an agent's importer).
+    pub env: &'a dyn Fn(&str) -> Option<String>,
 }
 
 /// Reports what [`write_native`] did.
@@ -184,6 +199,9 @@ pub(crate) struct Written {
     pub written: Vec<PathBuf>,
     pub unchanged: bool,
     pub skipped_rows: Vec<String>,
+    /// How a database session was written: by the agent's importer or as
+    /// rows (`None` when there was none, or it was in place).
+    pub via: Option<String>,
 }
 
 /// Renders `events` through the adapter into temporary files, refuses if a
@@ -246,14 +264,65 @@ pub(crate) fn write_native(
             hint: None,
         });
     }
-    let unchanged = files.all_present();
+    let files_present = files.all_present();
+    // A session that lives in a database: in place, in the way, or absent.
+    let session_rows = changes.rows.iter().any(|r| r.session_row);
+    let rows = if session_rows {
+        let facts = super::native_rows::RepoFacts {
+            root_commit: store.root_commit(),
+            worktree: store.repo().workdir().map(Path::to_owned),
+            cwd: target.cwd.to_owned(),
+        };
+        let rows: Vec<RowWrite> = changes
+            .rows
+            .iter()
+            .map(|r| super::native_rows::fill(r, &facts, target.root))
+            .collect();
+        match super::native_rows::in_place(target.root, &rows)? {
+            super::native_rows::Presence::InPlace => None,
+            super::native_rows::Presence::Different(db) => {
+                return Err(OpError::NativeExists {
+                    native_id: target.native_id.to_owned(),
+                    path: db,
+                    hint: None,
+                });
+            }
+            super::native_rows::Presence::Absent => Some(rows),
+        }
+    } else {
+        None
+    };
+    let unchanged = files_present && (!session_rows || rows.is_none());
     let written = files.persist()?;
     let mut skipped_rows = Vec::new();
-    if !unchanged {
+    let mut via = None;
+    if let Some(rows) = rows {
+        let mut note = None;
+        if let Some(import) = &changes.import {
+            match super::native_rows::import(import, target, &rows)? {
+                Ok(()) => {
+                    via = Some(format!(
+                        "`{} {}`",
+                        import.program,
+                        import.args.join(" ").replace(" {file}", "")
+                    ))
+                }
+                Err(why) => note = Some(why),
+            }
+        }
+        if via.is_none() {
+            let db = super::native_rows::insert(store, clock, target.root, &rows)?;
+            via = Some(match note {
+                Some(why) => format!("rows inserted into {} ({why})", db.display()),
+                None => format!("rows inserted into {}", db.display()),
+            });
+        }
+    }
+    if !files_present {
         for a in &changes.appends {
             append(&target.root.join(&a.path), &a.bytes)?;
         }
-        for row in &changes.rows {
+        for row in changes.rows.iter().filter(|_| !session_rows) {
             if let Some(reason) = insert_row(store, clock, target.root, row)? {
                 skipped_rows.push(reason);
             }
@@ -264,6 +333,7 @@ pub(crate) fn write_native(
         written,
         unchanged,
         skipped_rows,
+        via,
     })
 }
 
@@ -529,7 +599,12 @@ fn insert_row(
 }
 
 /// Copies the database into local state before the first write to it.
-fn backup(store: &Store, clock: &Clock, conn: &rusqlite::Connection, db: &Path) -> OpResult<()> {
+pub(crate) fn backup(
+    store: &Store,
+    clock: &Clock,
+    conn: &rusqlite::Connection,
+    db: &Path,
+) -> OpResult<()> {
     let dir = store.state_dir().join("backups");
     std::fs::create_dir_all(&dir).map_err(OpError::io(&dir))?;
     let name = db
@@ -552,7 +627,7 @@ fn backup(store: &Store, clock: &Clock, conn: &rusqlite::Connection, db: &Path) 
 ///
 /// Reads `/proc/*/fd` (Linux); elsewhere it finds nothing and relies on
 /// SQLite's own locking.
-fn open_by_other_process(db: &Path) -> Option<u32> {
+pub(crate) fn open_by_other_process(db: &Path) -> Option<u32> {
     let db = db.canonicalize().ok()?;
     let wal = PathBuf::from(format!("{}-wal", db.display()));
     let me = std::process::id();

@@ -12,6 +12,7 @@ mod hooks;
 mod import_export;
 mod layout;
 mod manpage;
+mod opencode;
 mod oracle;
 mod resume;
 mod sync;

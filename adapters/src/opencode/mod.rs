@@ -43,6 +43,18 @@ pub mod parse;
 pub mod render;
 pub mod wire;
 
+use std::path::{Path, PathBuf};
+
+use git_session_schema::{Agent, Event};
+use serde_json::{Value, json};
+
+use crate::registry::{AgentSpec, TokenizerFamily, ToolKind};
+use crate::source::{Database, Incremental, Records, Source, Table as SqlTable};
+use crate::{
+    Adapter, ChangeSet, FileSink, NativeImport, ParseInput, Parsed, RenderError, RenderHead,
+    RepoFact, RowWrite, Warning,
+};
+
 pub use parse::parse_rows;
 pub use render::{NativeDoc, WRITTEN_VERSION, render_session};
 pub use wire::{Row, Table};
@@ -56,6 +68,279 @@ pub const NATIVE_KEY: &str = "native";
 /// The actor of OpenCode's own messages and tool calls.
 pub const ACTOR_AGENT: &str = "agent:opencode";
 
+/// The database a write-back inserts into, relative to the store root.
+pub const DATABASE: &str = "opencode.db";
+
+const SESSION_COLUMNS: &[&str] = &[
+    "id",
+    "project_id",
+    "workspace_id",
+    "parent_id",
+    "slug",
+    "directory",
+    "path",
+    "title",
+    "version",
+    "share_url",
+    "summary_additions",
+    "summary_deletions",
+    "summary_files",
+    "summary_diffs",
+    "metadata",
+    "cost",
+    "tokens_input",
+    "tokens_output",
+    "tokens_reasoning",
+    "tokens_cache_read",
+    "tokens_cache_write",
+    "revert",
+    "permission",
+    "agent",
+    "model",
+    "time_created",
+    "time_updated",
+    "time_compacting",
+    "time_archived",
+];
+
+/// OpenCode's database: `opencode.db`, or a release channel's
+/// `opencode-<channel>.db`.
+static DB: Database = Database {
+    files: &["opencode*.db"],
+    requires: &[
+        (
+            "session",
+            &[
+                "id",
+                "project_id",
+                "parent_id",
+                "slug",
+                "directory",
+                "title",
+                "version",
+                "time_created",
+                "time_updated",
+            ],
+        ),
+        (
+            "message",
+            &["id", "session_id", "time_created", "time_updated", "data"],
+        ),
+        (
+            "part",
+            &[
+                "id",
+                "message_id",
+                "session_id",
+                "time_created",
+                "time_updated",
+                "data",
+            ],
+        ),
+        (
+            "project",
+            &[
+                "id",
+                "worktree",
+                "time_created",
+                "time_updated",
+                "sandboxes",
+            ],
+        ),
+        ("event_sequence", &["aggregate_id", "seq"]),
+    ],
+    version: None,
+    tables: &[
+        SqlTable {
+            name: "session",
+            columns: SESSION_COLUMNS,
+            session: "id",
+            incremental: Incremental::Whole,
+        },
+        SqlTable {
+            name: "message",
+            columns: &["id", "session_id", "time_created", "time_updated", "data"],
+            session: "session_id",
+            incremental: Incremental::Whole,
+        },
+        SqlTable {
+            name: "part",
+            columns: &[
+                "id",
+                "message_id",
+                "session_id",
+                "time_created",
+                "time_updated",
+                "data",
+            ],
+            session: "session_id",
+            incremental: Incremental::Whole,
+        },
+    ],
+    // Every change OpenCode makes to a session appends to its event
+    // sequence; sessions written without events (by hand, or by a direct
+    // insert) change only through `time_updated`.
+    changes: Some(
+        "SELECT s.id, s.time_updated || ':' || coalesce(e.seq, -1) FROM session s \
+         LEFT JOIN event_sequence e ON e.aggregate_id = s.id",
+    ),
+    newest_migration: Some("SELECT id FROM migration ORDER BY id DESC LIMIT 1"),
+};
+
+/// OpenCode's row of the registry.
+pub static SPEC: AgentSpec = AgentSpec {
+    agent: Agent::Opencode,
+    display: "OpenCode",
+    env: &["XDG_DATA_HOME", "OPENCODE_DB"],
+    default_store: ".local/share/opencode",
+    sources: &[Source::Sqlite(&DB)],
+    tools: &[
+        (ToolKind::Shell, "bash"),
+        (ToolKind::Read, "read"),
+        (ToolKind::Write, "write"),
+        (ToolKind::Edit, "edit"),
+        (ToolKind::Search, "grep"),
+        (ToolKind::Search, "glob"),
+        (ToolKind::Web, "webfetch"),
+        (ToolKind::SubAgent, "task"),
+        (ToolKind::Todo, "todowrite"),
+        (ToolKind::Other, "skill"),
+    ],
+    tokenizer: TokenizerFamily::ClaudeEstimate,
+    resume: "opencode --session {id}   # or: opencode run --session {id} <prompt>",
+};
+
+/// Adapts OpenCode (`opencode`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Opencode;
+
+impl Adapter for Opencode {
+    fn spec(&self) -> &'static AgentSpec {
+        &SPEC
+    }
+
+    fn store_root(&self, env: &dyn Fn(&str) -> Option<String>, home: &Path) -> PathBuf {
+        if let Some(db) = env("OPENCODE_DB").filter(|d| !d.is_empty())
+            && let Some(dir) = Path::new(&db).parent()
+        {
+            return dir.to_owned();
+        }
+        match env("XDG_DATA_HOME") {
+            Some(dir) if !dir.is_empty() => PathBuf::from(dir).join("opencode"),
+            _ => home.join(".local/share/opencode"),
+        }
+    }
+
+    fn new_native_id(&self, uuid: &str, now_ms: i64) -> String {
+        ids::session(now_ms, uuid)
+    }
+
+    fn parse(&self, input: ParseInput<'_>) -> Parsed {
+        let Records::Rows(rows) = input.records else {
+            return Parsed {
+                warnings: vec![Warning {
+                    line: input.records.first_ordinal(),
+                    message: format!("{}: OpenCode sessions are database rows", input.source),
+                }],
+                state: input.state.unwrap_or(Value::Null),
+                ..Parsed::default()
+            };
+        };
+        let mut warnings = Vec::new();
+        let mut mapped = Vec::with_capacity(rows.len());
+        for r in rows {
+            let Some(table) = Table::parse(r.table) else {
+                continue;
+            };
+            match serde_json::from_slice::<Value>(&r.json) {
+                Ok(Value::Object(mut columns)) => {
+                    columns.remove("$rowid");
+                    mapped.push(Row { table, columns });
+                }
+                _ => warnings.push(Warning {
+                    line: r.rowid.max(0) as u64,
+                    message: format!(
+                        "table {} rowid {}: unreadable row; skipped",
+                        r.table, r.rowid
+                    ),
+                }),
+            }
+        }
+        let mut parsed = parse_rows(mapped, input.next_seq, input.state);
+        warnings.append(&mut parsed.warnings);
+        parsed.warnings = warnings;
+        parsed
+    }
+
+    fn render_to(
+        &self,
+        head: RenderHead<'_>,
+        events: &mut dyn Iterator<Item = Event>,
+        _out: &mut dyn FileSink,
+    ) -> Result<ChangeSet, RenderError> {
+        let doc = render_session(head, events)?;
+        Ok(change_set(&doc))
+    }
+}
+
+/// Returns the change set of a rendered session: the project row (when
+/// the database lacks it), the session, message and part rows, and the
+/// export document for `opencode import`.
+pub fn change_set(doc: &NativeDoc) -> ChangeSet {
+    let id = doc.id().to_owned();
+    let mut rows = Vec::new();
+    let now = doc.session.get("time_created").cloned().unwrap_or(json!(0));
+    let mut project = serde_json::Map::new();
+    project.insert("vcs".into(), json!("git"));
+    project.insert("time_created".into(), now.clone());
+    project.insert("time_updated".into(), now);
+    project.insert("sandboxes".into(), json!("[]"));
+    rows.push(RowWrite {
+        database: PathBuf::from(DATABASE),
+        table: "project".into(),
+        key: vec!["id".into()],
+        columns: project,
+        repo: vec![
+            ("id".into(), RepoFact::RootCommit("global")),
+            ("worktree".into(), RepoFact::Worktree),
+        ],
+        ..RowWrite::default()
+    });
+    for row in doc.rows("", "") {
+        let session = row.table == Table::Session;
+        rows.push(RowWrite {
+            database: PathBuf::from(DATABASE),
+            table: row.table.name().into(),
+            key: vec!["id".into()],
+            columns: row.columns,
+            session_row: session,
+            repo: if session {
+                vec![
+                    ("project_id".into(), RepoFact::RootCommit("global")),
+                    ("path".into(), RepoFact::RelativeCwd),
+                ]
+            } else {
+                Vec::new()
+            },
+            ..RowWrite::default()
+        });
+    }
+    let document = serde_json::to_vec_pretty(&doc.export()).expect("the export serializes");
+    ChangeSet {
+        resume_command: SPEC.resume_command(&id),
+        losses: doc.losses.clone(),
+        rows,
+        import: Some(NativeImport {
+            program: "opencode".into(),
+            args: vec!["import".into(), "{file}".into()],
+            env: vec![("XDG_DATA_HOME".into(), "{root}/..".into())],
+            file_name: format!("{id}.json"),
+            document,
+        }),
+        ..ChangeSet::default()
+    }
+}
+
 /// Returns a Unix millisecond time as RFC 3339 UTC.
 pub fn ms_to_rfc3339(ms: i64) -> String {
     jiff::Timestamp::from_millisecond(ms)
@@ -68,15 +353,6 @@ pub fn rfc3339_to_ms(ts: &str) -> Option<i64> {
     ts.parse::<jiff::Timestamp>()
         .ok()
         .map(|t| t.as_millisecond())
-}
-
-/// Returns the command that resumes `id` in the terminal UI, and the
-/// non-interactive form.
-pub fn resume_commands(id: &str) -> (String, String) {
-    (
-        format!("opencode --session {id}"),
-        format!("opencode run --session {id} <prompt>"),
-    )
 }
 
 #[cfg(test)]

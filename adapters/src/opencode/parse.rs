@@ -145,7 +145,13 @@ struct Msg {
 }
 
 fn fingerprint(row: &Row) -> u64 {
-    super::ids::fnv64(Value::Object(row.columns.clone()).to_string().as_bytes())
+    let mut columns = row.columns.clone();
+    if row.table == Table::Session {
+        // OpenCode touches the session with every change; only a change of
+        // its content (title, counters) is an update.
+        columns.remove("time_updated");
+    }
+    super::ids::fnv64(Value::Object(columns).to_string().as_bytes())
 }
 
 fn role_of(data: &Result<Map<String, Value>, String>) -> String {

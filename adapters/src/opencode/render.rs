@@ -70,12 +70,58 @@ impl NativeDoc {
             .iter()
             .map(|m| {
                 let mut obj = m.data().unwrap_or_default();
+                self.complete_for_import(&mut obj);
                 obj.insert("id".into(), json!(m.id()));
                 obj.insert("sessionID".into(), json!(sid));
-                json!({"info": obj, "parts": by_message.remove(m.id()).unwrap_or_default()})
+                let mut parts = by_message.remove(m.id()).unwrap_or_default();
+                for p in &mut parts {
+                    complete_part_for_import(p);
+                }
+                json!({"info": obj, "parts": parts})
             })
             .collect();
         json!({"info": info, "messages": messages})
+    }
+
+    /// Adds what `opencode import` requires of a message and the database
+    /// does not (rows OpenCode itself accepts may lack them): `agent` and
+    /// `model` on user messages; `mode`, `agent`, `path`, `cost`, `tokens`,
+    /// `modelID` and `providerID` on assistant messages.
+    fn complete_for_import(&self, obj: &mut Map<String, Value>) {
+        let model: Value = self
+            .session
+            .get("model")
+            .and_then(Value::as_str)
+            .and_then(|m| serde_json::from_str(m).ok())
+            .unwrap_or(Value::Null);
+        let model_id = model.get("id").cloned().unwrap_or(json!("unknown"));
+        let provider = model.get("providerID").cloned().unwrap_or(json!("unknown"));
+        let agent = self.session.get("agent").cloned().unwrap_or(json!("build"));
+        let dir = self.session.get("directory").cloned().unwrap_or(json!(""));
+        let user = obj.get("role").and_then(Value::as_str) == Some("user");
+        let mut fill = |k: &str, v: Value| {
+            if obj.get(k).is_none_or(Value::is_null) {
+                obj.insert(k.into(), v);
+            }
+        };
+        if user {
+            fill("agent", agent);
+            fill(
+                "model",
+                json!({"providerID": provider, "modelID": model_id}),
+            );
+        } else {
+            fill("mode", agent.clone());
+            fill("agent", agent);
+            fill("path", json!({"cwd": dir, "root": dir}));
+            fill("cost", json!(0));
+            fill(
+                "tokens",
+                json!({"total": 0, "input": 0, "output": 0, "reasoning": 0, "cache": {"write": 0, "read": 0}}),
+            );
+            fill("modelID", model_id);
+            fill("providerID", provider);
+        }
     }
 
     /// Returns the rows to insert, session first, with the project and
@@ -675,6 +721,27 @@ impl Renderer<'_> {
             parts,
             losses: self.losses,
         })
+    }
+}
+
+/// Adds what `opencode import` requires of a finished tool state: `title`
+/// and `metadata` (completed), `time` (completed and error).
+fn complete_part_for_import(part: &mut Value) {
+    let Some(state) = part.get_mut("state").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let status = state
+        .get("status")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let status = status.as_str();
+    if matches!(status, "completed" | "error") && !state.contains_key("time") {
+        state.insert("time".into(), json!({"start": 0, "end": 0}));
+    }
+    if status == "completed" {
+        state.entry("title").or_insert_with(|| json!(""));
+        state.entry("metadata").or_insert_with(|| json!({}));
     }
 }
 
