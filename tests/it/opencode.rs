@@ -632,3 +632,157 @@ fn opencode_fresh_roundtrip_captured_while_running_resumes_with_the_same_history
     let got = resume_check("opencode", &fresh, &id, &repo.root);
     assert_eq!(turns(&got, &roots), turns(&want, &roots));
 }
+
+/// Builds an empty OpenCode database (the client's schema, no rows) under `home`.
+fn empty_store(home: &Path) -> PathBuf {
+    let db = db_path(home);
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(&std::fs::read_to_string(fixture().join("schema.sql")).unwrap())
+        .unwrap();
+    db
+}
+
+fn resume_rows(repo: &Repo, id: &str, home: &Path) -> std::process::Output {
+    repo.session()
+        .env("PATH", path_with_client(false))
+        .args([
+            "resume",
+            id,
+            "--agent",
+            "opencode",
+            "--home",
+            home.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn opencode_rows_write_back_is_guarded() {
+    let repo = Repo::new();
+    let project = root_commit(&repo.root);
+    let source = repo.outside("source-home");
+    fake_store(&source, &repo.root, &project);
+    import(&repo, &source);
+
+    // No database: refused with what to do.
+    let fresh = repo.outside("fresh");
+    std::fs::create_dir_all(&fresh).unwrap();
+    let out = resume_rows(&repo, AUTHENTIC, &fresh);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("start the agent once"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Held by another process: refused, nothing written.
+    let db = empty_store(&fresh);
+    let mut holder = Command::new("python3")
+        .arg("-c")
+        .arg("import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1]); c.execute('select 1 from session').fetchall(); print('ready', flush=True); time.sleep(60)")
+        .arg(&db)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    let out = resume_rows(&repo, AUTHENTIC, &fresh);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains(&format!("open in process {}", holder.id())),
+        "{}",
+        text(&out.stderr)
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let sessions: i64 = conn
+        .query_row("SELECT count(*) FROM session", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(sessions, 0);
+    drop(conn);
+
+    // Free: every row, with the project, in one go; a backup was taken.
+    let out = resume_rows(&repo, AUTHENTIC, &fresh);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(&format!("opencode --session {AUTHENTIC}")));
+    assert!(text(&out.stderr).contains("by rows inserted into"));
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let (pid, dir, path): (String, String, String) = conn
+        .query_row(
+            "SELECT project_id, directory, path FROM session WHERE id = ?1",
+            [AUTHENTIC],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(pid, project);
+    assert_eq!(Path::new(&dir), repo.root);
+    assert_eq!(path, "");
+    let worktree: String = conn
+        .query_row(
+            "SELECT worktree FROM project WHERE id = ?1",
+            [&project],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(Path::new(&worktree), repo.root);
+    let parts: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM part WHERE session_id = ?1",
+            [AUTHENTIC],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(parts, 14);
+    // The data columns are JSON objects without the id columns.
+    let data: String = conn
+        .query_row(
+            "SELECT data FROM part WHERE id = 'prt_2264120c3001Am12FPEgjCFdKG'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let data: Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(data["state"]["status"], "completed");
+    assert!(data.get("id").is_none() && data.get("sessionID").is_none());
+    drop(conn);
+    let backups = std::fs::read_dir(repo.root.join(".git/session/backups"))
+        .unwrap()
+        .count();
+    assert!(backups >= 1);
+
+    // Again: in place, nothing written.
+    let out = resume_rows(&repo, AUTHENTIC, &fresh);
+    assert!(out.status.success());
+    assert!(
+        text(&out.stderr).contains("already in place"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A target whose schema lacks a column is refused before any write.
+    let odd = repo.outside("odd");
+    let db = empty_store(&odd);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("ALTER TABLE part RENAME COLUMN data TO body")
+        .unwrap();
+    drop(conn);
+    let out = resume_rows(&repo, AUTHENTIC, &odd);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("unknown schema: table part lacks data"),
+        "{}",
+        text(&out.stderr)
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let sessions: i64 = conn
+        .query_row("SELECT count(*) FROM session", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(sessions, 0, "nothing was written");
+}
