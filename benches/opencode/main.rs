@@ -3,7 +3,8 @@
 //! (`fixtures/opencode/oracle-sample`: a user prompt, a tool-using model
 //! request with step-start, reasoning, text, bash tool, step-finish and
 //! patch parts, and a closing text request; ten parts per turn).
-//! Run with `cargo bench --bench opencode` (`--quick` for 100 sessions).
+//! Run with `cargo bench --bench opencode` (`--quick` for 100 sessions,
+//! `--generate DIR` to keep the generated repository and home in DIR).
 //!
 //! Figures: the release `git-session` as a child process, process start
 //! included; peak RSS is the child's `ru_maxrss`. The reference run is
@@ -42,9 +43,17 @@ fn main() {
         std::env::var_os("BENCH_DIR").unwrap_or_else(|| std::env::temp_dir().into()),
     )
     .expect("tempdir");
-    let repo = fresh_repo(work.path(), "repo");
+    // `--generate DIR` only writes the repository and the home into DIR and
+    // keeps them, for profiling one command by hand.
+    let generate = args
+        .iter()
+        .position(|a| a == "--generate")
+        .map(|i| std::path::PathBuf::from(&args[i + 1]));
+    let work_dir = generate.clone().unwrap_or_else(|| work.path().to_owned());
+    let repo = fresh_repo(&work_dir, "repo");
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
     let root = git(&repo, &["rev-list", "--max-parents=0", "HEAD"]);
-    let home = work.path().join("home");
+    let home = work_dir.join("home");
     let db = home.join(".local/share/opencode/opencode.db");
     std::fs::create_dir_all(db.parent().expect("dir")).expect("mkdir");
     let conn = rusqlite::Connection::open(&db).expect("db");
@@ -89,6 +98,9 @@ fn main() {
         "{:<56} {:>10} {:>12} {:>8}",
         "benchmark", "ms", "peak RSS MB", "x list"
     );
+    if generate.is_some() {
+        return;
+    }
     let home_arg = home.to_str().expect("utf8");
     let import = ["import", "--agent", "opencode", "--home", home_arg];
     let (first, first_rss) = measure(&repo, &import);

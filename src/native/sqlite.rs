@@ -5,8 +5,8 @@
 //!   `mode=ro`, sharing the agent's `-shm`. One without a `-wal` is opened
 //!   `immutable=1`: `mode=ro` alone would create `-wal` and `-shm` beside
 //!   it and leave them there. Should the database change during an
-//!   immutable read (its stamp moved, or a `-wal` appeared), the read is
-//!   done again `mode=ro`.
+//!   immutable read (a writer checkpointed into the file: its stamp
+//!   moved), the rest is read `mode=ro`.
 //! * **One snapshot.** Every query of a capture runs in one read
 //!   transaction, so rows of one session are consistent with each other.
 //! * **Bounded waits.** `SQLITE_BUSY` is retried for up to
@@ -128,72 +128,77 @@ pub fn check_schema(conn: &Connection, path: &Path, db: &Database) -> NativeResu
     })
 }
 
-/// Holds what one read of a database produced.
-#[derive(Debug, Default)]
-pub struct DbRead {
-    /// Per native session whose token moved: the new token and its rows,
-    /// table by table in the declared order, each in the table's order.
-    pub sessions: BTreeMap<String, (String, Vec<Row>)>,
-    /// Every session's token now (to store as the cursor).
-    pub tokens: BTreeMap<String, String>,
+/// Holds one read-only snapshot of a database: every query of a capture
+/// runs in its read transaction, so rows are consistent with each other,
+/// and one session's rows are read at a time (memory stays bounded by the
+/// largest session, not the database).
+pub struct Snapshot<'d> {
+    conn: Connection,
+    path: std::path::PathBuf,
+    db: &'d Database,
+    /// Opened `immutable=1` (no `-wal` at the start), with the file's stamp.
+    immutable: Option<Stamp>,
 }
 
-/// Reads the sessions whose change token differs from `known`, in one
-/// snapshot.
-pub fn read_changed(
-    path: &Path,
-    db: &Database,
-    known: &BTreeMap<String, String>,
-) -> NativeResult<DbRead> {
-    let before = stamps(path);
-    let immutable = !wal_path(path).exists();
-    let read = read_with(&open_mode(path, immutable)?, path, db, known)?;
-    if immutable && stamps(path) != before {
-        // A writer started during a read that took no lock: read again
-        // as a reader the writer knows about.
-        return read_with(&open_mode(path, false)?, path, db, known);
-    }
-    Ok(read)
-}
-
-fn read_with(
-    conn: &Connection,
-    path: &Path,
-    db: &Database,
-    known: &BTreeMap<String, String>,
-) -> NativeResult<DbRead> {
-    check_schema(conn, path, db)?;
-    let Some(changes) = db.changes else {
-        return Err(NativeError::Source {
+impl<'d> Snapshot<'d> {
+    /// Opens `path` read-only, checks the schema and starts the read.
+    pub fn open(path: &Path, db: &'d Database) -> NativeResult<Snapshot<'d>> {
+        let immutable = !wal_path(path).exists();
+        let conn = open_mode(path, immutable)?;
+        check_schema(&conn, path, db)?;
+        conn.execute_batch("BEGIN")
+            .map_err(|e| source_error(path, e))?;
+        Ok(Snapshot {
+            conn,
             path: path.to_owned(),
-            message: "the adapter declares no change query; this reader reads \
-                      databases session by session"
-                .into(),
-        });
-    };
-    let err = |e| source_error(path, e);
-    conn.execute_batch("BEGIN").map_err(err)?;
-    let result = (|| {
-        let mut out = DbRead::default();
-        {
-            let mut stmt = conn.prepare(changes).map_err(err)?;
-            let mut rows = stmt.query([]).map_err(err)?;
-            while let Some(r) = rows.next().map_err(err)? {
-                let id: String = r.get(0).map_err(err)?;
-                let token = value_text(r.get_ref(1).map_err(err)?);
-                out.tokens.insert(id, token);
-            }
+            db,
+            immutable: immutable.then(|| Stamp::of(path)),
+        })
+    }
+
+    /// Returns every session's change token ([`Database::changes`]).
+    pub fn tokens(&self) -> NativeResult<BTreeMap<String, String>> {
+        let path = &self.path;
+        let err = |e| source_error(path, e);
+        let Some(changes) = self.db.changes else {
+            return Err(NativeError::Source {
+                path: path.clone(),
+                message: "the adapter declares no change query; this reader reads \
+                          databases session by session"
+                    .into(),
+            });
+        };
+        let mut out = BTreeMap::new();
+        let mut stmt = self.conn.prepare(changes).map_err(err)?;
+        let mut rows = stmt.query([]).map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let id: String = r.get(0).map_err(err)?;
+            out.insert(id, value_text(r.get_ref(1).map_err(err)?));
         }
-        let changed: Vec<(String, String)> = out
-            .tokens
-            .iter()
-            .filter(|(id, t)| known.get(*id) != Some(*t))
-            .map(|(id, t)| (id.clone(), t.clone()))
-            .collect();
-        let mut stmts = Vec::new();
-        for table in db.tables {
+        Ok(out)
+    }
+
+    /// Returns every row of one session: table by table in the declared
+    /// order, each in rowid order, as JSON objects (see [`Row`]).
+    pub fn rows(&mut self, session: &str) -> NativeResult<Vec<Row>> {
+        if let Some(stamp) = self.immutable
+            && Stamp::of(&self.path) != stamp
+        {
+            // A writer checkpointed into the file during a read that took
+            // no lock: go on as a reader the writer knows about.
+            let _ = self.conn.execute_batch("COMMIT");
+            self.conn = open_mode(&self.path, false)?;
+            self.conn
+                .execute_batch("BEGIN")
+                .map_err(|e| source_error(&self.path, e))?;
+            self.immutable = None;
+        }
+        let path = &self.path;
+        let err = |e| source_error(path, e);
+        let mut rows = Vec::new();
+        for table in self.db.tables {
             // Optional columns an older schema lacks are left out.
-            let have = table_columns(conn, table.name).map_err(err)?;
+            let have = table_columns(&self.conn, table.name).map_err(err)?;
             let cols: Vec<&'static str> = table
                 .columns
                 .iter()
@@ -206,32 +211,30 @@ fn read_with(
                 quote(table.name),
                 quote(table.session),
             );
-            stmts.push((table, cols, conn.prepare(&sql).map_err(err)?));
-        }
-        for (id, token) in changed {
-            let mut rows = Vec::new();
-            for (table, cols, stmt) in &mut stmts {
-                let mut q = stmt.query([&id]).map_err(err)?;
-                while let Some(r) = q.next().map_err(err)? {
-                    let rowid: i64 = r.get(0).map_err(err)?;
-                    let mut obj = serde_json::Map::new();
-                    for (i, c) in cols.iter().enumerate() {
-                        obj.insert((*c).to_owned(), json_value(r.get_ref(i + 1).map_err(err)?));
-                    }
-                    obj.insert("$rowid".into(), rowid.into());
-                    rows.push(Row {
-                        table: table.name,
-                        rowid,
-                        json: serde_json::to_vec(&obj).expect("rows serialize"),
-                    });
+            let mut stmt = self.conn.prepare_cached(&sql).map_err(err)?;
+            let mut q = stmt.query([session]).map_err(err)?;
+            while let Some(r) = q.next().map_err(err)? {
+                let rowid: i64 = r.get(0).map_err(err)?;
+                let mut obj = serde_json::Map::new();
+                for (i, c) in cols.iter().enumerate() {
+                    obj.insert((*c).to_owned(), json_value(r.get_ref(i + 1).map_err(err)?));
                 }
+                obj.insert("$rowid".into(), rowid.into());
+                rows.push(Row {
+                    table: table.name,
+                    rowid,
+                    json: serde_json::to_vec(&obj).expect("rows serialize"),
+                });
             }
-            out.sessions.insert(id, (token, rows));
         }
-        Ok(out)
-    })();
-    let _ = conn.execute_batch("COMMIT");
-    result
+        Ok(rows)
+    }
+}
+
+impl Drop for Snapshot<'_> {
+    fn drop(&mut self) {
+        let _ = self.conn.execute_batch("COMMIT");
+    }
 }
 
 fn value_text(v: ValueRef<'_>) -> String {

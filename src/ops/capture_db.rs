@@ -75,27 +75,38 @@ impl DbJob<'_> {
             self.report.unchanged += ours(&cursor);
             return Ok(());
         }
-        let known = cursor
+        let known: std::collections::BTreeMap<String, String> = cursor
             .sessions
             .iter()
             .map(|(k, s)| (k.clone(), s.token.clone()))
             .collect();
-        let read = match crate::native::sqlite::read_changed(self.abs, self.db, &known) {
-            Ok(read) => read,
+        // Locked, damaged, or a schema this build does not know: a warning,
+        // and the other sources are still captured.
+        let warn = |report: &mut CaptureReport, message: String| {
+            report.warnings.push(CaptureWarning {
+                path: self.abs.to_owned(),
+                line: 0,
+                message,
+            });
+        };
+        let snapshot = crate::native::sqlite::Snapshot::open(self.abs, self.db)
+            .and_then(|s| s.tokens().map(|t| (s, t)));
+        let (mut snapshot, tokens) = match snapshot {
+            Ok(pair) => pair,
             Err(crate::native::NativeError::Source { message, .. }) => {
-                // Locked, damaged, or a schema this build does not know: a
-                // warning, and the other sources are still captured.
-                self.report.warnings.push(CaptureWarning {
-                    path: self.abs.to_owned(),
-                    line: 0,
-                    message,
-                });
+                warn(self.report, message);
                 return Ok(());
             }
             Err(e) => return Err(e.into()),
         };
-        let changed = read.sessions.len();
-        for (native, (token, rows)) in read.sessions {
+        let changed: Vec<(String, String)> = tokens
+            .iter()
+            .filter(|(id, t)| known.get(*id) != Some(*t))
+            .map(|(id, t)| (id.clone(), t.clone()))
+            .collect();
+        let mut moved = 0;
+        let mut complete = true;
+        for (native, token) in changed {
             let entry = cursor.sessions.get(&native).cloned();
             if let Some(RowSession { session: None, .. }) = entry {
                 // Another project's session: it does not move here.
@@ -109,34 +120,36 @@ impl DbJob<'_> {
                 );
                 continue;
             }
-            match self.session(&native, &rows, entry.as_ref())? {
-                Some((id, events)) => {
-                    cursor.sessions.insert(
-                        native,
-                        RowSession {
-                            session: Some(id.to_string()),
-                            events,
-                            token,
-                        },
-                    );
+            let rows = match snapshot.rows(&native) {
+                Ok(rows) => rows,
+                Err(crate::native::NativeError::Source { message, .. }) => {
+                    // The next capture reads this session (and what
+                    // follows) again: its token is not stored.
+                    warn(self.report, message);
+                    complete = false;
+                    break;
                 }
-                None => {
-                    cursor.sessions.insert(
-                        native,
-                        RowSession {
-                            session: None,
-                            events: 0,
-                            token,
-                        },
-                    );
-                }
-            }
+                Err(e) => return Err(e.into()),
+            };
+            let fed = self.session(&native, &rows, entry.as_ref())?;
+            moved += usize::from(fed.is_some());
+            cursor.sessions.insert(
+                native,
+                RowSession {
+                    events: fed.as_ref().map_or(0, |(_, n)| *n),
+                    session: fed.map(|(id, _)| id.to_string()),
+                    token,
+                },
+            );
         }
+        drop(snapshot);
         // Sessions gone from the database are forgotten (their logs stay).
-        cursor.sessions.retain(|k, _| read.tokens.contains_key(k));
-        self.report.unchanged += ours(&cursor).saturating_sub(changed.min(ours(&cursor)));
-        cursor.db = db_stamp;
-        cursor.wal = wal_stamp;
+        cursor.sessions.retain(|k, _| tokens.contains_key(k));
+        self.report.unchanged += ours(&cursor).saturating_sub(moved);
+        if complete {
+            cursor.db = db_stamp;
+            cursor.wal = wal_stamp;
+        }
         self.cursors.databases.insert(self.rel.to_owned(), cursor);
         Ok(())
     }

@@ -145,13 +145,31 @@ struct Msg {
 }
 
 fn fingerprint(row: &Row) -> u64 {
-    let mut columns = row.columns.clone();
-    if row.table == Table::Session {
+    // Hashes the columns as serialized, without building the text.
+    struct Fnv(u64);
+    impl std::io::Write for Fnv {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            for b in bytes {
+                self.0 ^= u64::from(*b);
+                self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+            }
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    for (k, v) in &row.columns {
         // OpenCode touches the session with every change; only a change of
         // its content (title, counters) is an update.
-        columns.remove("time_updated");
+        if row.table == Table::Session && k == "time_updated" {
+            continue;
+        }
+        let _ = std::io::Write::write_all(&mut h, k.as_bytes());
+        let _ = serde_json::to_writer(&mut h, v);
     }
-    super::ids::fnv64(Value::Object(columns).to_string().as_bytes())
+    h.0
 }
 
 fn role_of(data: &Result<Map<String, Value>, String>) -> String {
@@ -176,7 +194,8 @@ impl Parser {
                 columns: h.columns,
             })
         });
-        for row in held.chain(rows) {
+        for mut row in held.chain(rows) {
+            row.parse_data();
             let key = (row.table, row.id().to_owned());
             match index.get(&key) {
                 Some(&i) => latest[i] = row,

@@ -125,10 +125,22 @@ impl Row {
     /// parsed when it is a JSON object (kept as text otherwise).
     pub fn to_native(&self) -> Value {
         let mut columns = self.columns.clone();
-        if let Ok(data) = self.data() {
+        if let Some(Value::String(text)) = columns.get("data")
+            && let Ok(Value::Object(data)) = serde_json::from_str::<Value>(text)
+        {
             columns.insert("data".into(), Value::Object(data));
         }
         json!({"table": self.table.name(), "row": columns})
+    }
+
+    /// Parses a `data` column held as JSON text into the object, once, so
+    /// later reads need no parse (text that is no object stays text).
+    pub fn parse_data(&mut self) {
+        if let Some(Value::String(text)) = self.columns.get("data")
+            && let Ok(Value::Object(data)) = serde_json::from_str::<Value>(text)
+        {
+            self.columns.insert("data".into(), Value::Object(data));
+        }
     }
 
     /// Reads a row back from [`Row::to_native`]'s value.
