@@ -6,9 +6,9 @@
 //! small set of conservative rules; each match becomes
 //! `[REDACTED:<rule>]`, and the event records which rules fired how often
 //! and the rule set's fingerprint (`event.redacted`), so the log says what
-//! was removed without keeping it. Provider-bound opaque blobs (Claude
-//! thinking signatures, Codex encrypted reasoning) are left alone: changing
-//! them would break the agent's own resume, and they are ciphertext.
+//! was removed without keeping it. Provider-bound opaque blobs (thinking
+//! signatures, encrypted reasoning) are left alone: changing them would
+//! break the agent's own resume, and they are ciphertext.
 //!
 //! What it does not do: find every secret. The rules favour precision over
 //! recall (long, prefixed tokens; key blocks; `Authorization` headers;

@@ -35,6 +35,7 @@ pub use registry::{AgentSpec, TokenizerFamily, ToolKind, adapter, by_name};
 pub use source::{Position, Record, Records, Source};
 
 pub mod codex;
+pub mod hermes;
 pub mod opencode;
 
 /// Adapter-owned memory carried from one parse of a file to the next.
@@ -101,12 +102,17 @@ pub struct NativeSession {
 }
 
 /// Points from a child transcript to the session that spawned it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct NativeParent {
     /// The parent's native session id.
     pub native_id: String,
     /// The native id of the tool call that started the child, if known.
     pub spawned_by: Option<String>,
+    /// The child continues the parent's conversation rather than branching
+    /// off it (Hermes' compression split: the parent ended and the child
+    /// holds the rest): capture appends the child's events to the canonical
+    /// session the parent feeds, instead of making a session of its own.
+    pub continues: bool,
 }
 
 /// Describes one record that was kept as a warning instead of an event.
@@ -457,6 +463,23 @@ pub trait Adapter: Sync {
 
     /// Maps native records to canonical events.
     fn parse(&self, input: ParseInput<'_>) -> Parsed;
+
+    /// Rewrites a native record the way a same-agent render under
+    /// `native_id` writes it back: the documented remaps of L2 fidelity.
+    /// The conformance suite compares rendered records with native ones
+    /// after this; an adapter whose render reproduces records exactly
+    /// keeps the default, which changes nothing.
+    fn l2_remap(&self, record: &mut Value, native_id: &str) {
+        let _ = (record, native_id);
+    }
+
+    /// Clears, on a parsed event, what legitimately differs between a
+    /// parse of the native session and a parse of its same-agent render
+    /// (L0 round trip), on both sides before they are compared. Default:
+    /// nothing differs.
+    fn l0_remap(&self, event: &mut Event) {
+        let _ = event;
+    }
 
     /// Renders a canonical session as native files, streaming: events are
     /// consumed once, in seq order, and files go to `out` as they are made.

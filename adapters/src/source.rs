@@ -64,17 +64,6 @@ pub struct Database {
     /// The tables to read, in the order their rows are handed to the
     /// adapter within one session. The first one is the session table.
     pub tables: &'static [Table],
-    /// A query returning one row per session, `(session key, change
-    /// token)`, for databases whose rows are updated in place: when set,
-    /// only sessions whose token differs from the last capture's are read,
-    /// each whole (every row of every table, through the `session`
-    /// column's index), and the tables' [`Table::incremental`] is not used.
-    /// For OpenCode the token is the session's `time_updated` and its
-    /// event sequence.
-    pub changes: Option<&'static str>,
-    /// A query returning the newest schema migration's name, quoted in the
-    /// message when the schema check fails.
-    pub newest_migration: Option<&'static str>,
 }
 
 /// Declares how a database says which schema it has.
@@ -84,8 +73,13 @@ pub struct SchemaVersion {
     pub query: &'static str,
     /// The lowest version the adapter reads.
     pub min: i64,
-    /// The highest version the adapter reads.
+    /// The highest version the adapter knows.
     pub max: i64,
+    /// Whether a version above `max` is still read, with a warning, when
+    /// every table and column in [`Database::requires`] exists (the agent
+    /// only added to its schema); otherwise it is skipped like one below
+    /// `min`.
+    pub read_newer: bool,
 }
 
 /// Declares one table read from a [`Database`].
@@ -97,7 +91,8 @@ pub struct SchemaVersion {
 pub struct Table {
     /// The table name.
     pub name: &'static str,
-    /// The columns to select (all must exist, see [`Database::requires`]).
+    /// The columns to select. One the table lacks is left out of the
+    /// records; list the columns that must exist in [`Database::requires`].
     pub columns: &'static [&'static str],
     /// The column naming the native session a row belongs to (the primary
     /// key on the session table, e.g. `id`; `session_id` on messages).

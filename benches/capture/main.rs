@@ -1,5 +1,6 @@
 //! Capture and write-back benchmarks on generated native sessions: a
-//! 100k-record Claude Code transcript and a 100k-line Codex rollout.
+//! 100k-record Claude Code transcript, a 100k-line Codex rollout and a
+//! Hermes Agent `state.db` of 110k messages in 1,000 sessions (`hermes.rs`).
 //! Run with `cargo bench --bench capture` (`--quick` for 20k records).
 //!
 //! The files are made by replicating the records of real sessions in
@@ -13,6 +14,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod hermes;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -55,6 +57,11 @@ fn main() {
     let work_dir = generate.clone().unwrap_or_else(|| work.path().to_owned());
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     println!("{:<64} {:>10} {:>12}", "benchmark", "ms", "peak RSS MB");
+    // `--hermes` runs the Hermes Agent database benchmarks alone.
+    if args.iter().any(|a| a == "--hermes") {
+        hermes::bench(&work_dir, manifest, records < 100_000);
+        return;
+    }
 
     // Claude Code.
     let repo = fresh_repo(&work_dir, "claude-repo");
@@ -139,6 +146,9 @@ fn main() {
             &work_dir,
         );
         hook_bench(&work_dir, manifest);
+    }
+    if generate.is_none() {
+        hermes::bench(&work_dir, manifest, records < 100_000);
     }
 }
 

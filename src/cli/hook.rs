@@ -45,6 +45,7 @@ pub fn run(args: Args, env: &Env, _out: &mut dyn Write) {
         home,
         env: &lookup,
         redact: crate::config::redact(&store),
+        sqlite: Default::default(),
     };
     ops::hook::post_commit(&store, &clock, &request);
 }

@@ -213,3 +213,17 @@ pub(crate) fn agent_parser()
     clap::builder::PossibleValuesParser::new(git_session_adapters::registry::names())
         .map(|name| git_session_schema::Agent::parse(&name))
 }
+
+/// Returns `text` with control characters escaped (`\u{1b}`), for printing
+/// text that comes from agent stores or fetched data.
+pub(crate) fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && c != '\t' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

@@ -100,10 +100,17 @@ pub struct RowSession {
     pub session: Option<String>,
     /// The session's event count right after this session's last batch.
     pub events: u64,
-    /// The session's change token when last read (see
-    /// `git_session_adapters::source::Database::changes`).
+    /// Per append-only table, the highest rowid handed to the adapter for
+    /// this session (rows at or below it are never handed over again).
     #[serde(default)]
-    pub token: String,
+    pub seen: BTreeMap<String, i64>,
+    /// A digest of the rows of [`Incremental::Whole`] tables last handed to
+    /// the adapter (the session row): rows read again unchanged are not
+    /// parsed again, so an unchanged session costs no store access.
+    ///
+    /// [`Incremental::Whole`]: git_session_adapters::source::Incremental::Whole
+    #[serde(default)]
+    pub whole: Option<String>,
 }
 
 /// Holds the cursors of one agent.

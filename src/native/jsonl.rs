@@ -23,6 +23,11 @@ pub trait RecordReader: Send {
     fn next_batch(&mut self) -> NativeResult<Option<Records<'_>>>;
     /// Returns how far the reader got: the cursor to save.
     fn position(&self) -> ReadPosition;
+    /// Returns why the reader stopped before the end, when it did (a
+    /// corrupt frame): what was read before it is good, the rest is not.
+    fn problem(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Says how far a file was read: what a [`super::cursor::FileCursor`] keeps.

@@ -8,8 +8,8 @@
 //!   adapter's globs;
 //! * one reader per source kind yields complete records with their native
 //!   positions and a new cursor: [`jsonl`] (byte offsets, complete lines
-//!   only), `zstd` (frame by frame, checksum-verified, a torn last frame
-//!   left for the next capture) and `sqlite` (read-only, one snapshot,
+//!   only), [`zstd`] (frame by frame, checksum-verified, a torn last frame
+//!   left for the next capture) and [`sqlite`] (read-only, one snapshot,
 //!   incremental by row id or column, rows grouped by session);
 //! * [`cursor`] keeps how far each source was read, as local rebuildable
 //!   state (an unchanged source costs one `stat`);
@@ -20,13 +20,15 @@
 //! Agent stores are read-only to capture: readers open files for reading
 //! only and databases with `mode=ro`.
 
+pub mod apply;
 pub mod cursor;
 pub mod jsonl;
 pub mod sqlite;
+pub mod zstd;
 
 use std::path::{Path, PathBuf};
 
-use git_session_adapters::Adapter;
+use git_session_adapters::{Adapter, Source};
 
 /// Says why a native source could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +41,14 @@ pub enum NativeError {
         /// The OS error.
         #[source]
         source: std::io::Error,
+    },
+    /// A different native session is already where one would be written.
+    #[error("{path}: {what} is already there")]
+    Exists {
+        /// The file or database in the way.
+        path: PathBuf,
+        /// What is in the way.
+        what: String,
     },
     /// A source is unreadable as its kind (a corrupt frame, a database
     /// SQLite refuses, an unknown schema); the other sources are still read.
@@ -61,6 +71,22 @@ impl NativeError {
             source,
         }
     }
+}
+
+/// Returns the source declaration a discovered file belongs to: the first
+/// of the adapter's sources with a glob that matches it.
+pub fn source_for(adapter: &dyn Adapter, rel: &Path) -> Option<Source> {
+    let text = rel.to_string_lossy().replace('\\', "/");
+    adapter
+        .spec()
+        .sources
+        .iter()
+        .find(|s| {
+            s.globs()
+                .iter()
+                .any(|g| git_session_adapters::source::glob_match(g, &text))
+        })
+        .copied()
 }
 
 /// How deep under an agent's store root source files are looked for.

@@ -4,12 +4,10 @@
 
 pub mod canonical;
 pub mod capture;
-pub mod capture_db;
 pub mod compile;
 pub mod fork;
 pub mod handoff;
 pub mod hook;
-pub(crate) mod native_rows;
 pub mod resume;
 pub mod sync;
 pub mod verify;

@@ -1,6 +1,7 @@
 //! Write-back checked by the real clients (`shared/oracle/`): a session is
 //! captured from a native store, written back into a fresh HOME by
 //! `git session resume`, and resumed by the real Claude Code / Codex CLI
+//! (Hermes Agent: `hermes.rs`)
 //! against the mock model. The history the client sends (`turns`) must
 //! equal what it sends when resuming the original file.
 //!
@@ -45,7 +46,7 @@ pub(crate) fn prefix() -> &'static Path {
         let out = Command::new("bash")
             .arg(shared_oracle().join("install-all.sh"))
             .arg(&prefix)
-            .args(["claude", "codex", "opencode"])
+            .args(["claude", "codex", "hermes", "opencode"])
             .output()
             .unwrap();
         assert!(

@@ -63,7 +63,7 @@
 //! `derived_from: {call_seq, result_seq}` (origin `<tool id>/<type>`); the
 //! renderer skips them.
 
-mod derive;
+pub(crate) mod derive;
 mod parse;
 mod render;
 mod uuids;
@@ -146,6 +146,29 @@ impl Adapter for Claude {
 
     fn parse(&self, input: ParseInput<'_>) -> Parsed {
         parse::parse(input)
+    }
+
+    /// Render writes the session id on every line.
+    fn l2_remap(&self, record: &mut serde_json::Value, native_id: &str) {
+        let session_id = native_id.split('/').next().unwrap_or(native_id);
+        if let Some(r) = record.as_object_mut() {
+            r.insert("sessionId".into(), session_id.into());
+        }
+    }
+
+    /// The kept record's `sessionId` is rewritten, and line numbers move
+    /// because render drops blank lines.
+    fn l0_remap(&self, event: &mut Event) {
+        if let Some(serde_json::Value::Object(r)) = event
+            .payload
+            .get_mut(NATIVE_KEY)
+            .and_then(|n| n.get_mut("record"))
+        {
+            r.remove("sessionId");
+        }
+        if let Some(o) = event.origin.as_mut() {
+            o.native_seq = None;
+        }
     }
 
     fn render_to(

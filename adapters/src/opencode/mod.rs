@@ -161,7 +161,7 @@ static DB: Database = Database {
             name: "message",
             columns: &["id", "session_id", "time_created", "time_updated", "data"],
             session: "session_id",
-            incremental: Incremental::Whole,
+            incremental: Incremental::Column("time_updated"),
         },
         SqlTable {
             name: "part",
@@ -174,17 +174,9 @@ static DB: Database = Database {
                 "data",
             ],
             session: "session_id",
-            incremental: Incremental::Whole,
+            incremental: Incremental::Column("time_updated"),
         },
     ],
-    // Every change OpenCode makes to a session appends to its event
-    // sequence; sessions written without events (by hand, or by a direct
-    // insert) change only through `time_updated`.
-    changes: Some(
-        "SELECT s.id, s.time_updated || ':' || coalesce(e.seq, -1) FROM session s \
-         LEFT JOIN event_sequence e ON e.aggregate_id = s.id",
-    ),
-    newest_migration: Some("SELECT id FROM migration ORDER BY id DESC LIMIT 1"),
 };
 
 /// OpenCode's row of the registry.

@@ -118,6 +118,7 @@ pub fn parse_rows(rows: Vec<Row>, next_seq: u64, state: Option<Value>) -> Parsed
         parent: facts.parent.clone().map(|native_id| NativeParent {
             native_id,
             spawned_by: None,
+            continues: false,
         }),
     };
     Parsed {

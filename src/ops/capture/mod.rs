@@ -12,17 +12,20 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use git_session_adapters::{Adapter, NativeSession, ParseInput, Records, Warning};
+use git_session_adapters::{Adapter, NativeSession, ParseInput, Records, Source, Warning};
 use git_session_schema::{Agent, Event, SessionHeader, SessionId, SpawnedBy};
 use gix::ObjectId;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+mod rows;
+
 use super::canonical::commit_info;
 use super::{OpError, OpResult};
 use crate::clock::Clock;
 use crate::native::cursor::{CursorIndex, FileCursor, tail_hash};
-use crate::native::jsonl::{JsonlReader, RecordReader};
+use crate::native::jsonl::{JsonlReader, ReadPosition, RecordReader};
+use crate::native::zstd::FramedReader;
 use crate::store::{BatchSink, SeqMode, Store, StoreError};
 
 /// How much of a new file is read to learn which project it belongs to.
@@ -39,6 +42,8 @@ pub struct CaptureRequest<'a> {
     /// Whether secrets are redacted before anything is stored (the default;
     /// `git config session.redact false` turns it off).
     pub redact: bool,
+    /// How patient database reads are.
+    pub sqlite: crate::native::sqlite::Options,
 }
 
 /// Reports one session that received events.
@@ -74,7 +79,7 @@ pub struct SkippedFile {
 pub struct CaptureWarning {
     /// The native file.
     pub path: PathBuf,
-    /// One-based line number.
+    /// One-based line number (for a database row: its rowid).
     pub line: u64,
     /// What the adapter said.
     pub message: String,
@@ -89,6 +94,11 @@ pub struct CaptureReport {
     pub unchanged: usize,
     /// Files that failed; the others were still captured.
     pub skipped: Vec<SkippedFile>,
+    /// Sources skipped with a warning because they cannot be read now or
+    /// by this build (a database locked past the wait, corrupt, or of an
+    /// unknown schema; a corrupt frame): nothing of them was captured, the
+    /// others were, and capture still succeeds.
+    pub skipped_sources: Vec<SkippedFile>,
     /// Records kept out of the log with a reason.
     pub warnings: Vec<CaptureWarning>,
     /// Agent stores that do not exist here (nothing to capture from them).
@@ -101,22 +111,28 @@ pub fn capture(
     clock: &Clock,
     request: &CaptureRequest<'_>,
 ) -> OpResult<CaptureReport> {
-    let agents: Vec<Agent> = if request.agents.is_empty() {
-        git_session_adapters::registry::ADAPTERS
-            .iter()
-            .map(|a| a.agent())
-            .collect()
-    } else {
-        request.agents.clone()
-    };
+    let adapters: Vec<&dyn Adapter> = git_session_adapters::registry::ADAPTERS
+        .iter()
+        .copied()
+        .filter(|a| request.agents.is_empty() || request.agents.contains(&a.agent()))
+        .collect();
+    capture_with(store, clock, request, &adapters)
+}
+
+/// Captures with the given adapters (the registry's, or test adapters);
+/// `request.agents` is not consulted.
+pub fn capture_with(
+    store: &Store,
+    clock: &Clock,
+    request: &CaptureRequest<'_>,
+    adapters: &[&dyn Adapter],
+) -> OpResult<CaptureReport> {
     let worktrees = store.worktree_paths();
     let mut report = CaptureReport::default();
     // Compiled only when some file has new records to read.
     let redactor = std::sync::OnceLock::new();
-    for agent in agents {
-        let Some(adapter) = git_session_adapters::registry::adapter(&agent) else {
-            continue;
-        };
+    for &adapter in adapters {
+        let agent = adapter.agent();
         let root = adapter.store_root(request.env, &request.home);
         if !root.is_dir() {
             report.missing.push((agent.clone(), root));
@@ -132,19 +148,20 @@ pub fn capture(
         for rel in files {
             let abs = root.join(&rel);
             let rel_text = rel.to_string_lossy().into_owned();
-            if let Some(db) = super::capture_db::database_of(adapter, &rel_text) {
-                let mut job = super::capture_db::DbJob {
+            if let Some(Source::Sqlite(decl)) = crate::native::source_for(adapter, &rel) {
+                let mut job = rows::DbJob {
                     store,
                     clock,
                     adapter,
                     redactor: request.redact.then_some(&redactor),
+                    decl,
                     agent: &agent,
-                    db,
                     abs: &abs,
                     rel: &rel_text,
                     worktrees: &worktrees,
                     cursors: &mut cursors,
                     report: &mut report,
+                    options: request.sqlite,
                 };
                 if let Err(e) = job.run() {
                     report.skipped.push(SkippedFile {
@@ -154,7 +171,12 @@ pub fn capture(
                 }
                 continue;
             }
+            let framed = matches!(
+                crate::native::source_for(adapter, &rel),
+                Some(Source::ZstdJsonl { .. })
+            );
             let mut job = FileJob {
+                framed,
                 store,
                 clock,
                 adapter,
@@ -222,14 +244,17 @@ struct FileJob<'a> {
     worktrees: &'a [PathBuf],
     cursors: &'a mut CursorIndex,
     report: &'a mut CaptureReport,
+    /// Whether the file is zstd frames ([`Source::ZstdJsonl`]).
+    framed: bool,
 }
 
 /// What reading a file from a cursor produced.
 struct Fed {
-    offset: u64,
-    lines: u64,
+    pos: ReadPosition,
     state: Value,
     warnings: Vec<Warning>,
+    /// Why the reader stopped early (a corrupt frame), if it did.
+    problem: Option<String>,
 }
 
 impl FileJob<'_> {
@@ -293,7 +318,16 @@ impl FileJob<'_> {
             let outcome =
                 self.store
                     .append(&id, SeqMode::Exact, &info, |sink: &mut BatchSink<'_>| {
-                        fed = Some(self.feed(sink, c.offset, c.lines, state.clone(), None)?);
+                        fed = Some(self.feed(
+                            sink,
+                            ReadPosition {
+                                offset: c.offset,
+                                lines: c.lines,
+                                frames: c.frames,
+                            },
+                            state.clone(),
+                            None,
+                        )?);
                         Ok::<_, OpError>(())
                     })?;
             (outcome, fed)
@@ -315,7 +349,7 @@ impl FileJob<'_> {
             let outcome =
                 self.store
                     .append(&id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
-                        fed = Some(self.feed(sink, 0, 0, None, Some(&known))?);
+                        fed = Some(self.feed(sink, ReadPosition::default(), None, Some(&known))?);
                         Ok::<_, OpError>(())
                     })?;
             (outcome, fed)
@@ -334,7 +368,7 @@ impl FileJob<'_> {
                 SeqMode::Exact,
                 &info,
                 |sink: &mut BatchSink<'_>| {
-                    fed = Some(self.feed(sink, 0, 0, None, None)?);
+                    fed = Some(self.feed(sink, ReadPosition::default(), None, None)?);
                     Ok::<_, OpError>(())
                 },
             )?;
@@ -348,16 +382,22 @@ impl FileJob<'_> {
                 message: w.message.clone(),
             });
         }
+        if let Some(problem) = &fed.problem {
+            self.report.skipped_sources.push(SkippedFile {
+                path: self.abs.to_owned(),
+                reason: problem.clone(),
+            });
+        }
         self.cursors.save_state(self.rel, &fed.state)?;
         self.cursors.files.insert(
             self.rel.to_owned(),
             FileCursor {
                 size,
                 mtime_ns,
-                offset: fed.offset,
-                lines: fed.lines,
-                frames: 0,
-                tail: tail_hash(self.abs, fed.offset)?,
+                offset: fed.pos.offset,
+                lines: fed.pos.lines,
+                frames: fed.pos.frames,
+                tail: tail_hash(self.abs, fed.pos.offset)?,
                 session: Some(id.to_string()),
                 events: outcome.events,
             },
@@ -385,11 +425,7 @@ impl FileJob<'_> {
         let Some(session) = self.peek(size)? else {
             return Ok(None);
         };
-        let inside = session
-            .cwd
-            .as_deref()
-            .is_some_and(|cwd| self.worktrees.iter().any(|w| Path::new(cwd).starts_with(w)));
-        if !inside {
+        if !inside(self.worktrees, &session) {
             return Ok(None);
         }
         let native = session.native_id.clone().unwrap_or_else(|| {
@@ -403,7 +439,11 @@ impl FileJob<'_> {
 
     /// Parses the first complete lines of the file for its session facts.
     fn peek(&self, size: u64) -> OpResult<Option<NativeSession>> {
-        let buf = JsonlReader::head(self.abs, size.min(PEEK_BYTES))?;
+        let buf = if self.framed {
+            FramedReader::head(self.abs, PEEK_BYTES)?
+        } else {
+            JsonlReader::head(self.abs, size.min(PEEK_BYTES))?
+        };
         if buf.is_empty() {
             return Ok(None);
         }
@@ -424,10 +464,9 @@ impl FileJob<'_> {
     }
 
     fn header(&self, id: &SessionId, session: &NativeSession) -> SessionHeader {
-        session_header(self.clock, self.agent, id, session)
+        header_for(self.clock, self.agent, id, session)
     }
 
-    /// Returns the dedup keys of the events already stored in `id`.
     fn stored_keys(&self, id: &SessionId) -> OpResult<HashSet<String>> {
         stored_keys(self.store, id)
     }
@@ -443,8 +482,7 @@ impl FileJob<'_> {
     fn feed(
         &self,
         sink: &mut BatchSink<'_>,
-        offset: u64,
-        first_line: u64,
+        from: ReadPosition,
         state: Option<Value>,
         skip: Option<&HashSet<String>>,
     ) -> OpResult<Fed> {
@@ -459,8 +497,8 @@ impl FileJob<'_> {
                 .map(|r| r.get_or_init(crate::redact::Redactor::new)),
             path: self.abs,
             rel: self.rel,
-            offset,
-            first_line,
+            from,
+            framed: self.framed,
             first_seq,
         };
         std::thread::scope(|scope| {
@@ -487,12 +525,12 @@ impl FileJob<'_> {
             if let Some(e) = failed {
                 return Err(e);
             }
-            let (offset, lines, state) = read?;
+            let (pos, state, problem) = read?;
             Ok(Fed {
-                offset,
-                lines,
+                pos,
                 state,
                 warnings,
+                problem,
             })
         })
     }
@@ -526,21 +564,35 @@ struct BlockReader<'a> {
     redactor: Option<&'a crate::redact::Redactor>,
     path: &'a Path,
     rel: &'a str,
-    offset: u64,
-    first_line: u64,
+    /// Where to start: a line start (JSONL) or a frame start.
+    from: ReadPosition,
+    framed: bool,
     first_seq: u64,
 }
 
 impl BlockReader<'_> {
-    /// Sends each block's parse to `tx`; returns the bytes and lines
-    /// consumed (complete lines only) and the final state.
+    /// Sends each block's parse to `tx`; returns how far it read (complete
+    /// records only), the final state, and why it stopped early, if it did.
     fn run(
         self,
         mut state: Option<Value>,
         tx: std::sync::mpsc::SyncSender<git_session_adapters::Parsed>,
         spent: std::sync::mpsc::Receiver<git_session_adapters::Parsed>,
-    ) -> OpResult<(u64, u64, Value)> {
-        let mut reader = JsonlReader::open(self.path, self.offset, self.first_line)?;
+    ) -> OpResult<(ReadPosition, Value, Option<String>)> {
+        let mut reader: Box<dyn RecordReader> = if self.framed {
+            Box::new(FramedReader::open(
+                self.path,
+                self.from.offset,
+                self.from.lines,
+                self.from.frames,
+            )?)
+        } else {
+            Box::new(JsonlReader::open(
+                self.path,
+                self.from.offset,
+                self.from.lines,
+            )?)
+        };
         let mut next_seq = self.first_seq;
         while let Some(records) = reader.next_batch()? {
             let mut parsed = self.adapter.parse(ParseInput {
@@ -572,40 +624,16 @@ impl BlockReader<'_> {
         for done in spent.iter() {
             drop(done);
         }
-        let pos = reader.position();
-        Ok((pos.offset, pos.lines, state.unwrap_or(Value::Null)))
+        Ok((
+            reader.position(),
+            state.unwrap_or(Value::Null),
+            reader.problem(),
+        ))
     }
 }
 
-/// Returns the identity (see [`dedup_key`]) of every event `adapter` reads
-/// from the native file at `path`, in order.
-pub(crate) fn native_keys(adapter: &dyn Adapter, path: &Path, rel: &str) -> OpResult<Vec<String>> {
-    let reader = BlockReader {
-        adapter,
-        redactor: None,
-        path,
-        rel,
-        offset: 0,
-        first_line: 0,
-        first_seq: 0,
-    };
-    std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel(2);
-        // Nothing is returned to the reader here: the keys are all we keep.
-        let (_, spent_rx) = std::sync::mpsc::channel();
-        let producer = scope.spawn(move || reader.run(None, tx, spent_rx));
-        let keys: Vec<String> = rx
-            .into_iter()
-            .flat_map(|parsed: git_session_adapters::Parsed| parsed.events)
-            .map(|e| dedup_key(&e))
-            .collect();
-        producer.join().expect("the block reader does not panic")?;
-        Ok(keys)
-    })
-}
-
 /// Returns the canonical header of a new native session.
-pub(crate) fn session_header(
+fn header_for(
     clock: &Clock,
     agent: &Agent,
     id: &SessionId,
@@ -628,7 +656,7 @@ pub(crate) fn session_header(
 }
 
 /// Returns the dedup keys of the events already stored in `id`.
-pub(crate) fn stored_keys(store: &Store, id: &SessionId) -> OpResult<HashSet<String>> {
+fn stored_keys(store: &Store, id: &SessionId) -> OpResult<HashSet<String>> {
     let mut keys = HashSet::new();
     for line in store.lines(id, 0, None)? {
         let line = line?;
@@ -641,10 +669,49 @@ pub(crate) fn stored_keys(store: &Store, id: &SessionId) -> OpResult<HashSet<Str
     Ok(keys)
 }
 
+/// Returns whether a session's cwd is inside one of this repository's
+/// work trees.
+fn inside(worktrees: &[PathBuf], session: &NativeSession) -> bool {
+    session
+        .cwd
+        .as_deref()
+        .is_some_and(|cwd| worktrees.iter().any(|w| Path::new(cwd).starts_with(w)))
+}
+
+/// Returns the identity (see [`dedup_key`]) of every event `adapter` reads
+/// from the native file at `path`, in order.
+pub(crate) fn native_keys(adapter: &dyn Adapter, path: &Path, rel: &str) -> OpResult<Vec<String>> {
+    let reader = BlockReader {
+        adapter,
+        redactor: None,
+        path,
+        rel,
+        from: ReadPosition::default(),
+        framed: matches!(
+            crate::native::source_for(adapter, Path::new(rel)),
+            Some(Source::ZstdJsonl { .. })
+        ),
+        first_seq: 0,
+    };
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(2);
+        // Nothing is returned to the reader here: the keys are all we keep.
+        let (_, spent_rx) = std::sync::mpsc::channel();
+        let producer = scope.spawn(move || reader.run(None, tx, spent_rx));
+        let keys: Vec<String> = rx
+            .into_iter()
+            .flat_map(|parsed: git_session_adapters::Parsed| parsed.events)
+            .map(|e| dedup_key(&e))
+            .collect();
+        producer.join().expect("the block reader does not panic")?;
+        Ok(keys)
+    })
+}
+
 /// Returns what identifies an event across re-reads of its native file:
 /// its origin (native id or position, and type, since one record can give
 /// several events), or for events without one, a hash of type and body.
-pub(crate) fn dedup_key(event: &Event) -> String {
+fn dedup_key(event: &Event) -> String {
     match &event.origin {
         Some(o) if o.native_id.is_some() || o.native_seq.is_some() => format!(
             "{}\n{}\n{}",
