@@ -563,6 +563,17 @@ fn same_value(a: &rusqlite::types::Value, b: &rusqlite::types::Value) -> bool {
     use rusqlite::types::Value as Sql;
     match (a, b) {
         (Sql::Integer(x), Sql::Real(y)) | (Sql::Real(y), Sql::Integer(x)) => (*x as f64) == *y,
+        // JSON text compared as JSON: an agent's own importer may write
+        // the same document with other spacing or member order.
+        (Sql::Text(x), Sql::Text(y)) if x != y => {
+            match (
+                serde_json::from_str::<Value>(x),
+                serde_json::from_str::<Value>(y),
+            ) {
+                (Ok(x), Ok(y)) => x == y,
+                _ => false,
+            }
+        }
         _ => a == b,
     }
 }

@@ -672,7 +672,7 @@ fn opencode_rows_write_back_is_guarded() {
     let out = resume_rows(&repo, AUTHENTIC, &fresh);
     assert!(!out.status.success());
     assert!(
-        text(&out.stderr).contains("start the agent once"),
+        text(&out.stderr).contains("run the agent once"),
         "{}",
         text(&out.stderr)
     );
@@ -776,7 +776,7 @@ fn opencode_rows_write_back_is_guarded() {
     let out = resume_rows(&repo, AUTHENTIC, &odd);
     assert!(!out.status.success());
     assert!(
-        text(&out.stderr).contains("unknown schema: table part lacks data"),
+        text(&out.stderr).contains("unknown schema (table part has no column data)"),
         "{}",
         text(&out.stderr)
     );
