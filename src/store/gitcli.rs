@@ -156,6 +156,20 @@ impl Store {
         Ok(())
     }
 
+    /// Returns the root commit of `HEAD` (the smallest hash when the history
+    /// has several roots), or `None` before the first commit. OpenCode
+    /// names a repository's project by it.
+    pub fn root_commit(&self) -> Option<String> {
+        let out = self
+            .run_git(&["rev-list".into(), "--max-parents=0".into(), "HEAD".into()])
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.split_whitespace().min().map(str::to_owned)
+    }
+
     /// Returns whether `remote` is a configured remote of this repository.
     pub fn has_remote(&self, remote: &str) -> bool {
         self.repo.find_remote(remote).is_ok()

@@ -46,7 +46,7 @@ pub(crate) fn prefix() -> &'static Path {
         let out = Command::new("bash")
             .arg(shared_oracle().join("install-all.sh"))
             .arg(&prefix)
-            .args(["claude", "codex", "hermes"])
+            .args(["claude", "codex", "hermes", "opencode"])
             .output()
             .unwrap();
         assert!(
