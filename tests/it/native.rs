@@ -46,6 +46,7 @@ static DB: Database = Database {
             incremental: Incremental::RowId,
         },
     ],
+    changes: None,
 };
 
 static SOURCES: [Source; 1] = [Source::Sqlite(&DB)];
