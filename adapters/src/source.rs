@@ -64,6 +64,15 @@ pub struct Database {
     /// The tables to read, in the order their rows are handed to the
     /// adapter within one session. The first one is the session table.
     pub tables: &'static [Table],
+    /// A query returning one row per session: its key and a change token
+    /// (text) that moves whenever any of the session's rows in the other
+    /// tables is added or changed (e.g. its `time_updated` and event
+    /// sequence). When given, only sessions whose token moved are read
+    /// from the other tables, each after its own marks, so a database where
+    /// one session grew is not scanned table-wide ([`Incremental::Column`]
+    /// tables often have no index on their column). Without it, the reader
+    /// finds the sessions with new rows by each table's mark.
+    pub changes: Option<&'static str>,
 }
 
 /// Declares how a database says which schema it has.

@@ -57,9 +57,11 @@ fn main() {
     let work_dir = generate.clone().unwrap_or_else(|| work.path().to_owned());
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     println!("{:<64} {:>10} {:>12}", "benchmark", "ms", "peak RSS MB");
-    // `--hermes` runs the Hermes Agent database benchmarks alone.
+    // `--hermes` runs the Hermes Agent database benchmarks alone, after one
+    // full Claude import of the same size as their reference.
     if args.iter().any(|a| a == "--hermes") {
-        hermes::bench(&work_dir, manifest, records < 100_000);
+        let reference = claude_reference(&work_dir, manifest, records);
+        hermes::bench(&work_dir, manifest, records < 100_000, Some(reference));
         return;
     }
 
@@ -148,8 +150,45 @@ fn main() {
         hook_bench(&work_dir, manifest);
     }
     if generate.is_none() {
-        hermes::bench(&work_dir, manifest, records < 100_000);
+        hermes::bench(&work_dir, manifest, records < 100_000, None);
     }
+}
+
+/// Imports a generated Claude transcript of `records` records once into a
+/// fresh repository; returns the time and peak RSS (KiB), the reference
+/// the Hermes figures are given as ratios to.
+fn claude_reference(work_dir: &Path, manifest: &Path, records: usize) -> (Duration, u64) {
+    let repo = fresh_repo(work_dir, "claude-reference-repo");
+    let cwd = repo.to_string_lossy().into_owned();
+    let template = std::fs::read_to_string(manifest.join(CLAUDE_TEMPLATE))
+        .expect("template")
+        .replace(OLD_CWD_CLAUDE, &cwd);
+    let keys = [
+        "uuid",
+        "parentUuid",
+        "id",
+        "tool_use_id",
+        "promptId",
+        "sourceToolAssistantUUID",
+        "messageId",
+        "leafUuid",
+    ];
+    let (lines, _) = replicate(&template, records, 0, &keys, true);
+    let home = work_dir.join("claude-reference-home");
+    let project = home
+        .join(".claude/projects")
+        .join(git_session_adapters::claude::project_dir_name(&cwd));
+    std::fs::create_dir_all(&project).expect("mkdir");
+    let file = project.join("d05046d2-74b1-4451-90dc-37fbd42c25e6.jsonl");
+    std::fs::write(&file, lines.concat()).expect("write");
+    let home_arg = home.to_str().expect("utf8");
+    let (t, rss) = measure(&repo, &["import", "--agent", "claude", "--home", home_arg]);
+    report(
+        &format!("reference: claude import {records} records, full"),
+        t,
+        rss,
+    );
+    (t, rss)
 }
 
 /// The post-commit hook in a repository with 200 tracked Claude sessions:

@@ -167,16 +167,15 @@ fn cases() -> Vec<Case> {
                         records: Owned::Frames(read_frames(&abs)),
                     }),
                     Some(Source::Sqlite(decl)) => {
-                        let snapshot = sqlite::read(
-                            &abs,
-                            decl,
-                            &BTreeMap::new(),
-                            &|_| true,
-                            &|_| false,
-                            &sqlite::Options::default(),
-                        )
-                        .unwrap_or_else(|e| panic!("{}: {e}", abs.display()));
-                        for (key, rows) in snapshot.sessions {
+                        let scope = sqlite::Scope {
+                            marks: &BTreeMap::new(),
+                            known: &BTreeMap::new(),
+                            only: None,
+                        };
+                        let (_, read) =
+                            sqlite::read_all(&abs, decl, scope, &sqlite::Options::default())
+                                .unwrap_or_else(|e| panic!("{}: {e}", abs.display()));
+                        for sqlite::SessionRows { key, rows, .. } in read {
                             sessions.push(Session {
                                 source: source.clone(),
                                 key: Some(key),
