@@ -24,6 +24,7 @@ use git_session_schema::{Agent, ArtifactId, Event, SessionHeader};
 use serde_json::Value;
 
 pub mod codex;
+pub mod pi;
 
 /// Adapter-owned memory carried from one parse of a file to the next.
 ///
@@ -360,11 +361,7 @@ pub fn adapter(agent: &Agent) -> Option<&'static dyn Adapter> {
     match agent {
         Agent::Claude => Some(&claude::Claude),
         Agent::Codex => Some(&codex::Codex),
-        Agent::Pi
-        | Agent::Hermes
-        | Agent::Opencode
-        | Agent::Dsh
-        | Agent::GitSession
-        | Agent::Other(_) => None,
+        Agent::Pi => Some(&pi::Pi),
+        Agent::Hermes | Agent::Opencode | Agent::Dsh | Agent::GitSession | Agent::Other(_) => None,
     }
 }

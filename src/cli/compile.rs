@@ -21,7 +21,7 @@ use crate::ops::compile::CompileRequest;
 pub struct Args {
     /// Session id or unique prefix.
     session: String,
-    /// The agent the context is for: claude, codex.
+    /// The agent the context is for: claude, codex, pi.
     #[arg(long = "for", value_name = "AGENT")]
     target: String,
     /// Token budget.

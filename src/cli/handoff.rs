@@ -22,7 +22,7 @@ use crate::sign::KeySource;
 pub struct Args {
     /// Session id or unique prefix.
     session: String,
-    /// The agent to hand to: claude, codex.
+    /// The agent to hand to: claude, codex, pi.
     #[arg(long, value_name = "AGENT")]
     to: String,
     /// A note for the receiving agent, kept in the log and the receipt.
@@ -50,7 +50,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     if git_session_adapters::adapter(&to).is_none() {
         return Err(
             CommandError::usage(format!("no adapter can write {to} sessions yet"))
-                .hint("agents with an adapter: claude, codex"),
+                .hint("agents with an adapter: claude, codex, pi"),
         );
     }
     let user_home = std::env::var_os("HOME").map(PathBuf::from);

@@ -13,7 +13,8 @@ use crate::ops::capture::CaptureRequest;
 /// canonical file.
 ///
 /// Without --canonical, reads each agent's own session store (Claude Code:
-/// $CLAUDE_CONFIG_DIR or ~/.claude; Codex: $CODEX_HOME or ~/.codex), picks
+/// $CLAUDE_CONFIG_DIR or ~/.claude; Codex: $CODEX_HOME or ~/.codex; Pi:
+/// $PI_CODING_AGENT_DIR or ~/.pi/agent, every branch of its session trees), picks
 /// the sessions whose working directory is this repository, a subdirectory
 /// or a linked worktree, and appends what is new since the last capture:
 /// one batch commit per changed session. Agent stores are only read. Running
@@ -24,7 +25,7 @@ use crate::ops::capture::CaptureRequest;
 /// file:line, and importing it again is a no-op.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Only capture these agents (repeatable): claude, codex.
+    /// Only capture these agents (repeatable): claude, codex, pi.
     #[arg(long = "agent", value_name = "AGENT", conflicts_with = "canonical")]
     agents: Vec<String>,
     /// Home directory whose agent stores are read (default: $HOME).
@@ -65,7 +66,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         if git_session_adapters::adapter(&agent).is_none() {
             return Err(
                 CommandError::usage(format!("no adapter for agent {name:?} yet"))
-                    .hint("agents with an adapter: claude, codex"),
+                    .hint("agents with an adapter: claude, codex, pi"),
             );
         }
         agents.push(agent);

@@ -13,7 +13,8 @@ use crate::ops::resume::ResumeRequest;
 ///
 /// Renders the canonical session in the agent's native format (Claude Code:
 /// a transcript under ~/.claude/projects; Codex: a rollout under
-/// ~/.codex/sessions plus its index entries) with this machine's repository
+/// ~/.codex/sessions plus its index entries; Pi: a session file under
+/// ~/.pi/agent/sessions, every branch kept, the active leaf last) with this machine's repository
 /// as the working directory, and prints the command that continues it.
 /// Never overwrites a native session: one that exists with other content is
 /// refused unless --fork writes it under a new id, recorded as a fork.
@@ -21,7 +22,7 @@ use crate::ops::resume::ResumeRequest;
 pub struct Args {
     /// Session id or unique prefix.
     session: String,
-    /// Agent to write for (default: the session's own agent): claude, codex.
+    /// Agent to write for (default: the session's own agent): claude, codex, pi.
     #[arg(long, value_name = "AGENT")]
     agent: Option<String>,
     /// Home directory whose agent store is written (default: $HOME).

@@ -160,7 +160,7 @@ pub(crate) fn new_native_id(clock: &Clock) -> String {
 pub(crate) fn adapter_for(agent: &Agent) -> OpResult<&'static dyn git_session_adapters::Adapter> {
     git_session_adapters::adapter(agent).ok_or_else(|| OpError::Conflict {
         message: format!("no adapter can write {agent} sessions yet"),
-        hint: Some("agents with an adapter: claude, codex".into()),
+        hint: Some("agents with an adapter: claude, codex, pi".into()),
     })
 }
 
