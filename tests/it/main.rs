@@ -13,6 +13,7 @@ mod import_export;
 mod layout;
 mod manpage;
 mod oracle;
+mod pi;
 mod resume;
 mod sync;
 mod verify;
