@@ -292,6 +292,26 @@ pub trait Adapter: Sync {
         None
     }
 
+    /// Returns directories besides the store root where the agent was told
+    /// to keep session files, each holding them directly (Pi's
+    /// `PI_CODING_AGENT_SESSION_DIR`, or the `sessionDir` of its settings).
+    /// `read` returns the bytes of a file such as a settings file (`ops`
+    /// reads, so the adapter stays pure); `projects` are the repository's
+    /// work trees, for project-level settings. A file in such a directory
+    /// is a session file when [`Adapter::is_session_file`] accepts its bare
+    /// name.
+    fn session_dirs(
+        &self,
+        root: &std::path::Path,
+        env: &dyn Fn(&str) -> Option<String>,
+        home: &std::path::Path,
+        projects: &[PathBuf],
+        read: &dyn Fn(&std::path::Path) -> Option<Vec<u8>>,
+    ) -> Vec<PathBuf> {
+        let _ = (root, env, home, projects, read);
+        Vec::new()
+    }
+
     /// Maps native records to canonical events.
     fn parse(&self, input: ParseInput<'_>) -> Parsed;
 

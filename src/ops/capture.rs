@@ -130,22 +130,70 @@ pub fn capture(
         let _lock = store.lock_state(&format!("capture-{agent}"))?;
         let mut cursors = CursorIndex::load(store.state_dir(), agent.as_str());
         let files = session_files(adapter, &root);
+        let ctx = AgentCtx {
+            store,
+            clock,
+            adapter,
+            redactor: request.redact.then_some(&redactor),
+            agent: &agent,
+            worktrees: &worktrees,
+        };
+        ctx.capture_files(&root, files, &mut cursors, &mut report);
+        cursors.save()?;
+        // Directories the agent was told to keep sessions in (settings or
+        // environment), flat; each has its own cursors.
+        let read = |p: &Path| std::fs::read(p).ok();
+        for dir in adapter.session_dirs(&root, request.env, &request.home, &worktrees, &read) {
+            if dir.starts_with(&root) || !dir.is_dir() {
+                continue;
+            }
+            let digest = Sha256::digest(dir.to_string_lossy().as_bytes());
+            let tag: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
+            let mut cursors = CursorIndex::load(store.state_dir(), &format!("{agent}-{tag}"));
+            let files = flat_session_files(adapter, &dir);
+            ctx.capture_files(&dir, files, &mut cursors, &mut report);
+            cursors.save()?;
+        }
+    }
+    Ok(report)
+}
+
+/// Holds what every file job of one agent shares.
+struct AgentCtx<'a> {
+    store: &'a Store,
+    clock: &'a Clock,
+    adapter: &'a dyn Adapter,
+    redactor: Option<&'a std::sync::OnceLock<crate::redact::Redactor>>,
+    agent: &'a Agent,
+    worktrees: &'a [PathBuf],
+}
+
+impl AgentCtx<'_> {
+    /// Captures `files` (relative to `root`), in order; a file that fails
+    /// is reported and the others are still captured.
+    fn capture_files(
+        &self,
+        root: &Path,
+        files: Vec<PathBuf>,
+        cursors: &mut CursorIndex,
+        report: &mut CaptureReport,
+    ) {
         // Parents before sub-agents, older before newer: stable order.
         for rel in files {
             let abs = root.join(&rel);
             let rel_text = rel.to_string_lossy().into_owned();
             let mut job = FileJob {
-                store,
-                clock,
-                adapter,
-                redactor: request.redact.then_some(&redactor),
-                root: &root,
-                agent: &agent,
+                store: self.store,
+                clock: self.clock,
+                adapter: self.adapter,
+                redactor: self.redactor,
+                root,
+                agent: self.agent,
                 abs: &abs,
                 rel: &rel_text,
-                worktrees: &worktrees,
-                cursors: &mut cursors,
-                report: &mut report,
+                worktrees: self.worktrees,
+                cursors,
+                report,
             };
             if let Err(e) = job.run() {
                 report.skipped.push(SkippedFile {
@@ -154,9 +202,21 @@ pub fn capture(
                 });
             }
         }
-        cursors.save()?;
     }
-    Ok(report)
+}
+
+/// Returns the session files directly in `dir` (by bare name), sorted.
+fn flat_session_files(adapter: &dyn Adapter, dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| PathBuf::from(e.file_name()))
+        .filter(|name| adapter.is_session_file(name))
+        .collect();
+    out.sort();
+    out
 }
 
 /// Returns the session files under `root`, relative, sorted.

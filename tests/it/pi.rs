@@ -264,3 +264,53 @@ fn a_hostile_pi_native_id_never_becomes_a_path() {
     );
     assert!(!repo.outside("escaped.jsonl").exists());
 }
+
+#[test]
+fn pi_session_dirs_from_the_environment_and_settings_are_captured() {
+    let repo = Repo::new();
+    // PI_CODING_AGENT_SESSION_DIR: session files directly in the directory.
+    let env_dir = repo.outside("pi-env-sessions");
+    let placed = place("crafted-minimal", &repo.outside("scratch-a"), &repo.root);
+    std::fs::create_dir_all(&env_dir).unwrap();
+    std::fs::copy(&placed, env_dir.join("whatever.jsonl")).unwrap();
+    // settings.json sessionDir, with ~ for the home.
+    let placed = place("crafted-every-type", &repo.outside("scratch-b"), &repo.root);
+    let settings_dir = repo.home.join("my-pi-sessions");
+    std::fs::create_dir_all(&settings_dir).unwrap();
+    std::fs::copy(&placed, settings_dir.join(placed.file_name().unwrap())).unwrap();
+    let agent = repo.home.join(".pi/agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    std::fs::write(
+        agent.join("settings.json"),
+        r#"{"sessionDir": "~/my-pi-sessions"}"#,
+    )
+    .unwrap();
+    let out = repo
+        .session()
+        .args(["import", "--agent", "pi"])
+        .env("PI_CODING_AGENT_SESSION_DIR", &env_dir)
+        .output()
+        .unwrap();
+    let printed = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        printed.contains("0b1e5e55-0000-4000-8000-00000000c0de"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("0c0ffee0-0000-4000-8000-000000000001"),
+        "{printed}"
+    );
+    // Incremental there too: nothing new, nothing written.
+    let again = repo
+        .session()
+        .args(["import", "--agent", "pi"])
+        .env("PI_CODING_AGENT_SESSION_DIR", &env_dir)
+        .output()
+        .unwrap();
+    assert!(
+        text(&again.stderr).contains("0 sessions; 2 unchanged"),
+        "{}",
+        text(&again.stderr)
+    );
+}

@@ -87,9 +87,53 @@ impl Adapter for Pi {
         }
     }
 
-    /// Accepts `sessions/<dir>/<name>.jsonl`: Pi lists every `*.jsonl` of a
-    /// session directory and takes the id from the header, never from the
-    /// file name.
+    /// Returns `PI_CODING_AGENT_SESSION_DIR`, and the `sessionDir` of the
+    /// agent's `settings.json` and of each project's `.pi/settings.json`
+    /// (`~` is the home; a relative path is taken from the project, as Pi
+    /// run there takes it).
+    fn session_dirs(
+        &self,
+        root: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+        home: &Path,
+        projects: &[PathBuf],
+        read: &dyn Fn(&Path) -> Option<Vec<u8>>,
+    ) -> Vec<PathBuf> {
+        let expand = |dir: &str, base: &Path| -> PathBuf {
+            match dir.strip_prefix("~/") {
+                Some(rest) => home.join(rest),
+                None if dir == "~" => home.to_owned(),
+                None => base.join(dir),
+            }
+        };
+        let setting = |file: &Path| -> Option<String> {
+            let bytes = read(file)?;
+            let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+            v.get("sessionDir")?
+                .as_str()
+                .filter(|d| !d.is_empty())
+                .map(str::to_owned)
+        };
+        let mut dirs = Vec::new();
+        if let Some(d) = env("PI_CODING_AGENT_SESSION_DIR").filter(|d| !d.is_empty()) {
+            dirs.push(expand(&d, home));
+        }
+        if let Some(d) = setting(&root.join("settings.json")) {
+            dirs.push(expand(&d, home));
+        }
+        for project in projects {
+            if let Some(d) = setting(&project.join(".pi").join("settings.json")) {
+                dirs.push(expand(&d, project));
+            }
+        }
+        dirs.dedup();
+        dirs
+    }
+
+    /// Accepts `sessions/<dir>/<name>.jsonl`, and a bare `<name>.jsonl` (a
+    /// file of a [`Adapter::session_dirs`] directory): Pi lists every
+    /// `*.jsonl` of a session directory and takes the id from the header,
+    /// never from the file name.
     fn is_session_file(&self, relative: &Path) -> bool {
         let parts: Vec<&str> = relative
             .components()
@@ -98,10 +142,10 @@ impl Adapter for Pi {
                 _ => "",
             })
             .collect();
+        let jsonl = |file: &str| file.len() > ".jsonl".len() && file.ends_with(".jsonl");
         match parts.as_slice() {
-            ["sessions", dir, file] => {
-                !dir.is_empty() && file.len() > ".jsonl".len() && file.ends_with(".jsonl")
-            }
+            ["sessions", dir, file] => !dir.is_empty() && jsonl(file),
+            [file] => jsonl(file),
             _ => false,
         }
     }
@@ -188,6 +232,8 @@ mod tests {
         assert!(!p.is_session_file(Path::new("sessions/--p--/x.jsonl.meta")));
         assert!(!p.is_session_file(Path::new("settings.json")));
         assert!(!p.is_session_file(Path::new("sessions/x.jsonl")));
+        // A file of a configured session directory, by its bare name.
+        assert!(p.is_session_file(Path::new("2026_x.jsonl")));
         assert!(!p.is_session_file(Path::new("sessions/--p--/sub/x.jsonl")));
     }
 
@@ -200,6 +246,37 @@ mod tests {
         );
         let env = |k: &str| (k == "PI_CODING_AGENT_DIR").then(|| "/cfg".to_owned());
         assert_eq!(Pi.store_root(&env, home), PathBuf::from("/cfg"));
+    }
+
+    #[test]
+    fn session_dirs_come_from_the_environment_and_the_settings() {
+        let home = Path::new("/home/u");
+        let root = home.join(".pi/agent");
+        let project = PathBuf::from("/w/repo");
+        let read = |p: &Path| -> Option<Vec<u8>> {
+            if p == Path::new("/home/u/.pi/agent/settings.json") {
+                Some(br#"{"sessionDir": "~/pi-sessions", "theme": "dark"}"#.to_vec())
+            } else if p == Path::new("/w/repo/.pi/settings.json") {
+                Some(br#"{"sessionDir": ".sessions"}"#.to_vec())
+            } else {
+                None
+            }
+        };
+        let env = |k: &str| (k == "PI_CODING_AGENT_SESSION_DIR").then(|| "/var/s".to_owned());
+        assert_eq!(
+            Pi.session_dirs(&root, &env, home, std::slice::from_ref(&project), &read),
+            [
+                PathBuf::from("/var/s"),
+                PathBuf::from("/home/u/pi-sessions"),
+                PathBuf::from("/w/repo/.sessions")
+            ]
+        );
+        // Unreadable settings mean no directory, not an error.
+        let junk = |_: &Path| Some(b"not json".to_vec());
+        assert!(
+            Pi.session_dirs(&root, &|_| None, home, &[project], &junk)
+                .is_empty()
+        );
     }
 
     #[test]
