@@ -112,6 +112,7 @@ fn facts(parsed: &Parsed) -> String {
         "cwd": s.cwd,
         "title": s.title,
         "created": s.created,
+        "parent": s.parent.as_ref().map(|p| p.native_id.clone()),
         "artifacts": parsed.artifacts.iter().map(|(id, b)| json!({"id": id.to_string(), "bytes": b.len()})).collect::<Vec<_>>(),
         "warnings": parsed.warnings.iter().map(|w| json!({"line": w.line, "message": w.message})).collect::<Vec<_>>(),
     });
@@ -493,6 +494,15 @@ fn v1_files_are_linked_as_pis_migration_links_them() {
     let record = &compaction.payload[NATIVE_KEY]["record"];
     assert!(record.get("firstKeptEntryIndex").is_none());
     assert_eq!(p.events[0].payload["version"], 1);
+    // `branchedFrom` names the session it was forked from.
+    let parent = p.session.parent.as_ref().map(|p| p.native_id.as_str());
+    let from = p.events[0].payload[NATIVE_KEY]["record"]["branchedFrom"]
+        .as_str()
+        .unwrap();
+    assert!(
+        from.ends_with(&format!("_{}.jsonl", parent.unwrap())),
+        "{from}"
+    );
     let v2 = cases()
         .into_iter()
         .find(|c| c.name == "crafted-v2")

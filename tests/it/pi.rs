@@ -314,3 +314,27 @@ fn pi_session_dirs_from_the_environment_and_settings_are_captured() {
         text(&again.stderr)
     );
 }
+
+#[test]
+fn a_forked_pi_session_links_to_the_session_it_came_from() {
+    let repo = Repo::new();
+    let store = repo.home.join(".pi/agent");
+    let parent = place("roundtrip-1.6.0", &store, &repo.root);
+    // What `pi --fork` writes: a new file whose header names the source.
+    let body = std::fs::read_to_string(&parent).unwrap();
+    let mut lines: Vec<String> = body.lines().map(str::to_owned).collect();
+    let mut header: Value = serde_json::from_str(&lines[0]).unwrap();
+    header["id"] = json!("01a22640-ffff-7000-8000-00000000f0f0");
+    header["parentSession"] = json!(parent);
+    lines[0] = header.to_string();
+    let child = parent
+        .with_file_name("2026-11-30T00-00-00-000Z_01a22640-ffff-7000-8000-00000000f0f0.jsonl");
+    std::fs::write(&child, lines.join("\n") + "\n").unwrap();
+    import(&repo);
+    let shown: Value =
+        serde_json::from_str(&repo.ok(&["show", "01a22640-ffff", "--json"])).unwrap();
+    assert_eq!(
+        shown["header"]["spawned_by"]["session"],
+        "01a22640-cc36-7053-9435-ced9260305c0"
+    );
+}

@@ -41,7 +41,7 @@ use serde_json::{Map, Value, json};
 use super::derive::{self, PendingCall, ResultView};
 use super::{NATIVE_KEY, VERSION};
 use crate::claude::uuids::UuidIndex;
-use crate::{NativeSession, ParseState, Parsed, Warning};
+use crate::{NativeParent, NativeSession, ParseState, Parsed, Warning};
 
 /// Timestamp for entries that carry none and follow nothing that did.
 const UNKNOWN_TS: &str = "1970-01-01T00:00:00Z";
@@ -79,6 +79,8 @@ struct Facts {
     cwd: Option<String>,
     title: Option<String>,
     created: Option<String>,
+    /// The native id of the session this one was forked or cloned from.
+    parent: Option<String>,
 }
 
 /// Parses complete lines of a session file (see [`crate::Adapter::parse`]);
@@ -148,7 +150,10 @@ pub(super) fn parse(
         cwd: f.cwd.clone(),
         title: f.title.clone(),
         created: f.created.clone(),
-        parent: None,
+        parent: f.parent.clone().map(|native_id| NativeParent {
+            native_id,
+            spawned_by: None,
+        }),
     };
     let ids = std::mem::take(&mut p.state.ids).into_packed();
     let mut state = serde_json::to_value(&p.state).expect("the parse state is plain data");
@@ -336,6 +341,13 @@ impl Parser<'_> {
             .get("timestamp")
             .and_then(Value::as_str)
             .map(str::to_owned);
+        // A fork or clone names its source file (`parentSession`; v1:
+        // `branchedFrom`), which Pi names `<time>_<id>.jsonl`.
+        facts.parent = ["parentSession", "branchedFrom"]
+            .iter()
+            .find_map(|k| record.get(*k).and_then(Value::as_str))
+            .and_then(file_stem)
+            .filter(|id| super::is_valid_session_id(id));
         if let Some(ts) = &facts.created {
             self.state.last_ts = Some(ts.clone());
         }
