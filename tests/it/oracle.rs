@@ -963,3 +963,46 @@ fn a_branched_pi_session_keeps_every_branch_and_resumes_the_active_one() {
         }
     }
 }
+
+#[test]
+fn a_claude_session_handed_to_pi_keeps_every_turn_in_both_versions() {
+    let (repo, home, session) = fresh_captured("claude");
+    let source = conversation(
+        &resume_check("claude", &home, &session, &repo.root),
+        &[&repo.root],
+    );
+    let (target, native) = hand(&repo, &session, "pi", "1");
+    for client in PI_CLIENTS {
+        let copy = pi_copy(&repo, &target, &format!("pi-check-{client}"));
+        let got = conversation(
+            &resume_check_with("pi", &[("PI_BIN", client)], &copy, &native, &repo.root),
+            &[&repo.root],
+        );
+        assert_handed_over(&source, &got);
+    }
+}
+
+#[test]
+fn a_pi_session_handed_to_codex_keeps_every_turn() {
+    let repo = Repo::new();
+    let home = repo.outside("pi-home");
+    let made = pi_fresh(&repo, "pi", &home);
+    let session = made["session_id"].as_str().unwrap().to_owned();
+    repo.ok(&["import", "--agent", "pi", "--home", home.to_str().unwrap()]);
+    let source = conversation(
+        &resume_check_with(
+            "pi",
+            &[("PI_BIN", "pi")],
+            &pi_copy(&repo, &home, "src"),
+            &session,
+            &repo.root,
+        ),
+        &[&repo.root],
+    );
+    let (target, native) = hand(&repo, &session, "codex", "1");
+    let got = conversation(
+        &resume_check("codex", &target, &native, &repo.root),
+        &[&repo.root],
+    );
+    assert_handed_over(&source, &got);
+}
