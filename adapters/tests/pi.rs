@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use git_session_adapters::pi::{NATIVE_KEY, Pi, session_dir_name};
-use git_session_adapters::{Adapter, ParseInput, Parsed, RenderError, RenderRequest};
+use git_session_adapters::{Adapter, ParseInput, Parsed, Records, RenderError, RenderRequest};
 use git_session_schema::{Agent, Event, Level, SessionHeader, SessionId, codec, kinds};
 use serde_json::{Value, json};
 
@@ -87,8 +87,12 @@ fn cases() -> Vec<Case> {
 
 fn parse(source: &str, bytes: &[u8]) -> Parsed {
     Pi.parse(ParseInput {
-        bytes,
-        first_line: 0,
+        records: Records::Lines {
+            bytes,
+            first_line: 0,
+            offset: 0,
+        },
+        session: None,
         next_seq: 0,
         state: None,
         source,
@@ -200,8 +204,12 @@ fn parsing_in_pieces_equals_parsing_whole() {
         for (line, &cut) in ends.iter().enumerate().step_by(step) {
             let first = parse(&c.source, &c.bytes[..cut]);
             let second = Pi.parse(ParseInput {
-                bytes: &c.bytes[cut..],
-                first_line: line as u64 + 1,
+                records: Records::Lines {
+                    bytes: &c.bytes[cut..],
+                    first_line: line as u64 + 1,
+                    offset: cut as u64,
+                },
+                session: None,
                 next_seq: first.events.len() as u64,
                 state: Some(first.state.clone()),
                 source: &c.source,

@@ -12,9 +12,8 @@ use crate::ops::capture::CaptureRequest;
 /// Capture the agent sessions that ran in this repository, or import a
 /// canonical file.
 ///
-/// Without --canonical, reads each agent's own session store (Claude Code:
-/// $CLAUDE_CONFIG_DIR or ~/.claude; Codex: $CODEX_HOME or ~/.codex; Pi:
-/// $PI_CODING_AGENT_DIR or ~/.pi/agent, every branch of its session trees), picks
+/// Without --canonical, reads each agent's own session store (see
+/// `git session doctor` for where each is looked for here), picks
 /// the sessions whose working directory is this repository, a subdirectory
 /// or a linked worktree, and appends what is new since the last capture:
 /// one batch commit per changed session. Agent stores are only read. Running
@@ -25,9 +24,9 @@ use crate::ops::capture::CaptureRequest;
 /// file:line, and importing it again is a no-op.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Only capture these agents (repeatable): claude, codex, pi.
-    #[arg(long = "agent", value_name = "AGENT", conflicts_with = "canonical")]
-    agents: Vec<String>,
+    /// Only capture these agents (repeatable).
+    #[arg(long = "agent", value_name = "AGENT", conflicts_with = "canonical", value_parser = super::agent_parser())]
+    agents: Vec<Agent>,
     /// Home directory whose agent stores are read (default: $HOME).
     #[arg(long, value_name = "DIR", conflicts_with = "canonical")]
     home: Option<PathBuf>,
@@ -60,17 +59,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         writeln!(out, "{}", s.id)?;
         return Ok(());
     }
-    let mut agents = Vec::new();
-    for name in &args.agents {
-        let agent = Agent::parse(name);
-        if git_session_adapters::adapter(&agent).is_none() {
-            return Err(
-                CommandError::usage(format!("no adapter for agent {name:?} yet"))
-                    .hint("agents with an adapter: claude, codex, pi"),
-            );
-        }
-        agents.push(agent);
-    }
+    let agents = args.agents;
     let home = env.agent_home(args.home)?;
     let lookup = |name: &str| std::env::var(name).ok();
     let report = ops::capture::capture(
@@ -80,7 +69,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             agents,
             home,
             env: &lookup,
-            redact: crate::config::redact(&store),
+            sqlite: Default::default(),
         },
     )?;
     for (agent, root) in &report.missing {
@@ -89,12 +78,19 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             root.display()
         ));
     }
+    for s in &report.skipped_sources {
+        status(format!(
+            "warning: skipped {}: {}",
+            crate::cli::escape(&s.path.display().to_string()),
+            crate::cli::escape(&s.reason)
+        ));
+    }
     for w in &report.warnings {
         status(format!(
             "warning: {}:{}: {}",
-            w.path.display(),
+            crate::cli::escape(&w.path.display().to_string()),
             w.line,
-            w.message
+            crate::cli::escape(&w.message)
         ));
     }
     for s in &report.sessions {

@@ -93,6 +93,7 @@ pub fn handoff(
             budget: request.budget,
             format: Format::FirstMessage,
             git: Default::default(),
+            tokenizer: None,
         },
         summarizer_cmd: request.summarizer_cmd.clone(),
     };

@@ -23,7 +23,7 @@ pub fn post_commit(
 ) -> Option<CaptureReport> {
     match capture(store, clock, request) {
         Ok(report) => {
-            for skipped in &report.skipped {
+            for skipped in report.skipped.iter().chain(&report.skipped_sources) {
                 log(
                     store.state_dir(),
                     clock,

@@ -5,10 +5,10 @@
 pub mod canonical;
 pub mod capture;
 pub mod compile;
-pub mod cursor;
 pub mod fork;
 pub mod handoff;
 pub mod hook;
+pub mod redact;
 pub mod resume;
 pub mod sync;
 pub mod verify;
@@ -63,6 +63,25 @@ pub enum OpError {
         /// What the user can do about it.
         hint: Option<String>,
     },
+}
+
+impl From<crate::native::NativeError> for OpError {
+    fn from(e: crate::native::NativeError) -> OpError {
+        match e {
+            crate::native::NativeError::Io { path, source } => OpError::Io { path, source },
+            outside @ crate::native::NativeError::Outside { .. } => OpError::Conflict {
+                message: outside.to_string(),
+                hint: Some(
+                    "the session names a path outside the agent's store; nothing was written"
+                        .into(),
+                ),
+            },
+            other => OpError::Conflict {
+                message: other.to_string(),
+                hint: None,
+            },
+        }
+    }
 }
 
 /// Shorthand for operation results.

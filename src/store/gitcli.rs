@@ -128,6 +128,30 @@ impl Store {
             .ok_or_else(|| StoreError::NoSuchCommit(rev.to_owned()))
     }
 
+    /// Returns the URL a push to `remote` goes to (`remote.<r>.pushurl`,
+    /// else `remote.<r>.url`), or `None` if it is not a configured remote.
+    pub fn remote_push_url(&self, remote: &str) -> Option<String> {
+        let config = self.repo.config_snapshot();
+        [
+            format!("remote.{remote}.pushurl"),
+            format!("remote.{remote}.url"),
+        ]
+        .iter()
+        .find_map(|key| config.string(key.as_str()).map(|v| v.to_string()))
+    }
+
+    /// Sets `key` to `value` in this repository's own config.
+    pub fn set_local_config(&self, key: &str, value: &str) -> StoreResult<()> {
+        let out = self.run_git(&["config".into(), "--local".into(), key.into(), value.into()])?;
+        if !out.status.success() {
+            return Err(StoreError::Remote(format!(
+                "git config {key}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(())
+    }
+
     /// Returns whether `remote` is a configured remote of this repository.
     pub fn has_remote(&self, remote: &str) -> bool {
         self.repo.find_remote(remote).is_ok()

@@ -440,7 +440,7 @@ fn secrets_are_redacted_before_anything_is_stored() {
     assert!(
         redacted
             .iter()
-            .all(|e| e["redacted"]["rules"]["anthropic-key"].as_u64() >= Some(1)),
+            .all(|e| e["redacted"]["rules"]["anthropic-api-key"].as_u64() >= Some(1)),
         "{redacted:?}"
     );
     let user = events.iter().find(|e| e["type"] == "message.user").unwrap();
@@ -448,7 +448,7 @@ fn secrets_are_redacted_before_anything_is_stored() {
         user["payload"]["text"]
             .as_str()
             .unwrap()
-            .contains("[REDACTED:anthropic-key]"),
+            .contains("[REDACTED:anthropic-api-key]"),
         "{user}"
     );
     repo.ok(&["verify"]);

@@ -6,16 +6,21 @@ mod support;
 mod capture;
 mod cli;
 mod concurrency;
+mod conformance;
 mod fork;
 mod handoff;
+mod hermes;
 mod hooks;
 mod import_export;
 mod layout;
 mod manpage;
+mod native;
 mod oracle;
-mod pi;
+mod redaction;
 mod resume;
 mod sync;
+mod tamper;
+mod trust;
 mod verify;
 
 #[test]

@@ -139,6 +139,12 @@ fn codex_resume_registers_the_thread_once_after_a_backup() {
         .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)))
         .collect();
     assert_eq!(backups.len(), 1);
+    let doctor = repo.ok(&["doctor"]);
+    assert!(
+        doctor.contains("backup     state_5.sqlite: ")
+            && doctor.contains(".git/session/backups/state_5.sqlite."),
+        "{doctor}"
+    );
 
     // Again: nothing written, no second row or index line.
     repo.ok(&["resume", CODEX_ID, "--home", home.to_str().unwrap()]);

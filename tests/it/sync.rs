@@ -24,6 +24,12 @@ impl Clones {
         a.git(&["push", "-q", "origin", "main"]);
         let b = a.outside("clone-b");
         a.git(&["clone", "-q", remote.to_str().unwrap(), b.to_str().unwrap()]);
+        // Both clones chose origin for sessions.
+        a.git(&["config", "session.remote", "origin"]);
+        a.git_in(&b)
+            .args(["config", "session.remote", "origin"])
+            .output()
+            .unwrap();
         Clones { a, b, remote }
     }
 
@@ -280,4 +286,70 @@ fn sessions_can_go_to_a_separate_remote() {
             .stdout,
     );
     assert!(private_refs.contains("s-private"));
+}
+
+#[test]
+fn sessions_are_pushed_only_to_the_remote_chosen_for_them() {
+    let a = Repo::new();
+    let owner = a.outside("acme");
+    let mallory = a.outside("mallory");
+    std::fs::create_dir_all(&owner).unwrap();
+    std::fs::create_dir_all(&mallory).unwrap();
+    let sessions = owner.join("app-sessions.git");
+    let fork = mallory.join("app-sessions.git");
+    let other = a.outside("elsewhere.git");
+    for bare in [&sessions, &fork, &other] {
+        a.git(&["init", "-q", "--bare", bare.to_str().unwrap()]);
+    }
+    a.git(&["remote", "add", "origin", sessions.to_str().unwrap()]);
+    a.git(&["remote", "add", "fork", fork.to_str().unwrap()]);
+    a.git(&["remote", "add", "other", other.to_str().unwrap()]);
+    a.import(&a.write_jsonl("s.jsonl", &session_lines("s-consent", 2)));
+    let refs = |bare: &Path| {
+        text(
+            &a.git_in(bare)
+                .args(["for-each-ref", "refs/sessions/"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+    };
+    // init says how it works.
+    assert!(a.ok(&["init"]).contains("push --to NAME"));
+    // Nothing chosen: nothing goes anywhere, not even to origin.
+    let err = a.fails(&["push"], 1);
+    assert!(
+        err.contains("no remote is chosen") && err.contains("--to"),
+        "{err}"
+    );
+    let err = a.fails(&["sync"], 1);
+    assert!(err.contains("no remote is chosen"), "{err}");
+    assert_eq!(refs(&sessions), "");
+    // Choosing records it; then a plain push goes there.
+    a.ok(&["push", "--to", "origin"]);
+    assert_eq!(a.git(&["config", "session.remote"]).trim(), "origin");
+    assert!(refs(&sessions).contains("refs/sessions/s-consent"));
+    a.ok(&["push"]);
+    a.ok(&["push", "origin"]);
+    // Any other remote is refused with the reason, and receives nothing.
+    let err = a.fails(&["push", "other"], 1);
+    assert!(err.contains("go only to origin"), "{err}");
+    let err = a.fails(&["push", "--to", "other"], 1);
+    assert!(err.contains("go to origin, not other"), "{err}");
+    let err = a.fails(&["sync", "other"], 1);
+    assert!(err.contains("go only to origin"), "{err}");
+    let err = a.fails(&["push", "fork"], 1);
+    assert!(err.contains("looks like a fork"), "{err}");
+    let err = a.fails(&["push", fork.to_str().unwrap()], 1);
+    assert!(err.contains("looks like a fork"), "{err}");
+    assert_eq!(refs(&other), "");
+    assert_eq!(refs(&fork), "");
+    // The chosen remote quietly repointed at the fork: refused too.
+    a.git(&["remote", "set-url", "origin", fork.to_str().unwrap()]);
+    let err = a.fails(&["push"], 1);
+    assert!(
+        err.contains("now points to") && err.contains("fork"),
+        "{err}"
+    );
+    assert_eq!(refs(&fork), "");
 }

@@ -226,7 +226,7 @@ fn slash(path: &str) -> String {
 /// Returns one hunk turning `old` into `new`, with the unchanged lines at
 /// both ends as context. Not a minimal diff: edits are snippets, where the
 /// common-prefix/suffix cut already gives the readable answer.
-fn snippet_hunk(old: &str, new: &str) -> String {
+pub(crate) fn snippet_hunk(old: &str, new: &str) -> String {
     // A final newline ends the last line; it does not start another one.
     let lines = |t: &'_ str| -> Vec<String> {
         let t = t.strip_suffix('\n').unwrap_or(t);

@@ -63,16 +63,18 @@
 //! `derived_from: {call_seq, result_seq}` (origin `<tool id>/<type>`); the
 //! renderer skips them.
 
-mod derive;
+pub(crate) mod derive;
 mod parse;
 mod render;
 pub(crate) mod uuids;
 pub mod wire;
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use git_session_schema::{Agent, Event};
 
+use crate::registry::{AgentSpec, TokenizerFamily, ToolKind};
+use crate::source::Source;
 use crate::{Adapter, ChangeSet, FileSink, ParseInput, Parsed, RenderError, RenderHead};
 
 /// The payload key under which events keep Claude's own record data.
@@ -85,12 +87,71 @@ pub const SESSION_TITLE: &str = "session.title";
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Claude;
 
+/// Claude Code's row of the registry.
+pub static SPEC: AgentSpec = AgentSpec {
+    agent: Agent::Claude,
+    display: "Claude Code",
+    env: &["CLAUDE_CONFIG_DIR"],
+    default_store: ".claude",
+    sources: &[Source::Jsonl {
+        files: &[
+            "projects/?*/?*.jsonl",
+            "projects/?*/?*/subagents/agent-*.jsonl",
+        ],
+    }],
+    tools: &[
+        (ToolKind::Shell, "Bash"),
+        (ToolKind::Read, "Read"),
+        (ToolKind::Write, "Write"),
+        (ToolKind::Edit, "Edit"),
+        (ToolKind::Edit, "MultiEdit"),
+        (ToolKind::Search, "Grep"),
+        (ToolKind::Search, "Glob"),
+        (ToolKind::Todo, "TodoWrite"),
+        (ToolKind::Web, "WebFetch"),
+        (ToolKind::Web, "WebSearch"),
+        (ToolKind::SubAgent, "Task"),
+        (ToolKind::SubAgent, "Agent"),
+    ],
+    tokenizer: TokenizerFamily::ClaudeEstimate,
+    resume: "claude --resume {id}",
+};
+
 impl Adapter for Claude {
-    fn agent(&self) -> Agent {
-        Agent::Claude
+    fn spec(&self) -> &'static AgentSpec {
+        &SPEC
     }
 
     /// Returns `$CLAUDE_CONFIG_DIR` when set and not empty, else `~/.claude`.
+    /// A session UUID, or `<uuid>/agent-<id>` for a sub-agent transcript
+    /// (`<id>` ASCII letters, digits, `-` and `_` only).
+    fn validate_native_id(&self, native_id: &str) -> Result<(), String> {
+        let (session, agent) = match native_id.split_once('/') {
+            Some((s, a)) => (s, Some(a)),
+            None => (native_id, None),
+        };
+        if !render::is_uuid(session) {
+            return Err(format!(
+                "Claude Code session ids are UUIDs, not {session:?}"
+            ));
+        }
+        if let Some(agent) = agent {
+            let ok = agent.strip_prefix("agent-").is_some_and(|rest| {
+                !rest.is_empty()
+                    && rest.len() <= 128
+                    && rest
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+            });
+            if !ok {
+                return Err(format!(
+                    "a Claude Code sub-agent id is agent-<letters, digits, - or _>, not {agent:?}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn store_root(&self, env: &dyn Fn(&str) -> Option<String>, home: &Path) -> PathBuf {
         match env("CLAUDE_CONFIG_DIR") {
             Some(dir) if !dir.is_empty() => PathBuf::from(dir),
@@ -98,10 +159,10 @@ impl Adapter for Claude {
         }
     }
 
-    /// Accepts `projects/<dir>/<id>.jsonl` and
-    /// `projects/<dir>/<id>/subagents/agent-<agent>.jsonl`; nothing else
-    /// under the store (history, memory, backups) is a transcript.
-    /// A sub-agent transcript `agent-<id>.jsonl` has `agent-<id>.meta.json`
+    /// Sessions are `projects/<dir>/<id>.jsonl` and
+    /// `projects/<dir>/<id>/subagents/agent-<agent>.jsonl` ([`SPEC`]);
+    /// nothing else under the store (history, memory, backups) is a
+    /// transcript. A sub-agent transcript `agent-<id>.jsonl` has `agent-<id>.meta.json`
     /// beside it, whose `toolUseId` is the parent's spawning tool call.
     fn sidecar(&self, relative: &Path) -> Option<PathBuf> {
         let name = relative.file_name()?.to_str()?;
@@ -112,28 +173,31 @@ impl Adapter for Claude {
         Some(relative.with_file_name(format!("{stem}.meta.json")))
     }
 
-    fn is_session_file(&self, relative: &Path) -> bool {
-        let parts: Vec<&str> = relative
-            .components()
-            .map(|c| match c {
-                Component::Normal(s) => s.to_str().unwrap_or(""),
-                _ => "",
-            })
-            .collect();
-        match parts.as_slice() {
-            ["projects", dir, file] => !dir.is_empty() && is_jsonl(file),
-            ["projects", dir, session, "subagents", file] => {
-                !dir.is_empty()
-                    && !session.is_empty()
-                    && file.starts_with("agent-")
-                    && is_jsonl(file)
-            }
-            _ => false,
+    fn parse(&self, input: ParseInput<'_>) -> Parsed {
+        parse::parse(input)
+    }
+
+    /// Render writes the session id on every line.
+    fn l2_remap(&self, record: &mut serde_json::Value, native_id: &str) {
+        let session_id = native_id.split('/').next().unwrap_or(native_id);
+        if let Some(r) = record.as_object_mut() {
+            r.insert("sessionId".into(), session_id.into());
         }
     }
 
-    fn parse(&self, input: ParseInput<'_>) -> Parsed {
-        parse::parse(input)
+    /// The kept record's `sessionId` is rewritten, and line numbers move
+    /// because render drops blank lines.
+    fn l0_remap(&self, event: &mut Event) {
+        if let Some(serde_json::Value::Object(r)) = event
+            .payload
+            .get_mut(NATIVE_KEY)
+            .and_then(|n| n.get_mut("record"))
+        {
+            r.remove("sessionId");
+        }
+        if let Some(o) = event.origin.as_mut() {
+            o.native_seq = None;
+        }
     }
 
     fn render_to(
@@ -144,10 +208,6 @@ impl Adapter for Claude {
     ) -> Result<ChangeSet, RenderError> {
         render::render_to(head, events, out)
     }
-}
-
-fn is_jsonl(file: &str) -> bool {
-    file.len() > ".jsonl".len() && file.ends_with(".jsonl")
 }
 
 /// Returns the project directory name the client uses for `cwd`.

@@ -60,13 +60,10 @@ pub(super) fn render_to(
         .split_once('/')
         .map_or(head.native_id, |(s, _)| s)
         .to_owned();
-    if !is_uuid(&session_id) {
-        // The client refuses anything else before looking for the file
-        // (formats/claude.md §5), so the session could never be resumed.
-        return Err(RenderError::Request(format!(
-            "Claude Code session ids are UUIDs, not {session_id:?}"
-        )));
-    }
+    // The client refuses a non-UUID before looking for the file
+    // (formats/claude.md §5), and the id becomes the file's path.
+    crate::Adapter::validate_native_id(&super::Claude, head.native_id)
+        .map_err(RenderError::Request)?;
     out.begin(&transcript_path(head.cwd, head.native_id))
         .map_err(RenderError::Sink)?;
     let mut w = Writer {
@@ -174,7 +171,7 @@ pub(super) fn render_to(
         );
     }
     Ok(ChangeSet {
-        resume_command: format!("claude --resume {session_id}"),
+        resume_command: super::SPEC.resume_command(&session_id),
         losses,
         ..Default::default()
     })
@@ -715,7 +712,7 @@ fn set_content(record: &mut Map<String, Value>, content: Value) {
 }
 
 /// Returns whether `id` has the 8-4-4-4-12 hex shape of a UUID.
-fn is_uuid(id: &str) -> bool {
+pub(super) fn is_uuid(id: &str) -> bool {
     let groups: Vec<&str> = id.split('-').collect();
     groups.len() == 5
         && groups

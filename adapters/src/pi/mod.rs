@@ -61,7 +61,10 @@ use std::path::{Component, Path, PathBuf};
 
 use git_session_schema::{Agent, Event};
 
-use crate::{Adapter, ChangeSet, FileSink, ParseInput, Parsed, RenderError, RenderHead};
+use crate::{
+    Adapter, AgentSpec, ChangeSet, FileSink, ParseInput, Parsed, Records, RenderError, RenderHead,
+    Source, TokenizerFamily, ToolKind,
+};
 
 /// The payload key under which events keep Pi's own entry data.
 pub const NATIVE_KEY: &str = "pi";
@@ -73,9 +76,44 @@ pub const VERSION: u64 = 3;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Pi;
 
+/// Pi's registry row.
+pub static SPEC: AgentSpec = AgentSpec {
+    agent: Agent::Pi,
+    display: "Pi",
+    env: &["PI_CODING_AGENT_DIR"],
+    default_store: ".pi/agent",
+    sources: &[Source::Jsonl {
+        files: &["sessions/*/*.jsonl"],
+    }],
+    tools: &[
+        (ToolKind::Shell, "bash"),
+        (ToolKind::Read, "read"),
+        (ToolKind::Edit, "edit"),
+    ],
+    tokenizer: TokenizerFamily::ClaudeEstimate,
+    resume: "pi --session {id}",
+};
+
 impl Adapter for Pi {
-    fn agent(&self) -> Agent {
-        Agent::Pi
+    fn spec(&self) -> &'static AgentSpec {
+        &SPEC
+    }
+
+    /// Pi's session ids (UUID-like, from the header) become file names.
+    fn validate_native_id(&self, native_id: &str) -> Result<(), String> {
+        let ok = !native_id.is_empty()
+            && native_id.len() <= 128
+            && native_id != "."
+            && native_id != ".."
+            && native_id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+            && !native_id.contains("..");
+        if ok {
+            Ok(())
+        } else {
+            Err(format!("pi session ids are plain names, not {native_id:?}"))
+        }
     }
 
     /// Returns `$PI_CODING_AGENT_DIR` when set and not empty, else
@@ -87,11 +125,67 @@ impl Adapter for Pi {
         }
     }
 
+    /// Accepts `sessions/<dir>/<name>.jsonl`, and a bare `<name>.jsonl` (a
+    /// file of a [`Adapter::session_dirs`] directory): Pi lists every
+    /// `*.jsonl` of a session directory and takes the id from the header,
+    /// never from the file name.
+    fn is_session_file(&self, relative: &Path) -> bool {
+        let parts: Vec<&str> = relative
+            .components()
+            .map(|c| match c {
+                Component::Normal(s) => s.to_str().unwrap_or(""),
+                _ => "",
+            })
+            .collect();
+        let jsonl = |file: &str| file.len() > ".jsonl".len() && file.ends_with(".jsonl");
+        match parts.as_slice() {
+            ["sessions", dir, file] => !dir.is_empty() && jsonl(file),
+            [file] => jsonl(file),
+            _ => false,
+        }
+    }
+
+    fn parse(&self, input: ParseInput<'_>) -> Parsed {
+        let (bytes, first_line): (std::borrow::Cow<'_, [u8]>, u64) = match &input.records {
+            Records::Lines {
+                bytes, first_line, ..
+            } => (std::borrow::Cow::Borrowed(*bytes), *first_line),
+            other => {
+                let mut joined = Vec::new();
+                let mut first = None;
+                for r in other.iter() {
+                    first.get_or_insert(r.pos.ordinal());
+                    joined.extend_from_slice(r.bytes);
+                    joined.push(b'\n');
+                }
+                (std::borrow::Cow::Owned(joined), first.unwrap_or(0))
+            }
+        };
+        parse::parse(
+            &bytes,
+            first_line,
+            input.next_seq,
+            input.state,
+            input.source,
+        )
+    }
+
+    fn render_to(
+        &self,
+        head: RenderHead<'_>,
+        events: &mut dyn Iterator<Item = Event>,
+        out: &mut dyn FileSink,
+    ) -> Result<ChangeSet, RenderError> {
+        render::render_to(head, events, out)
+    }
+}
+
+impl Pi {
     /// Returns `PI_CODING_AGENT_SESSION_DIR`, and the `sessionDir` of the
     /// agent's `settings.json` and of each project's `.pi/settings.json`
     /// (`~` is the home; a relative path is taken from the project, as Pi
     /// run there takes it).
-    fn session_dirs(
+    pub fn session_dirs(
         &self,
         root: &Path,
         env: &dyn Fn(&str) -> Option<String>,
@@ -128,45 +222,6 @@ impl Adapter for Pi {
         }
         dirs.dedup();
         dirs
-    }
-
-    /// Accepts `sessions/<dir>/<name>.jsonl`, and a bare `<name>.jsonl` (a
-    /// file of a [`Adapter::session_dirs`] directory): Pi lists every
-    /// `*.jsonl` of a session directory and takes the id from the header,
-    /// never from the file name.
-    fn is_session_file(&self, relative: &Path) -> bool {
-        let parts: Vec<&str> = relative
-            .components()
-            .map(|c| match c {
-                Component::Normal(s) => s.to_str().unwrap_or(""),
-                _ => "",
-            })
-            .collect();
-        let jsonl = |file: &str| file.len() > ".jsonl".len() && file.ends_with(".jsonl");
-        match parts.as_slice() {
-            ["sessions", dir, file] => !dir.is_empty() && jsonl(file),
-            [file] => jsonl(file),
-            _ => false,
-        }
-    }
-
-    fn parse(&self, input: ParseInput<'_>) -> Parsed {
-        parse::parse(
-            input.bytes,
-            input.first_line,
-            input.next_seq,
-            input.state,
-            input.source,
-        )
-    }
-
-    fn render_to(
-        &self,
-        head: RenderHead<'_>,
-        events: &mut dyn Iterator<Item = Event>,
-        out: &mut dyn FileSink,
-    ) -> Result<ChangeSet, RenderError> {
-        render::render_to(head, events, out)
     }
 }
 

@@ -153,6 +153,7 @@ pub(super) fn parse(
         parent: f.parent.clone().map(|native_id| NativeParent {
             native_id,
             spawned_by: None,
+            continues: false,
         }),
     };
     let ids = std::mem::take(&mut p.state.ids).into_packed();

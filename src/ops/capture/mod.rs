@@ -10,28 +10,57 @@
 //! so nothing is appended twice.
 
 use std::collections::HashSet;
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use git_session_adapters::{Adapter, NativeSession, ParseInput, Warning};
+use git_session_adapters::{Adapter, NativeSession, ParseInput, Records, Source, Warning};
 use git_session_schema::{Agent, Event, SessionHeader, SessionId, SpawnedBy};
 use gix::ObjectId;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+mod rows;
+
 use super::canonical::commit_info;
-use super::cursor::{CursorIndex, FileCursor, tail_hash};
 use super::{OpError, OpResult};
 use crate::clock::Clock;
-use crate::store::{BatchSink, SeqMode, Store, StoreError};
+use crate::native::cursor::{CursorIndex, FileCursor, tail_hash};
+use crate::native::jsonl::{JsonlReader, ReadPosition, RecordReader};
+use crate::native::zstd::FramedReader;
+use crate::store::{BatchSink, Scrubbed, Scrubber, SeqMode, Store, StoreError};
+
+/// One parsed block on its way to the writer: the adapter's output with
+/// its events, every other one already redacted. Redaction is the bulk of
+/// the reading thread's work, so the writer redacts the rest: the two
+/// threads stay about even.
+struct Block {
+    parsed: git_session_adapters::Parsed,
+    events: Vec<Pending>,
+}
+
+/// An event of a [`Block`], redacted by the reader or left to the writer.
+enum Pending {
+    Done(Scrubbed),
+    Raw(Event),
+    Taken,
+}
+
+impl Pending {
+    /// Redacts a raw event now (on the calling thread) and returns it.
+    fn scrubbed(&mut self, scrubber: Scrubber) -> &mut Scrubbed {
+        if let Pending::Raw(_) = self
+            && let Pending::Raw(e) = std::mem::replace(self, Pending::Taken)
+        {
+            *self = Pending::Done(scrubber.seal(e));
+        }
+        match self {
+            Pending::Done(s) => s,
+            _ => unreachable!("a taken event is always put back redacted"),
+        }
+    }
+}
 
 /// How much of a new file is read to learn which project it belongs to.
 const PEEK_BYTES: u64 = 1 << 20;
-/// Native bytes handed to the adapter per parse call (whole lines).
-const BLOCK_BYTES: usize = 1 << 20;
-/// How deep under an agent's store root session files are looked for.
-const MAX_DEPTH: usize = 8;
 
 /// Says what to capture.
 pub struct CaptureRequest<'a> {
@@ -39,11 +68,10 @@ pub struct CaptureRequest<'a> {
     pub agents: Vec<Agent>,
     /// The user's home directory (agent stores default to it).
     pub home: PathBuf,
-    /// Looks up an environment variable (e.g. `CLAUDE_CONFIG_DIR`).
+    /// Looks up an environment variable (an agent's store override).
     pub env: &'a dyn Fn(&str) -> Option<String>,
-    /// Whether secrets are redacted before anything is stored (the default;
-    /// `git config session.redact false` turns it off).
-    pub redact: bool,
+    /// How patient database reads are.
+    pub sqlite: crate::native::sqlite::Options,
 }
 
 /// Reports one session that received events.
@@ -79,7 +107,7 @@ pub struct SkippedFile {
 pub struct CaptureWarning {
     /// The native file.
     pub path: PathBuf,
-    /// One-based line number.
+    /// One-based line number (for a database row: its rowid).
     pub line: u64,
     /// What the adapter said.
     pub message: String,
@@ -94,6 +122,11 @@ pub struct CaptureReport {
     pub unchanged: usize,
     /// Files that failed; the others were still captured.
     pub skipped: Vec<SkippedFile>,
+    /// Sources skipped with a warning because they cannot be read now or
+    /// by this build (a database locked past the wait, corrupt, or of an
+    /// unknown schema; a corrupt frame): nothing of them was captured, the
+    /// others were, and capture still succeeds.
+    pub skipped_sources: Vec<SkippedFile>,
     /// Records kept out of the log with a reason.
     pub warnings: Vec<CaptureWarning>,
     /// Agent stores that do not exist here (nothing to capture from them).
@@ -106,19 +139,26 @@ pub fn capture(
     clock: &Clock,
     request: &CaptureRequest<'_>,
 ) -> OpResult<CaptureReport> {
-    let agents: Vec<Agent> = if request.agents.is_empty() {
-        Agent::KNOWN.to_vec()
-    } else {
-        request.agents.clone()
-    };
+    let adapters: Vec<&dyn Adapter> = git_session_adapters::registry::ADAPTERS
+        .iter()
+        .copied()
+        .filter(|a| request.agents.is_empty() || request.agents.contains(&a.agent()))
+        .collect();
+    capture_with(store, clock, request, &adapters)
+}
+
+/// Captures with the given adapters (the registry's, or test adapters);
+/// `request.agents` is not consulted.
+pub fn capture_with(
+    store: &Store,
+    clock: &Clock,
+    request: &CaptureRequest<'_>,
+    adapters: &[&dyn Adapter],
+) -> OpResult<CaptureReport> {
     let worktrees = store.worktree_paths();
     let mut report = CaptureReport::default();
-    // Compiled only when some file has new records to read.
-    let redactor = std::sync::OnceLock::new();
-    for agent in agents {
-        let Some(adapter) = git_session_adapters::adapter(&agent) else {
-            continue;
-        };
+    for &adapter in adapters {
+        let agent = adapter.agent();
         let root = adapter.store_root(request.env, &request.home);
         if !root.is_dir() {
             report.missing.push((agent.clone(), root));
@@ -129,71 +169,49 @@ pub fn capture(
         // around the appends.
         let _lock = store.lock_state(&format!("capture-{agent}"))?;
         let mut cursors = CursorIndex::load(store.state_dir(), agent.as_str());
-        let files = session_files(adapter, &root);
-        let ctx = AgentCtx {
-            store,
-            clock,
-            adapter,
-            redactor: request.redact.then_some(&redactor),
-            agent: &agent,
-            worktrees: &worktrees,
-        };
-        ctx.capture_files(&root, files, &mut cursors, &mut report);
-        cursors.save()?;
-        // Directories the agent was told to keep sessions in (settings or
-        // environment), flat; each has its own cursors.
-        let read = |p: &Path| std::fs::read(p).ok();
-        for dir in adapter.session_dirs(&root, request.env, &request.home, &worktrees, &read) {
-            if dir.starts_with(&root) || !dir.is_dir() {
-                continue;
-            }
-            let digest = Sha256::digest(dir.to_string_lossy().as_bytes());
-            let tag: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
-            let mut cursors = CursorIndex::load(store.state_dir(), &format!("{agent}-{tag}"));
-            let files = flat_session_files(adapter, &dir);
-            ctx.capture_files(&dir, files, &mut cursors, &mut report);
-            cursors.save()?;
-        }
-    }
-    Ok(report)
-}
-
-/// Holds what every file job of one agent shares.
-struct AgentCtx<'a> {
-    store: &'a Store,
-    clock: &'a Clock,
-    adapter: &'a dyn Adapter,
-    redactor: Option<&'a std::sync::OnceLock<crate::redact::Redactor>>,
-    agent: &'a Agent,
-    worktrees: &'a [PathBuf],
-}
-
-impl AgentCtx<'_> {
-    /// Captures `files` (relative to `root`), in order; a file that fails
-    /// is reported and the others are still captured.
-    fn capture_files(
-        &self,
-        root: &Path,
-        files: Vec<PathBuf>,
-        cursors: &mut CursorIndex,
-        report: &mut CaptureReport,
-    ) {
+        let files = crate::native::discover(adapter, &root);
         // Parents before sub-agents, older before newer: stable order.
         for rel in files {
             let abs = root.join(&rel);
             let rel_text = rel.to_string_lossy().into_owned();
+            if let Some(Source::Sqlite(decl)) = crate::native::source_for(adapter, &rel) {
+                let mut job = rows::DbJob {
+                    store,
+                    clock,
+                    adapter,
+                    decl,
+                    agent: &agent,
+                    abs: &abs,
+                    rel: &rel_text,
+                    worktrees: &worktrees,
+                    cursors: &mut cursors,
+                    report: &mut report,
+                    options: request.sqlite,
+                };
+                if let Err(e) = job.run() {
+                    report.skipped.push(SkippedFile {
+                        path: abs.clone(),
+                        reason: e.to_string(),
+                    });
+                }
+                continue;
+            }
+            let framed = matches!(
+                crate::native::source_for(adapter, &rel),
+                Some(Source::ZstdJsonl { .. })
+            );
             let mut job = FileJob {
-                store: self.store,
-                clock: self.clock,
-                adapter: self.adapter,
-                redactor: self.redactor,
-                root,
-                agent: self.agent,
+                framed,
+                store,
+                clock,
+                adapter,
+                root: &root,
+                agent: &agent,
                 abs: &abs,
                 rel: &rel_text,
-                worktrees: self.worktrees,
-                cursors,
-                report,
+                worktrees: &worktrees,
+                cursors: &mut cursors,
+                report: &mut report,
             };
             if let Err(e) = job.run() {
                 report.skipped.push(SkippedFile {
@@ -202,52 +220,13 @@ impl AgentCtx<'_> {
                 });
             }
         }
+        cursors.save()?;
     }
-}
-
-/// Returns the session files directly in `dir` (by bare name), sorted.
-fn flat_session_files(adapter: &dyn Adapter, dir: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .map(|e| PathBuf::from(e.file_name()))
-        .filter(|name| adapter.is_session_file(name))
-        .collect();
-    out.sort();
-    out
-}
-
-/// Returns the session files under `root`, relative, sorted.
-fn session_files(adapter: &dyn Adapter, root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![(root.to_owned(), 0)];
-    while let Some((dir, depth)) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let path = entry.path();
-            if kind.is_dir() && depth < MAX_DEPTH {
-                stack.push((path, depth + 1));
-            } else if kind.is_file()
-                && let Ok(rel) = path.strip_prefix(root)
-                && adapter.is_session_file(rel)
-            {
-                out.push(rel.to_owned());
-            }
-        }
-    }
-    out.sort();
-    out
+    Ok(report)
 }
 
 /// Returns the canonical id of a native session: the native id itself when
-/// it is a valid session id (so `claude --resume <id>` and `git session show
+/// it is a valid session id (so the agent's resume command and `git session show
 /// <id>` name the same thing), else a stable hash of agent and native id.
 pub fn canonical_id(agent: &Agent, native_id: &str) -> SessionId {
     if let Ok(id) = SessionId::new(native_id) {
@@ -279,8 +258,6 @@ struct FileJob<'a> {
     store: &'a Store,
     clock: &'a Clock,
     adapter: &'a dyn Adapter,
-    /// Set when secrets are to be redacted; built on first use.
-    redactor: Option<&'a std::sync::OnceLock<crate::redact::Redactor>>,
     /// The agent's store root.
     root: &'a Path,
     agent: &'a Agent,
@@ -289,14 +266,17 @@ struct FileJob<'a> {
     worktrees: &'a [PathBuf],
     cursors: &'a mut CursorIndex,
     report: &'a mut CaptureReport,
+    /// Whether the file is zstd frames ([`Source::ZstdJsonl`]).
+    framed: bool,
 }
 
 /// What reading a file from a cursor produced.
 struct Fed {
-    offset: u64,
-    lines: u64,
+    pos: ReadPosition,
     state: Value,
     warnings: Vec<Warning>,
+    /// Why the reader stopped early (a corrupt frame), if it did.
+    problem: Option<String>,
 }
 
 impl FileJob<'_> {
@@ -360,7 +340,16 @@ impl FileJob<'_> {
             let outcome =
                 self.store
                     .append(&id, SeqMode::Exact, &info, |sink: &mut BatchSink<'_>| {
-                        fed = Some(self.feed(sink, c.offset, c.lines, state.clone(), None)?);
+                        fed = Some(self.feed(
+                            sink,
+                            ReadPosition {
+                                offset: c.offset,
+                                lines: c.lines,
+                                frames: c.frames,
+                            },
+                            state.clone(),
+                            None,
+                        )?);
                         Ok::<_, OpError>(())
                     })?;
             (outcome, fed)
@@ -382,7 +371,7 @@ impl FileJob<'_> {
             let outcome =
                 self.store
                     .append(&id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
-                        fed = Some(self.feed(sink, 0, 0, None, Some(&known))?);
+                        fed = Some(self.feed(sink, ReadPosition::default(), None, Some(&known))?);
                         Ok::<_, OpError>(())
                     })?;
             (outcome, fed)
@@ -401,7 +390,7 @@ impl FileJob<'_> {
                 SeqMode::Exact,
                 &info,
                 |sink: &mut BatchSink<'_>| {
-                    fed = Some(self.feed(sink, 0, 0, None, None)?);
+                    fed = Some(self.feed(sink, ReadPosition::default(), None, None)?);
                     Ok::<_, OpError>(())
                 },
             )?;
@@ -415,15 +404,22 @@ impl FileJob<'_> {
                 message: w.message.clone(),
             });
         }
+        if let Some(problem) = &fed.problem {
+            self.report.skipped_sources.push(SkippedFile {
+                path: self.abs.to_owned(),
+                reason: problem.clone(),
+            });
+        }
         self.cursors.save_state(self.rel, &fed.state)?;
         self.cursors.files.insert(
             self.rel.to_owned(),
             FileCursor {
                 size,
                 mtime_ns,
-                offset: fed.offset,
-                lines: fed.lines,
-                tail: tail_hash(self.abs, fed.offset)?,
+                offset: fed.pos.offset,
+                lines: fed.pos.lines,
+                frames: fed.pos.frames,
+                tail: tail_hash(self.abs, fed.pos.offset)?,
                 session: Some(id.to_string()),
                 events: outcome.events,
             },
@@ -451,11 +447,7 @@ impl FileJob<'_> {
         let Some(session) = self.peek(size)? else {
             return Ok(None);
         };
-        let inside = session
-            .cwd
-            .as_deref()
-            .is_some_and(|cwd| self.worktrees.iter().any(|w| Path::new(cwd).starts_with(w)));
-        if !inside {
+        if !inside(self.worktrees, &session) {
             return Ok(None);
         }
         let native = session.native_id.clone().unwrap_or_else(|| {
@@ -469,25 +461,24 @@ impl FileJob<'_> {
 
     /// Parses the first complete lines of the file for its session facts.
     fn peek(&self, size: u64) -> OpResult<Option<NativeSession>> {
-        let mut file = File::open(self.abs).map_err(OpError::io(self.abs))?;
-        let mut buf = Vec::new();
-        (&mut file)
-            .take(size.min(PEEK_BYTES))
-            .read_to_end(&mut buf)
-            .map_err(OpError::io(self.abs))?;
-        let Some(end) = buf.iter().rposition(|&b| b == b'\n') else {
-            return Ok(None);
+        let buf = if self.framed {
+            FramedReader::head(self.abs, PEEK_BYTES)?
+        } else {
+            JsonlReader::head(self.abs, size.min(PEEK_BYTES))?
         };
+        if buf.is_empty() {
+            return Ok(None);
+        }
         let sidecar = self
             .adapter
             .sidecar(Path::new(self.rel))
             .and_then(|rel| std::fs::read(self.root.join(rel)).ok());
         let parsed = self.adapter.parse(ParseInput {
-            bytes: &buf[..=end],
-            first_line: 0,
+            records: Records::lines(&buf, 0, 0),
             next_seq: 0,
             state: None,
             source: self.rel,
+            session: None,
             sidecar: sidecar.as_deref(),
         });
         let s = parsed.session;
@@ -495,34 +486,11 @@ impl FileJob<'_> {
     }
 
     fn header(&self, id: &SessionId, session: &NativeSession) -> SessionHeader {
-        let created = session
-            .created
-            .clone()
-            .unwrap_or_else(|| self.clock.now_rfc3339());
-        let mut header = SessionHeader::new(id.clone(), self.agent.clone(), created);
-        header.native_id = session.native_id.clone();
-        header.cwd = session.cwd.clone();
-        header.title = session.title.clone();
-        header.spawned_by = session.parent.as_ref().map(|p| SpawnedBy {
-            session: canonical_id(self.agent, &p.native_id),
-            call: p.spawned_by.clone(),
-            extra: Default::default(),
-        });
-        header
+        header_for(self.clock, self.agent, id, session)
     }
 
-    /// Returns the dedup keys of the events already stored in `id`.
     fn stored_keys(&self, id: &SessionId) -> OpResult<HashSet<String>> {
-        let mut keys = HashSet::new();
-        for line in self.store.lines(id, 0, None)? {
-            let line = line?;
-            let event = line.decode().map_err(|e| StoreError::Corrupt {
-                id: id.clone(),
-                message: format!("seq {}: {e}", line.seq),
-            })?;
-            keys.insert(dedup_key(&event));
-        }
-        Ok(keys)
+        stored_keys(self.store, id)
     }
 
     /// Reads the file from `offset` in blocks of whole lines, parses them
@@ -536,8 +504,7 @@ impl FileJob<'_> {
     fn feed(
         &self,
         sink: &mut BatchSink<'_>,
-        offset: u64,
-        first_line: u64,
+        from: ReadPosition,
         state: Option<Value>,
         skip: Option<&HashSet<String>>,
     ) -> OpResult<Fed> {
@@ -547,13 +514,11 @@ impl FileJob<'_> {
         let first_seq = if skip.is_some() { 0 } else { sink.next_seq() };
         let reader = BlockReader {
             adapter: self.adapter,
-            redactor: self
-                .redactor
-                .map(|r| r.get_or_init(crate::redact::Redactor::new)),
+            scrubber: sink.scrubber(),
             path: self.abs,
             rel: self.rel,
-            offset,
-            first_line,
+            from,
+            framed: self.framed,
             first_seq,
         };
         std::thread::scope(|scope| {
@@ -565,27 +530,28 @@ impl FileJob<'_> {
             let producer = scope.spawn(move || reader.run(state, tx, spent_rx));
             let mut warnings = Vec::new();
             let mut failed = None;
-            for parsed in rx {
-                let mut parsed: git_session_adapters::Parsed = parsed;
-                if let Err(e) = self.push_block(sink, &parsed.artifacts, &mut parsed.events, skip) {
+            for block in rx {
+                let mut block: Block = block;
+                let parsed = &mut block.parsed;
+                if let Err(e) = self.push_block(sink, &parsed.artifacts, &mut block.events, skip) {
                     // Dropping the receiver stops the reader at its next block.
                     failed = Some(e);
                     break;
                 }
                 warnings.append(&mut parsed.warnings);
-                let _ = spent_tx.send(parsed);
+                let _ = spent_tx.send(block);
             }
             drop(spent_tx);
             let read = producer.join().expect("the block reader does not panic");
             if let Some(e) = failed {
                 return Err(e);
             }
-            let (offset, lines, state) = read?;
+            let (pos, state, problem) = read?;
             Ok(Fed {
-                offset,
-                lines,
+                pos,
                 state,
                 warnings,
+                problem,
             })
         })
     }
@@ -594,18 +560,20 @@ impl FileJob<'_> {
         &self,
         sink: &mut BatchSink<'_>,
         artifacts: &[(git_session_schema::ArtifactId, Vec<u8>)],
-        events: &mut [Event],
+        events: &mut [Pending],
         skip: Option<&HashSet<String>>,
     ) -> OpResult<()> {
+        let scrubber = sink.scrubber();
         for (id, bytes) in artifacts {
             let stored = sink.add_artifact(bytes)?;
             debug_assert_eq!(&stored, id);
         }
         for event in events {
-            if skip.is_some_and(|s| s.contains(&dedup_key(event))) {
+            let event = event.scrubbed(scrubber);
+            if skip.is_some_and(|s| s.contains(&dedup_key(event.event()))) {
                 continue;
             }
-            sink.push_mut(event)?;
+            sink.push_scrubbed(event)?;
         }
         Ok(())
     }
@@ -615,62 +583,65 @@ impl FileJob<'_> {
 /// them in order, carrying the adapter's state from block to block.
 struct BlockReader<'a> {
     adapter: &'a dyn Adapter,
-    /// Redacts each event before it leaves this thread, when set.
-    redactor: Option<&'a crate::redact::Redactor>,
+    /// Redacts every other event before it leaves this thread (the store's
+    /// scrubber; the writer redacts the others, see [`Block`]).
+    scrubber: Scrubber,
     path: &'a Path,
     rel: &'a str,
-    offset: u64,
-    first_line: u64,
+    /// Where to start: a line start (JSONL) or a frame start.
+    from: ReadPosition,
+    framed: bool,
     first_seq: u64,
 }
 
 impl BlockReader<'_> {
-    /// Sends each block's parse to `tx`; returns the bytes and lines
-    /// consumed (complete lines only) and the final state.
+    /// Sends each block's parse to `tx`; returns how far it read (complete
+    /// records only), the final state, and why it stopped early, if it did.
     fn run(
         self,
         mut state: Option<Value>,
-        tx: std::sync::mpsc::SyncSender<git_session_adapters::Parsed>,
-        spent: std::sync::mpsc::Receiver<git_session_adapters::Parsed>,
-    ) -> OpResult<(u64, u64, Value)> {
-        let mut file = File::open(self.path).map_err(OpError::io(self.path))?;
-        file.seek(SeekFrom::Start(self.offset))
-            .map_err(OpError::io(self.path))?;
-        let mut consumed = self.offset;
-        let mut lines = self.first_line;
+        tx: std::sync::mpsc::SyncSender<Block>,
+        spent: std::sync::mpsc::Receiver<Block>,
+    ) -> OpResult<(ReadPosition, Value, Option<String>)> {
+        let mut reader: Box<dyn RecordReader> = if self.framed {
+            Box::new(FramedReader::open(
+                self.path,
+                self.from.offset,
+                self.from.lines,
+                self.from.frames,
+            )?)
+        } else {
+            Box::new(JsonlReader::open(
+                self.path,
+                self.from.offset,
+                self.from.lines,
+            )?)
+        };
         let mut next_seq = self.first_seq;
-        let mut buf: Vec<u8> = Vec::with_capacity(BLOCK_BYTES);
-        let mut eof = false;
-        while !eof {
-            let want = BLOCK_BYTES.saturating_sub(buf.len()).max(1 << 16);
-            let n = (&mut file)
-                .take(want as u64)
-                .read_to_end(&mut buf)
-                .map_err(OpError::io(self.path))?;
-            eof = n == 0;
-            let Some(end) = buf.iter().rposition(|&b| b == b'\n') else {
-                continue;
-            };
-            let block = &buf[..=end];
+        while let Some(records) = reader.next_batch()? {
             let mut parsed = self.adapter.parse(ParseInput {
-                bytes: block,
-                first_line: lines,
+                records,
                 next_seq,
                 state: state.take(),
                 source: self.rel,
+                session: None,
                 sidecar: None,
             });
-            lines += block.iter().filter(|&&b| b == b'\n').count() as u64;
-            consumed += block.len() as u64;
             next_seq += parsed.events.len() as u64;
-            if let Some(r) = self.redactor {
-                for event in &mut parsed.events {
-                    r.redact(event);
-                }
-            }
+            let events = parsed
+                .events
+                .drain(..)
+                .enumerate()
+                .map(|(i, e)| {
+                    if i % 2 == 0 {
+                        Pending::Done(self.scrubber.seal(e))
+                    } else {
+                        Pending::Raw(e)
+                    }
+                })
+                .collect();
             state = Some(std::mem::take(&mut parsed.state));
-            buf.drain(..=end);
-            if tx.send(parsed).is_err() {
+            if tx.send(Block { parsed, events }).is_err() {
                 // The writer stopped; its error is the one reported.
                 break;
             }
@@ -684,20 +655,79 @@ impl BlockReader<'_> {
         for done in spent.iter() {
             drop(done);
         }
-        Ok((consumed, lines, state.unwrap_or(Value::Null)))
+        Ok((
+            reader.position(),
+            state.unwrap_or(Value::Null),
+            reader.problem(),
+        ))
     }
 }
 
+/// Returns the canonical header of a new native session.
+fn header_for(
+    clock: &Clock,
+    agent: &Agent,
+    id: &SessionId,
+    session: &NativeSession,
+) -> SessionHeader {
+    let created = session
+        .created
+        .clone()
+        .unwrap_or_else(|| clock.now_rfc3339());
+    let mut header = SessionHeader::new(id.clone(), agent.clone(), created);
+    header.native_id = session.native_id.clone();
+    header.cwd = session.cwd.clone();
+    header.title = session.title.clone();
+    header.spawned_by = session.parent.as_ref().map(|p| SpawnedBy {
+        session: canonical_id(agent, &p.native_id),
+        call: p.spawned_by.clone(),
+        extra: Default::default(),
+    });
+    header
+}
+
+/// Returns the dedup keys of the events already stored in `id`.
+fn stored_keys(store: &Store, id: &SessionId) -> OpResult<HashSet<String>> {
+    let mut keys = HashSet::new();
+    for line in store.lines(id, 0, None)? {
+        let line = line?;
+        let event = line.decode().map_err(|e| StoreError::Corrupt {
+            id: id.clone(),
+            message: format!("seq {}: {e}", line.seq),
+        })?;
+        keys.insert(dedup_key(&event));
+    }
+    Ok(keys)
+}
+
+/// Returns whether a session's cwd is inside one of this repository's
+/// work trees.
+fn inside(worktrees: &[PathBuf], session: &NativeSession) -> bool {
+    session
+        .cwd
+        .as_deref()
+        .is_some_and(|cwd| worktrees.iter().any(|w| Path::new(cwd).starts_with(w)))
+}
+
 /// Returns the identity (see [`dedup_key`]) of every event `adapter` reads
-/// from the native file at `path`, in order.
-pub(crate) fn native_keys(adapter: &dyn Adapter, path: &Path, rel: &str) -> OpResult<Vec<String>> {
+/// from the native file at `path`, in order, redacted by `scrubber` as a
+/// capture would store them.
+pub(crate) fn native_keys(
+    adapter: &dyn Adapter,
+    scrubber: Scrubber,
+    path: &Path,
+    rel: &str,
+) -> OpResult<Vec<String>> {
     let reader = BlockReader {
         adapter,
-        redactor: None,
+        scrubber,
         path,
         rel,
-        offset: 0,
-        first_line: 0,
+        from: ReadPosition::default(),
+        framed: matches!(
+            crate::native::source_for(adapter, Path::new(rel)),
+            Some(Source::ZstdJsonl { .. })
+        ),
         first_seq: 0,
     };
     std::thread::scope(|scope| {
@@ -707,8 +737,8 @@ pub(crate) fn native_keys(adapter: &dyn Adapter, path: &Path, rel: &str) -> OpRe
         let producer = scope.spawn(move || reader.run(None, tx, spent_rx));
         let keys: Vec<String> = rx
             .into_iter()
-            .flat_map(|parsed: git_session_adapters::Parsed| parsed.events)
-            .map(|e| dedup_key(&e))
+            .flat_map(|block: Block| block.events)
+            .map(|mut e| dedup_key(e.scrubbed(scrubber).event()))
             .collect();
         producer.join().expect("the block reader does not panic")?;
         Ok(keys)
