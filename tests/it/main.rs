@@ -16,6 +16,7 @@ mod layout;
 mod manpage;
 mod native;
 mod oracle;
+mod pi;
 mod redaction;
 mod resume;
 mod sync;
