@@ -112,7 +112,7 @@ impl Adapter for Pi {
         if ok {
             Ok(())
         } else {
-            Err(format!("pi session ids are plain names, not {native_id:?}"))
+            Err(format!("{native_id:?} cannot name a Pi session file"))
         }
     }
 
