@@ -37,6 +37,7 @@ pub use source::{Position, Record, Records, Source};
 pub mod codex;
 pub mod hermes;
 pub mod pi;
+pub mod opencode;
 
 /// Adapter-owned memory carried from one parse of a file to the next.
 ///
@@ -271,6 +272,9 @@ pub struct ChangeSet {
     /// [`RowWrite`]. All rows of one database go in one transaction, after
     /// one backup of that database.
     pub rows: Vec<RowWrite>,
+    /// The agent's own import of the session, tried before `rows`; see
+    /// [`NativeImport`].
+    pub import: Option<NativeImport>,
 }
 
 /// Holds one database row a render wants inserted; the adapter never opens
@@ -319,6 +323,48 @@ pub struct RowWrite {
     /// different values the write-back is refused, as for a different file
     /// in the way, and `--fork` writes under a new id.
     pub session_row: bool,
+    /// Columns the root crate fills with facts about the repository the
+    /// session is written for (an agent that keys sessions by project,
+    /// e.g. OpenCode's `project_id` = the root commit hash).
+    pub repo: Vec<(String, RepoFact)>,
+}
+
+/// Names a fact about the repository a session is written for, which only
+/// the root crate knows (see [`RowWrite::repo`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RepoFact {
+    /// The root commit hash (the smallest, when there are several); the
+    /// given text when the repository has no commit yet.
+    RootCommit(&'static str),
+    /// The work tree's root directory, absolute.
+    Worktree,
+    /// The session's directory relative to the work tree root (`""` at the
+    /// root).
+    RelativeCwd,
+}
+
+/// Holds a document the agent's own import command reads: the preferred
+/// way to write a session when the agent's program is available (e.g.
+/// `opencode import FILE`), with [`ChangeSet::rows`] as the fallback.
+///
+/// The root crate writes `document` to a temporary file named `file_name`,
+/// runs `program` (found on `PATH`) with `args` (`{file}` = the document's
+/// path) from the session's directory, with `env` set (`{home}` = the home
+/// directory, `{root}` = the agent's store root), and then checks that the
+/// session row of [`ChangeSet::rows`] is there. When the program is
+/// missing or fails, the rows are inserted instead.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NativeImport {
+    /// The program, looked up on `PATH`.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables to set for it.
+    pub env: Vec<(String, String)>,
+    /// The file name of the document (its directory is temporary).
+    pub file_name: String,
+    /// The document.
+    pub document: Vec<u8>,
 }
 
 /// Holds one file of a [`ChangeSet`].
@@ -406,6 +452,14 @@ pub trait Adapter: Sync {
             .iter()
             .flat_map(|s| s.globs().iter())
             .any(|g| source::glob_match(g, &text))
+    }
+
+    /// Returns the native id for a session written under a new id (a fork,
+    /// or another agent's session), given a fresh uuid and the time in Unix
+    /// milliseconds; by default the uuid itself.
+    fn new_native_id(&self, uuid: &str, now_ms: i64) -> String {
+        let _ = now_ms;
+        uuid.to_owned()
     }
 
     /// Returns a file next to a session file (relative to the store root)

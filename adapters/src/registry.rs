@@ -18,6 +18,7 @@ pub static ADAPTERS: &[&dyn Adapter] = &[
     &crate::claude::Claude,
     &crate::codex::Codex,
     &crate::pi::Pi,
+    &crate::opencode::Opencode,
     &crate::hermes::Hermes,
 ];
 

@@ -884,3 +884,44 @@ fn a_sub_agent_names_its_meta_file_and_the_spawning_call_comes_from_it() {
     assert_eq!(parent.native_id, "s1");
     assert_eq!(parent.spawned_by.as_deref(), Some("toolu_spawn_1"));
 }
+
+#[test]
+fn a_branch_the_user_made_stays_and_its_inactive_messages_are_reported() {
+    // The user edited the first answer's follow-up: u3 branches from a1.
+    let lines = [
+        r#"{"type":"user","uuid":"u1","parentUuid":null,"message":{"role":"user","content":"Q1"}}"#,
+        r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","message":{"role":"assistant","content":[{"type":"text","text":"A1"}]}}"#,
+        r#"{"type":"user","uuid":"u2","parentUuid":"a1","message":{"role":"user","content":"Q2 first try"}}"#,
+        r#"{"type":"assistant","uuid":"a2","parentUuid":"u2","message":{"role":"assistant","content":[{"type":"text","text":"A2"}]}}"#,
+        r#"{"type":"user","uuid":"u3","parentUuid":"a1","message":{"role":"user","content":"Q2 edited"}}"#,
+        r#"{"type":"assistant","uuid":"a3","parentUuid":"u3","message":{"role":"assistant","content":[{"type":"text","text":"A3"}]}}"#,
+    ];
+    let bytes = (lines.join("\n") + "\n").into_bytes();
+    let source = "projects/-p/11111111-2222-4333-8444-555555555555.jsonl";
+    let parsed = parse(source, &bytes);
+    let change = render_events(
+        &header(&parsed),
+        &parsed.events,
+        "11111111-2222-4333-8444-555555555555",
+    );
+    let written = json_lines(&change.files[0].bytes);
+    let parents: Vec<&str> = written
+        .iter()
+        .map(|l| l["parentUuid"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(parents, ["-", "u1", "a1", "u2", "a1", "u3"], "links kept");
+    let branch: Vec<&String> = change
+        .losses
+        .iter()
+        .filter(|l| l.starts_with("branch-inactive: 2 "))
+        .collect();
+    assert_eq!(branch.len(), 1, "{:?}", change.losses);
+    assert!(
+        !change
+            .losses
+            .iter()
+            .any(|l| l.starts_with("continuation-relinked")),
+        "{:?}",
+        change.losses
+    );
+}

@@ -28,10 +28,24 @@ pub const KEEP_BACKUPS: usize = 5;
 
 /// Receives rendered files as temporary files beside their targets; they
 /// are compared with what exists and renamed into place only at the end.
+///
+/// Temp files are named `.git-session-<pid>-…`; a write-back that was
+/// killed leaves its temp files behind, and the next one into the same
+/// directory removes those whose writer is gone ([`TempFiles::sweep`]).
 pub struct TempFiles {
     root: PathBuf,
     files: Vec<TempFile>,
+    /// Directories already cleared of a killed write-back's temp files.
+    swept: Vec<PathBuf>,
 }
+
+/// Starts the name of every temp file write-back makes; the writer's pid
+/// and a `-` follow, so a later run can tell whose it is.
+const TEMP_PREFIX: &str = ".git-session-";
+
+/// Temp files without a pid in their name (older versions) are removed
+/// once they are this old.
+const STALE_UNNAMED: std::time::Duration = std::time::Duration::from_secs(3600);
 
 struct TempFile {
     target: PathBuf,
@@ -46,6 +60,45 @@ impl TempFiles {
         TempFiles {
             root: root.to_owned(),
             files: Vec::new(),
+            swept: Vec::new(),
+        }
+    }
+
+    /// Removes the temp files a killed write-back left in `dir`: those whose
+    /// writer is no longer running (a live pid may be a concurrent resume),
+    /// and unnamed ones past [`STALE_UNNAMED`]. Only regular files and
+    /// symlinks named like ours are touched; failures are ignored (the
+    /// files are debris, not data).
+    fn sweep(&mut self, dir: &Path) {
+        if self.swept.iter().any(|d| d == dir) {
+            return;
+        }
+        self.swept.push(dir.to_owned());
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(TEMP_PREFIX)) else {
+                continue;
+            };
+            let Ok(meta) = entry.path().symlink_metadata() else {
+                continue;
+            };
+            if meta.is_dir() {
+                continue;
+            }
+            let stale = match rest.split_once('-').map(|(pid, _)| pid.parse::<u32>()) {
+                Some(Ok(pid)) => pid != std::process::id() && !process_exists(pid),
+                _ => meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > STALE_UNNAMED),
+            };
+            if stale {
+                let _ = std::fs::remove_file(entry.path());
+            }
         }
     }
 
@@ -118,9 +171,11 @@ impl TempFiles {
         let target = contained_path(&self.root, path).map_err(|e| e.to_string())?;
         let dir = target.parent().ok_or("a native file needs a directory")?;
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let dir = dir.to_owned();
+        self.sweep(&dir);
         let tmp = tempfile::Builder::new()
-            .prefix(".git-session-")
-            .tempfile_in(dir)
+            .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
+            .tempfile_in(&dir)
             .map_err(|e| format!("{}: {e}", dir.display()))?;
         self.files.push(TempFile {
             target,
@@ -129,6 +184,13 @@ impl TempFiles {
         });
         Ok(())
     }
+}
+
+/// Returns whether a process with this pid exists (Linux `/proc`; elsewhere
+/// every pid counts as running, so nothing named by pid is removed).
+fn process_exists(pid: u32) -> bool {
+    let proc = Path::new("/proc");
+    !proc.is_dir() || proc.join(pid.to_string()).exists()
 }
 
 /// Returns one zstd frame with a content checksum holding `content`.
@@ -602,6 +664,17 @@ fn same_value(a: &rusqlite::types::Value, b: &rusqlite::types::Value) -> bool {
     use rusqlite::types::Value as Sql;
     match (a, b) {
         (Sql::Integer(x), Sql::Real(y)) | (Sql::Real(y), Sql::Integer(x)) => (*x as f64) == *y,
+        // JSON text compared as JSON: an agent's own importer may write
+        // the same document with other spacing or member order.
+        (Sql::Text(x), Sql::Text(y)) if x != y => {
+            match (
+                serde_json::from_str::<Value>(x),
+                serde_json::from_str::<Value>(y),
+            ) {
+                (Ok(x), Ok(y)) => x == y,
+                _ => false,
+            }
+        }
         _ => a == b,
     }
 }
@@ -821,6 +894,174 @@ fn lock_probe(db: &Path) -> bool {
             Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
         ),
     }
+}
+
+/// Holds what the root crate knows about the repository a session is
+/// written for (see [`git_session_adapters::RepoFact`]).
+pub struct RepoFacts {
+    /// The root commit hash, `None` before the first commit.
+    pub root_commit: Option<String>,
+    /// The work tree's root, `None` in a bare repository.
+    pub worktree: Option<PathBuf>,
+    /// The session's directory.
+    pub cwd: PathBuf,
+}
+
+/// Fills the columns of every row that name a repository fact
+/// ([`RowWrite::repo`]) with the fact's value.
+pub fn fill_repo_facts(changes: &mut ChangeSet, facts: &RepoFacts) {
+    use git_session_adapters::RepoFact;
+    for row in &mut changes.rows {
+        for (column, fact) in std::mem::take(&mut row.repo) {
+            let value = match fact {
+                RepoFact::RootCommit(otherwise) => facts
+                    .root_commit
+                    .clone()
+                    .unwrap_or_else(|| otherwise.to_owned()),
+                RepoFact::Worktree => facts
+                    .worktree
+                    .as_deref()
+                    .unwrap_or(&facts.cwd)
+                    .to_string_lossy()
+                    .into_owned(),
+                RepoFact::RelativeCwd => facts
+                    .worktree
+                    .as_deref()
+                    .and_then(|w| facts.cwd.strip_prefix(w).ok())
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            };
+            row.columns.insert(column, Value::String(value));
+        }
+    }
+}
+
+/// Says whether every session row of the change set is in its database
+/// (by key; the values are compared by [`check_rows`]).
+pub fn session_rows_present(root: &Path, changes: &ChangeSet) -> NativeResult<bool> {
+    for row in changes.rows.iter().filter(|r| r.session_row) {
+        let db = root.join(&row.database);
+        if !db.is_file() {
+            return Ok(false);
+        }
+        let conn = rusqlite::Connection::open_with_flags(
+            &db,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| NativeError::Source {
+            path: db.clone(),
+            message: e.to_string(),
+        })?;
+        let found = existing_rowid(&conn, row, root).map_err(|e| NativeError::Source {
+            path: db.clone(),
+            message: e.to_string(),
+        })?;
+        if found.is_none() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// How long an agent's importer may run.
+const IMPORT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Where and how an agent's importer runs.
+pub struct ImportPlace<'a> {
+    /// The session's directory (the importer's working directory).
+    pub cwd: &'a Path,
+    /// The user's home directory (`{home}`, and `HOME`).
+    pub home: &'a Path,
+    /// The agent's store root (`{root}`).
+    pub root: &'a Path,
+    /// The `PATH` to find the program on.
+    pub path: Option<&'a str>,
+}
+
+/// Runs the agent's importer ([`git_session_adapters::NativeImport`]);
+/// `Ok(Err(why))` when it is missing or failed (the caller writes the rows
+/// instead). The caller checks that the session is there afterwards.
+pub fn run_import(
+    import: &git_session_adapters::NativeImport,
+    place: &ImportPlace<'_>,
+) -> NativeResult<Result<(), String>> {
+    use std::time::{Duration, Instant};
+    let Some(program) = find_on_path(&import.program, place.path) else {
+        return Ok(Err(format!("`{}` is not on PATH", import.program)));
+    };
+    let dir = tempfile::tempdir().map_err(NativeError::io(Path::new("temporary directory")))?;
+    let name = Path::new(&import.file_name)
+        .file_name()
+        .map_or_else(|| PathBuf::from("session.json"), PathBuf::from);
+    let file = dir.path().join(name);
+    std::fs::write(&file, &import.document).map_err(NativeError::io(&file))?;
+    let subst = |text: &str| {
+        text.replace("{file}", &file.to_string_lossy())
+            .replace("{home}", &place.home.to_string_lossy())
+            .replace("{root}", &place.root.to_string_lossy())
+    };
+    let mut cmd = std::process::Command::new(&program);
+    cmd.args(import.args.iter().map(|a| subst(a)))
+        .current_dir(place.cwd)
+        .env("HOME", place.home)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    for (name, value) in &import.env {
+        cmd.env(name, subst(value));
+    }
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => return Ok(Err(format!("`{}` could not start: {e}", program.display()))),
+    };
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() > IMPORT_TIMEOUT => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Ok(Err(format!(
+                    "`{}` did not finish in {} s",
+                    import.program,
+                    IMPORT_TIMEOUT.as_secs()
+                )));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Ok(Err(format!("`{}`: {e}", import.program))),
+        }
+    };
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut stderr);
+    }
+    if !status.success() {
+        // The agent's own output: control characters escaped, bounded.
+        let last: String = stderr
+            .lines()
+            .last()
+            .unwrap_or("")
+            .trim()
+            .chars()
+            .flat_map(char::escape_debug)
+            .take(300)
+            .collect();
+        return Ok(Err(format!(
+            "`{}` failed ({status}): {last}",
+            import.program
+        )));
+    }
+    Ok(Ok(()))
+}
+
+fn find_on_path(program: &str, path: Option<&str>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path?).find_map(|dir| {
+        let candidate = dir.join(program);
+        let meta = std::fs::metadata(&candidate).ok()?;
+        (meta.is_file() && meta.permissions().mode() & 0o111 != 0).then_some(candidate)
+    })
 }
 
 #[cfg(test)]

@@ -44,6 +44,8 @@ pub struct FramedReader {
     pos: ReadPosition,
     frames: Vec<Frame>,
     problem: Option<String>,
+    /// Where to stop (a frame boundary), if not at the end of the file.
+    end: Option<u64>,
 }
 
 impl FramedReader {
@@ -66,7 +68,15 @@ impl FramedReader {
             },
             frames: Vec::new(),
             problem: None,
+            end: None,
         })
+    }
+
+    /// Stops reading at byte `end` (a frame boundary) instead of at the end
+    /// of the file: the reader then ends there as at a file's end.
+    pub fn until(mut self, end: u64) -> FramedReader {
+        self.end = Some(end);
+        self
     }
 
     /// Returns the decoded lines of the first frames, up to about `limit`
@@ -175,8 +185,12 @@ impl FramedReader {
         let consumed = (self.pos.offset - self.base) as usize;
         self.buf.drain(..consumed);
         self.base = self.pos.offset;
+        let mut want = READ_BYTES as u64;
+        if let Some(end) = self.end {
+            want = want.min(end.saturating_sub(self.base + self.buf.len() as u64));
+        }
         let n = (&mut self.file)
-            .take(READ_BYTES as u64)
+            .take(want)
             .read_to_end(&mut self.buf)
             .map_err(NativeError::io(&self.path))?;
         self.eof = n == 0;
@@ -241,6 +255,30 @@ mod tests {
             );
         }
         (lines, r.position(), r.problem())
+    }
+
+    #[test]
+    fn a_reader_until_a_frame_boundary_stops_there_and_one_from_it_reads_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl.zst");
+        let (a, b) = (frame("{\"a\":1}\n"), frame("{\"b\":2}\n{\"c\":3}\n"));
+        std::fs::write(&path, [a.clone(), b.clone()].concat()).unwrap();
+        let mut r = FramedReader::open(&path, 0, 0, 0)
+            .unwrap()
+            .until(a.len() as u64);
+        let mut lines = 0;
+        while let Some(batch) = r.next_batch().unwrap() {
+            lines += batch.iter().count();
+        }
+        let pos = r.position();
+        assert_eq!(
+            (lines, pos.offset, pos.frames, pos.lines),
+            (1, a.len() as u64, 1, 1)
+        );
+        assert_eq!(r.problem(), None);
+        let (rest, end, _) = read_all(&path, pos.offset);
+        assert_eq!(rest, ["{\"b\":2}", "{\"c\":3}"]);
+        assert_eq!(end.offset, (a.len() + b.len()) as u64);
     }
 
     #[test]

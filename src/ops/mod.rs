@@ -13,6 +13,7 @@ pub mod resume;
 pub mod sync;
 pub mod verify;
 pub mod which;
+pub mod written;
 
 use std::path::PathBuf;
 

@@ -1,6 +1,10 @@
 //! Write-back (`git session resume`): render a canonical session into an
 //! agent's native store so that the agent's own resume continues it.
 //!
+//! Temp files are named `.git-session-<pid>-…`; a write-back that was
+//! killed leaves its temp files behind, and the next one into the same
+//! directory removes those whose writer is gone.
+//!
 //! Never overwrites: a native session that already exists with the same
 //! bytes is left alone (resuming twice is a no-op); one with different bytes
 //! is refused unless the caller asks for a fork, which writes the session
@@ -54,6 +58,8 @@ pub struct ResumeOutcome {
     pub losses: Vec<String>,
     /// Database rows skipped, with the reason (the session still resumes by id).
     pub skipped_rows: Vec<String>,
+    /// How a database session was written (the agent's importer, or rows).
+    pub via: Option<String>,
 }
 
 /// Renders `request.id` into the agent's store.
@@ -74,7 +80,7 @@ pub fn resume(
         .native_id
         .clone()
         .filter(|_| header.agent == agent && !request.fork);
-    let native_id = same_agent_native.unwrap_or_else(|| new_native_id(clock));
+    let native_id = same_agent_native.unwrap_or_else(|| new_native_id(clock, adapter));
     // The native id names the files written: a session from a shared remote
     // must not choose where they go.
     adapter
@@ -90,7 +96,10 @@ pub fn resume(
         // The fork gets the new native id as its canonical id too, so
         // `git session show <id>` and the agent's resume name the same thing.
         // A fresh native id cannot conflict, so the fork is recorded first.
-        let fork_id = SessionId::new(native_id.clone()).expect("a uuid is a valid session id");
+        let fork_id = SessionId::new(native_id.clone()).map_err(|e| OpError::Conflict {
+            message: format!("the new native id is no session id: {e}"),
+            hint: None,
+        })?;
         super::fork::fork(store, clock, &request.id, None, Some(fork_id.clone()))?;
         fork_id
     } else {
@@ -100,6 +109,7 @@ pub fn resume(
         lines: store.lines(&request.id, 0, None)?,
         id: request.id.clone(),
         error: None,
+        last: None,
     };
     let target = NativeTarget {
         adapter,
@@ -108,6 +118,8 @@ pub fn resume(
         artifacts_of: &request.id,
         native_id: &native_id,
         cwd: &cwd,
+        home: &request.home,
+        env: request.env,
     };
     let result = write_native(store, clock, &target, &mut events);
     if let Some(e) = events.error {
@@ -118,6 +130,7 @@ pub fn resume(
         written,
         unchanged,
         skipped_rows,
+        via,
     } = result.map_err(|e| match e {
         OpError::NativeExists {
             native_id, path, ..
@@ -131,6 +144,22 @@ pub fn resume(
         },
         other => other,
     })?;
+    if let Some(seq) = events.last.filter(|_| !unchanged) {
+        // So that capture appends only what the agent adds to it.
+        super::written::record(
+            store.state_dir(),
+            adapter,
+            &super::written::Record {
+                agent: &agent,
+                root: &root,
+                files: &written,
+                session: &session,
+                seq,
+                native_id: &native_id,
+                by: super::written::WrittenBy::Resume,
+            },
+        )?;
+    }
     Ok(ResumeOutcome {
         agent,
         session,
@@ -141,6 +170,7 @@ pub fn resume(
         command: changes.resume_command.clone(),
         losses: changes.losses.clone(),
         skipped_rows,
+        via,
     })
 }
 
@@ -187,8 +217,10 @@ fn normalized(path: &Path) -> Option<PathBuf> {
     Some(out)
 }
 
-pub(crate) fn new_native_id(clock: &Clock) -> String {
-    super::fork::new_session_id(clock).to_string()
+/// Returns a fresh native session id in the adapter's shape.
+pub(crate) fn new_native_id(clock: &Clock, adapter: &dyn git_session_adapters::Adapter) -> String {
+    let uuid = super::fork::new_session_id(clock).to_string();
+    adapter.new_native_id(&uuid, clock.now().as_millisecond())
 }
 
 pub(crate) fn adapter_for(agent: &Agent) -> OpResult<&'static dyn git_session_adapters::Adapter> {
@@ -211,6 +243,10 @@ pub(crate) struct NativeTarget<'a> {
     pub artifacts_of: &'a SessionId,
     pub native_id: &'a str,
     pub cwd: &'a Path,
+    /// The user's home directory.
+    pub home: &'a Path,
+    /// Looks up an environment variable (`PATH`, for an agent's importer).
+    pub env: &'a dyn Fn(&str) -> Option<String>,
 }
 
 /// Reports what [`write_native`] did.
@@ -219,6 +255,9 @@ pub(crate) struct Written {
     pub written: Vec<PathBuf>,
     pub unchanged: bool,
     pub skipped_rows: Vec<String>,
+    /// How a database session was written: by the agent's importer or as
+    /// rows (`None` when there was none, or it was in place).
+    pub via: Option<String>,
 }
 
 /// Checks every existing database the change set writes rows into against
@@ -296,7 +335,7 @@ pub(crate) fn write_native(
         now: &now,
     };
     let mut files = TempFiles::new(target.root);
-    let changes = target
+    let mut changes = target
         .adapter
         .render_to(head, events, &mut files)
         .map_err(|e| OpError::Conflict {
@@ -335,21 +374,62 @@ pub(crate) fn write_native(
     }
     // Rows go only into a database the agent itself created, with the
     // schema its adapter reads; never one we would have to guess about.
+    // Columns naming facts about the repository (OpenCode's project).
+    apply::fill_repo_facts(
+        &mut changes,
+        &apply::RepoFacts {
+            root_commit: store.root_commit(),
+            worktree: store.repo().workdir().map(Path::to_owned),
+            cwd: target.cwd.to_owned(),
+        },
+    );
     let schema_warnings = check_target_schemas(target, &changes)?;
     // A database holding a different session under the same key refuses
     // the write-back before any file moves.
     apply::check_rows(target.root, &changes).map_err(|e| native_exists(e, target.native_id))?;
     let files_present = files.all_present();
     let session_rows = changes.rows.iter().any(|r| r.session_row);
+    let rows_in_place = session_rows && apply::session_rows_present(target.root, &changes)?;
     let written = files.persist()?;
     let mut unchanged = files_present;
     let mut skipped_rows = Vec::new();
-    if !files_present || session_rows {
-        if !files_present {
-            for a in &changes.appends {
-                apply::append_lines(&apply::contained_path(target.root, &a.path)?, &a.bytes)?;
+    let mut via = None;
+    // The agent's own importer first, when the session is not there yet;
+    // the rows are the fallback.
+    let mut note = None;
+    if let (Some(import), true) = (&changes.import, session_rows && !rows_in_place) {
+        let path = (target.env)("PATH");
+        let place = apply::ImportPlace {
+            cwd: target.cwd,
+            home: target.home,
+            root: target.root,
+            path: path.as_deref(),
+        };
+        match apply::run_import(import, &place)? {
+            Ok(()) if apply::session_rows_present(target.root, &changes)? => {
+                via = Some(format!(
+                    "`{} {}`",
+                    import.program,
+                    import.args.join(" ").replace(" {file}", "")
+                ));
+                unchanged = false;
             }
+            Ok(()) => {
+                note = Some(format!(
+                    "`{}` exited 0 but the session is not in {}",
+                    import.program,
+                    target.root.display()
+                ));
+            }
+            Err(why) => note = Some(why),
         }
+    }
+    if !files_present {
+        for a in &changes.appends {
+            apply::append_lines(&apply::contained_path(target.root, &a.path)?, &a.bytes)?;
+        }
+    }
+    if via.is_none() && (!files_present || session_rows) {
         let dir = store.state_dir().join("backups");
         let rows = apply::apply_rows(
             target.root,
@@ -361,6 +441,18 @@ pub(crate) fn write_native(
         )
         .map_err(|e| native_exists(e, target.native_id))?;
         unchanged = files_present && rows.inserted == 0;
+        if session_rows && rows.inserted > 0 {
+            let db = changes
+                .rows
+                .iter()
+                .find(|r| r.session_row)
+                .map(|r| target.root.join(&r.database))
+                .unwrap_or_default();
+            via = Some(match note {
+                Some(why) => format!("rows inserted into {} ({why})", db.display()),
+                None => format!("rows inserted into {}", db.display()),
+            });
+        }
         skipped_rows = rows.skipped;
     }
     skipped_rows.extend(schema_warnings);
@@ -369,6 +461,7 @@ pub(crate) fn write_native(
         written,
         unchanged,
         skipped_rows,
+        via,
     })
 }
 
@@ -391,6 +484,8 @@ struct StoredEvents<'s> {
     lines: crate::store::LineIter<'s>,
     id: SessionId,
     error: Option<OpError>,
+    /// The seq of the last event given out.
+    last: Option<u64>,
 }
 
 impl Iterator for StoredEvents<'_> {
@@ -410,7 +505,10 @@ impl Iterator for StoredEvents<'_> {
             Err(e) => Err(e.into()),
         };
         match decoded {
-            Ok(event) => Some(event),
+            Ok(event) => {
+                self.last = Some(event.seq);
+                Some(event)
+            }
             Err(e) => {
                 self.error = Some(e);
                 None

@@ -90,6 +90,12 @@ impl Scrubbed {
     pub fn event(&self) -> &Event {
         &self.0
     }
+
+    /// Points the event at another parent (capture maps a native file's
+    /// seqs to the stored ones); the parent is no redacted content.
+    pub fn relink(&mut self, parent_seq: Option<u64>) {
+        self.0.parent_seq = parent_seq;
+    }
 }
 
 /// Holds facts recorded in every batch commit besides the events.
@@ -535,6 +541,21 @@ impl Store {
         created: &str,
         info: &CommitInfo,
     ) -> StoreResult<(SessionHeader, ObjectId)> {
+        self.fork_as(id, at, new_id, created, info, &|_| {})
+    }
+
+    /// Like [`Store::fork`], with `shape` adjusting the fork's header
+    /// (agent, native id) before it is written; id and lineage are the
+    /// store's and are set again afterwards.
+    pub fn fork_as(
+        &self,
+        id: &SessionId,
+        at: u64,
+        new_id: &SessionId,
+        created: &str,
+        info: &CommitInfo,
+        shape: &dyn Fn(&mut SessionHeader),
+    ) -> StoreResult<(SessionHeader, ObjectId)> {
         let _lock = SessionLock::acquire(&self.state_dir, new_id)?;
         if self.tip(new_id)?.is_some() {
             return Err(StoreError::AlreadyExists(new_id.clone()));
@@ -590,6 +611,8 @@ impl Store {
         header.native_id = None;
         header.cwd = parent.cwd.clone();
         header.title = parent.title.clone();
+        shape(&mut header);
+        header.id = new_id.clone();
         header.lineage = Some(Lineage {
             parent_session: id.clone(),
             parent_commit: base.to_string(),

@@ -10,6 +10,7 @@
 //! native format. Network sync goes through the `git` binary elsewhere.
 
 mod append;
+mod child;
 mod gitcli;
 mod lock;
 mod read;

@@ -64,6 +64,9 @@ pub const ARTIFACTS_DIR: &str = "artifacts";
 
 /// Local, rebuildable state under the git common dir; never pushed.
 pub const STATE_DIR: &str = "session";
+/// Under the state directory: records of running network git children
+/// (see `store/child.rs`).
+pub const CHILDREN_DIR: &str = "children";
 
 /// Under [`STATE_DIR`]: the last tip `verify` found good, per session, so
 /// a later verify reports a rollback against what this clone saw.

@@ -85,7 +85,7 @@ impl Store {
             remote.to_owned(),
         ];
         args.extend(refs::fetch_refspecs(&tracking_name(remote)));
-        let out = self.run_git(&args)?;
+        let out = self.run_git_network(&args)?;
         if !out.status.success() {
             return Err(StoreError::Remote(format!(
                 "git fetch {remote} failed: {}",
@@ -147,7 +147,7 @@ impl Store {
         {
             args.push(format!("{0}:{0}", refs::RECEIPTS_NOTES_REF));
         }
-        let out = self.run_git(&args)?;
+        let out = self.run_git_network(&args)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let rejected: Vec<PushRejection> = stdout
             .lines()

@@ -15,6 +15,7 @@ mod import_export;
 mod layout;
 mod manpage;
 mod native;
+mod opencode;
 mod oracle;
 mod pi;
 mod redaction;

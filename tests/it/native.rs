@@ -61,21 +61,26 @@ static SPEC: LazyLock<AgentSpec> = LazyLock::new(|| AgentSpec {
     resume: "testdb resume {id}",
 });
 
+/// The id rule both test adapters share: letters, digits and `-`.
+fn test_native_id(native_id: &str) -> Result<(), String> {
+    if !native_id.is_empty()
+        && native_id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-')
+    {
+        Ok(())
+    } else {
+        Err(format!("not a test session id: {native_id:?}"))
+    }
+}
+
 /// Maps `sessions` rows to session facts and each `messages` row to one
 /// message event.
 struct TestDb;
 
 impl Adapter for TestDb {
     fn validate_native_id(&self, native_id: &str) -> Result<(), String> {
-        if !native_id.is_empty()
-            && native_id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-')
-        {
-            Ok(())
-        } else {
-            Err(format!("not a test session id: {native_id:?}"))
-        }
+        test_native_id(native_id)
     }
 
     fn spec(&self) -> &'static AgentSpec {
@@ -528,15 +533,7 @@ struct TestFramed;
 
 impl Adapter for TestFramed {
     fn validate_native_id(&self, native_id: &str) -> Result<(), String> {
-        if !native_id.is_empty()
-            && native_id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-')
-        {
-            Ok(())
-        } else {
-            Err(format!("not a test session id: {native_id:?}"))
-        }
+        test_native_id(native_id)
     }
 
     fn spec(&self) -> &'static AgentSpec {

@@ -288,6 +288,100 @@ fn sessions_can_go_to_a_separate_remote() {
     assert!(private_refs.contains("s-private"));
 }
 
+/// Returns whether process `pid` is alive and not a zombie.
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|state| state != 'Z')
+    })
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..500 {
+        if done() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[test]
+fn a_killed_sync_leaves_no_git_child_running() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let repo = Repo::new();
+    // A remote whose transport hangs: the "ssh" command records its pid
+    // and sleeps, as a stalled network would.
+    let pidfile = repo.outside("transport.pid");
+    let slow = repo.outside("slow-ssh.sh");
+    std::fs::write(
+        &slow,
+        format!(
+            "#!/bin/sh\necho $$ > {}\nexec sleep 60\n",
+            pidfile.display()
+        ),
+    )
+    .unwrap();
+    let fast = repo.outside("failing-ssh.sh");
+    std::fs::write(&fast, "#!/bin/sh\nexit 1\n").unwrap();
+    for script in [&slow, &fast] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    repo.git(&["remote", "add", "stalled", "ssh://nowhere.invalid/x.git"]);
+    // Sessions go only to the remote chosen for them.
+    repo.git(&["config", "session.remote", "stalled"]);
+    repo.git(&["config", "core.sshCommand", slow.to_str().unwrap()]);
+    let transport = |repo: &Repo| -> i32 {
+        let _ = std::fs::remove_file(&pidfile);
+        let mut sync = repo.spawnable_in(&repo.root);
+        let child = sync.args(["sync", "stalled"]).spawn().unwrap();
+        wait_for("the transport to start", || {
+            std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n'))
+        });
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let mut child = child;
+        let parent = Pid::from_raw(child.id() as i32);
+        // Stopped politely: the whole git process group goes with it.
+        kill(parent, Signal::SIGTERM).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(143), "{status:?}");
+        pid
+    };
+    let first = transport(&repo);
+    wait_for("the transport to end with sync", || !alive(first));
+
+    // Killed outright, the child outlives it; the next sync ends it first.
+    let _ = std::fs::remove_file(&pidfile);
+    let mut child = repo
+        .spawnable_in(&repo.root)
+        .args(["sync", "stalled"])
+        .spawn()
+        .unwrap();
+    wait_for("the transport to start", || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n'))
+    });
+    let second: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(alive(second), "SIGKILL cannot be forwarded");
+    repo.git(&["config", "core.sshCommand", fast.to_str().unwrap()]);
+    let out = repo.session().args(["sync", "stalled"]).output().unwrap();
+    assert!(!out.status.success());
+    wait_for("the orphaned transport to be ended", || !alive(second));
+}
+
 #[test]
 fn sessions_are_pushed_only_to_the_remote_chosen_for_them() {
     let a = Repo::new();

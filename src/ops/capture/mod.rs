@@ -3,13 +3,21 @@
 //! agent's adapter, and append them, one batch commit per changed session.
 //!
 //! Agent stores are only ever read. Each native file has a cursor (see
-//! [`super::cursor`]): an unchanged file costs one `stat`; a grown file is
+//! [`crate::native::cursor`]): an unchanged file costs one `stat`; a grown file is
 //! read from its cursor, complete lines only (a line the agent is still
 //! writing waits for the next capture); a rewritten or truncated file, or
 //! one whose cursor was lost, is re-read whole and reconciled by native ids
-//! so nothing is appended twice.
+//! so nothing is appended twice. Events others appended to the session in
+//! between (a handoff's, an `append`) do not force a re-read: the parse
+//! numbers the file's events in file order and a [`SeqMap`] maps them, and
+//! their parents, to the stored seqs.
+//!
+//! A file that `resume` or `handoff` wrote (see [`super::written`]) is not
+//! a new session: what was written is already stored, so only the agent's
+//! records after it are appended, to the session it came from, a fork of
+//! it, or the handoff's child.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use git_session_adapters::{Adapter, NativeSession, ParseInput, Records, Source, Warning};
@@ -21,9 +29,10 @@ use sha2::{Digest, Sha256};
 mod rows;
 
 use super::canonical::commit_info;
+use super::written::{Written, WrittenBy, WrittenFile};
 use super::{OpError, OpResult};
 use crate::clock::Clock;
-use crate::native::cursor::{CursorIndex, FileCursor, tail_hash};
+use crate::native::cursor::{CursorIndex, FileCursor, FileState, SeqMap, tail_hash};
 use crate::native::jsonl::{JsonlReader, ReadPosition, RecordReader};
 use crate::native::zstd::FramedReader;
 use crate::store::{BatchSink, Scrubbed, Scrubber, SeqMode, Store, StoreError};
@@ -169,11 +178,13 @@ pub fn capture_with(
         // around the appends.
         let _lock = store.lock_state(&format!("capture-{agent}"))?;
         let mut cursors = CursorIndex::load(store.state_dir(), agent.as_str());
+        let written = Written::load(store.state_dir(), &agent);
         let files = crate::native::discover(adapter, &root);
         // Parents before sub-agents, older before newer: stable order.
         for rel in files {
             let abs = root.join(&rel);
             let rel_text = rel.to_string_lossy().into_owned();
+            let key = abs.to_string_lossy().into_owned();
             if let Some(Source::Sqlite(decl)) = crate::native::source_for(adapter, &rel) {
                 let mut job = rows::DbJob {
                     store,
@@ -209,8 +220,10 @@ pub fn capture_with(
                 agent: &agent,
                 abs: &abs,
                 rel: &rel_text,
+                key: &key,
                 worktrees: &worktrees,
                 cursors: &mut cursors,
+                written: &written,
                 report: &mut report,
             };
             if let Err(e) = job.run() {
@@ -254,6 +267,23 @@ pub fn canonical_id(agent: &Agent, native_id: &str) -> SessionId {
         .expect("agent names and hex make valid ids")
 }
 
+/// Returns the id of the fork that holds an agent's continuation of a
+/// session resume wrote, when that session moved on meanwhile: UUID-shaped,
+/// from the session, the native id and the bytes written.
+fn derived_fork_id(parent: &SessionId, w: &WrittenFile) -> SessionId {
+    let digest = Sha256::digest(format!("{parent}\n{}\n{}", w.native_id, w.tail).as_bytes());
+    let h: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    SessionId::new(format!(
+        "{}-{}-8{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[13..16],
+        &h[16..20],
+        &h[20..32]
+    ))
+    .expect("hex and dashes make a valid id")
+}
+
 struct FileJob<'a> {
     store: &'a Store,
     clock: &'a Clock,
@@ -263,8 +293,14 @@ struct FileJob<'a> {
     agent: &'a Agent,
     abs: &'a Path,
     rel: &'a str,
+    /// The file's key in the cursors and the record of written files: its
+    /// absolute path, so files under the same relative path in two agent
+    /// homes (`--home`) are never taken for one another.
+    key: &'a str,
     worktrees: &'a [PathBuf],
     cursors: &'a mut CursorIndex,
+    /// The native sessions git-session wrote for this agent.
+    written: &'a Written,
     report: &'a mut CaptureReport,
     /// Whether the file is zstd frames ([`Source::ZstdJsonl`]).
     framed: bool,
@@ -279,6 +315,24 @@ struct Fed {
     problem: Option<String>,
 }
 
+/// Says which of the events read are already stored.
+#[derive(Clone, Copy)]
+enum Known<'k> {
+    /// None: every event is appended.
+    Nothing,
+    /// Events whose key (see [`dedup_key`]) is here are stored at that
+    /// seq already and are not appended again.
+    Stored(&'k HashMap<String, u64>),
+    /// Every event was written by git-session from the stored session: none
+    /// is appended; each maps to the stored event with its key, else to
+    /// `fallback` (the last event written), so the agent's later records
+    /// point at a stored parent.
+    Written {
+        keys: &'k HashMap<String, u64>,
+        fallback: u64,
+    },
+}
+
 impl FileJob<'_> {
     fn run(&mut self) -> OpResult<()> {
         let meta = std::fs::metadata(self.abs).map_err(OpError::io(self.abs))?;
@@ -288,7 +342,7 @@ impl FileJob<'_> {
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_nanos() as i128);
-        let cursor = self.cursors.files.get(self.rel).cloned();
+        let cursor = self.cursors.files.get(self.key).cloned();
         if let Some(c) = &cursor
             && c.size == size
             && c.mtime_ns == mtime_ns
@@ -298,6 +352,22 @@ impl FileJob<'_> {
             }
             return Ok(());
         }
+        // Whether the file still holds what its cursor says was read.
+        let read_on = match &cursor {
+            Some(c) if c.session.is_some() && size >= c.offset => {
+                tail_hash(self.abs, c.offset)? == c.tail
+            }
+            _ => false,
+        };
+        // A file git-session wrote, not read since (a cursor that does not
+        // fit it belongs to an earlier file under the same path).
+        if !read_on
+            && let Some(w) = self.written.lookup(self.key, self.abs, size)?.cloned()
+            && let Ok(parent) = SessionId::new(w.session.as_str())
+            && self.store.tip(&parent)?.is_some()
+        {
+            return self.continue_written(&w, &parent, size, mtime_ns);
+        }
         let id = match cursor.as_ref().and_then(|c| c.session.clone()) {
             Some(id) => SessionId::new(id).map_err(|e| OpError::Conflict {
                 message: e.to_string(),
@@ -306,15 +376,7 @@ impl FileJob<'_> {
             None => match self.identify(size)? {
                 Some(id) => id,
                 None => {
-                    // Another project's session: remember that cheaply.
-                    self.cursors.files.insert(
-                        self.rel.to_owned(),
-                        FileCursor {
-                            size,
-                            mtime_ns,
-                            ..FileCursor::default()
-                        },
-                    );
+                    self.remember_foreign(size, mtime_ns);
                     return Ok(());
                 }
             },
@@ -324,22 +386,38 @@ impl FileJob<'_> {
             .tip(&id)?
             .map(|_| self.store.stat(&id))
             .transpose()?;
-        let incremental = match (&cursor, &stored) {
-            (Some(c), Some(s))
-                if c.session.is_some() && s.events == c.events && size >= c.offset =>
-            {
-                tail_hash(self.abs, c.offset)? == c.tail
+        // The saved state, when the file can be read on from its cursor:
+        // it only grew, and the session holds at least what the file gave
+        // it (events appended by others since are fine, see `SeqMap`).
+        let resumable: Option<FileState> = match (&cursor, &stored) {
+            (Some(c), Some(s)) if read_on && s.events >= c.events => {
+                self.cursors.load_state(self.key)
             }
-            _ => false,
+            _ => None,
         };
         let info = commit_info(self.store, self.clock);
-        let (outcome, fed) = if incremental {
-            let c = cursor.as_ref().expect("incremental implies a cursor");
-            let state = self.cursors.load_state(self.rel);
+        let mut seqs = SeqMap::default();
+        let (outcome, fed) = if let Some(state) = resumable {
+            let c = cursor.as_ref().expect("resumable implies a cursor");
+            let s = stored.as_ref().expect("resumable implies a stored session");
+            seqs = state.seqs;
+            // Events appended by others since this file's last batch are
+            // checked too, in case one of them is a record read here.
+            let others = if s.events > c.events {
+                self.stored_keys(&id, c.events)?
+            } else {
+                HashMap::new()
+            };
+            let known = if others.is_empty() {
+                Known::Nothing
+            } else {
+                Known::Stored(&others)
+            };
             let mut fed = None;
             let outcome =
                 self.store
-                    .append(&id, SeqMode::Exact, &info, |sink: &mut BatchSink<'_>| {
+                    .append(&id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
+                        let mut attempt = seqs.clone();
                         fed = Some(self.feed(
                             sink,
                             ReadPosition {
@@ -347,9 +425,12 @@ impl FileJob<'_> {
                                 lines: c.lines,
                                 frames: c.frames,
                             },
-                            state.clone(),
                             None,
+                            Some(state.adapter.clone()),
+                            &mut attempt,
+                            known,
                         )?);
+                        seqs = attempt;
                         Ok::<_, OpError>(())
                     })?;
             (outcome, fed)
@@ -366,12 +447,20 @@ impl FileJob<'_> {
                     hint: None,
                 });
             }
-            let known = self.stored_keys(&id)?;
+            let known = self.stored_keys(&id, 0)?;
             let mut fed = None;
             let outcome =
                 self.store
                     .append(&id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
-                        fed = Some(self.feed(sink, ReadPosition::default(), None, Some(&known))?);
+                        seqs = SeqMap::default();
+                        fed = Some(self.feed(
+                            sink,
+                            ReadPosition::default(),
+                            None,
+                            None,
+                            &mut seqs,
+                            Known::Stored(&known),
+                        )?);
                         Ok::<_, OpError>(())
                     })?;
             (outcome, fed)
@@ -387,16 +476,166 @@ impl FileJob<'_> {
             let header = self.header(&id, &session);
             let outcome = self.store.create(
                 &header,
-                SeqMode::Exact,
+                SeqMode::Assign,
                 &info,
                 |sink: &mut BatchSink<'_>| {
-                    fed = Some(self.feed(sink, ReadPosition::default(), None, None)?);
+                    seqs = SeqMap::default();
+                    fed = Some(self.feed(
+                        sink,
+                        ReadPosition::default(),
+                        None,
+                        None,
+                        &mut seqs,
+                        Known::Nothing,
+                    )?);
                     Ok::<_, OpError>(())
                 },
             )?;
             (outcome, fed)
         };
         let fed = fed.expect("the producer ran");
+        self.finish(FileDone {
+            id,
+            created: stored.is_none(),
+            size,
+            mtime_ns,
+            fed,
+            seqs,
+            outcome,
+        })
+    }
+
+    /// Captures a native session git-session wrote, seen for the first
+    /// time (see [`super::written`]): what was written is already stored,
+    /// so only the agent's records after it are appended, to the session it
+    /// was written from, to a fork of it when that session moved on since
+    /// (a resume), or to a child forked at the handoff (a handoff).
+    fn continue_written(
+        &mut self,
+        w: &WrittenFile,
+        parent: &SessionId,
+        size: u64,
+        mtime_ns: i128,
+    ) -> OpResult<()> {
+        if size == w.size && w.by == WrittenBy::Resume {
+            // Nothing of the agent's yet; looked at again when it grows. (A
+            // handoff's child is made at once, so its id names a session.)
+            self.remember_foreign(size, mtime_ns);
+            return Ok(());
+        }
+        let stat = self.store.stat(parent)?;
+        let id = match w.by {
+            WrittenBy::Resume if stat.events == w.seq + 1 => parent.clone(),
+            // The session moved on since; unless by this very continuation
+            // (captured before, its cursor since lost), the agent's records
+            // go to a fork. Its id is derived from what was written, so such
+            // a capture finds the same fork again.
+            WrittenBy::Resume if self.continued_here(parent, w)? => parent.clone(),
+            WrittenBy::Resume => derived_fork_id(parent, w),
+            WrittenBy::Handoff => canonical_id(self.agent, &w.native_id),
+        };
+        let info = commit_info(self.store, self.clock);
+        let created = self.store.tip(&id)?.is_none();
+        if created {
+            let agent = self.agent.clone();
+            let native_id = w.native_id.clone();
+            let by = w.by;
+            let shape = move |h: &mut SessionHeader| {
+                if by == WrittenBy::Handoff {
+                    h.agent = agent.clone();
+                }
+                h.native_id = Some(native_id.clone());
+            };
+            self.store
+                .fork_as(parent, w.seq, &id, &self.clock.now_rfc3339(), &info, &shape)?;
+        }
+        let keys = self.stored_keys(&id, 0)?;
+        let mut seqs = SeqMap::default();
+        let mut fed = None;
+        let outcome =
+            self.store
+                .append(&id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
+                    seqs = SeqMap::default();
+                    let ours = self.feed(
+                        sink,
+                        ReadPosition::default(),
+                        Some(w.size),
+                        None,
+                        &mut seqs,
+                        Known::Written {
+                            keys: &keys,
+                            fallback: w.seq,
+                        },
+                    )?;
+                    let mut theirs = self.feed(
+                        sink,
+                        ours.pos,
+                        None,
+                        Some(ours.state),
+                        &mut seqs,
+                        Known::Stored(&keys),
+                    )?;
+                    theirs.warnings.splice(0..0, ours.warnings);
+                    fed = Some(theirs);
+                    Ok::<_, OpError>(())
+                })?;
+        let fed = fed.expect("the producer ran");
+        self.finish(FileDone {
+            id,
+            created,
+            size,
+            mtime_ns,
+            fed,
+            seqs,
+            outcome,
+        })
+    }
+
+    /// Returns whether `parent` already holds the first record the agent
+    /// added after what resume wrote (`w`).
+    fn continued_here(&self, parent: &SessionId, w: &WrittenFile) -> OpResult<bool> {
+        let reader = |from, end| BlockReader {
+            adapter: self.adapter,
+            scrubber: self.store.scrubber(),
+            path: self.abs,
+            rel: self.rel,
+            from,
+            end,
+            framed: self.framed,
+            first_seq: 0,
+        };
+        let (_, pos, state) = read_keys(reader(ReadPosition::default(), Some(w.size)), None)?;
+        let (theirs, _, _) = read_keys(reader(pos, None), Some(state))?;
+        let Some(first) = theirs.first() else {
+            return Ok(false);
+        };
+        Ok(self.stored_keys(parent, w.seq + 1)?.contains_key(first))
+    }
+
+    /// Remembers cheaply that the file feeds nothing (another project's, or
+    /// one git-session wrote that has nothing new).
+    fn remember_foreign(&mut self, size: u64, mtime_ns: i128) {
+        self.cursors.files.insert(
+            self.key.to_owned(),
+            FileCursor {
+                size,
+                mtime_ns,
+                ..FileCursor::default()
+            },
+        );
+    }
+
+    /// Saves the cursor and state after a batch and reports it.
+    fn finish(&mut self, done: FileDone) -> OpResult<()> {
+        let FileDone {
+            id,
+            created,
+            size,
+            mtime_ns,
+            fed,
+            seqs,
+            outcome,
+        } = done;
         for w in &fed.warnings {
             self.report.warnings.push(CaptureWarning {
                 path: self.abs.to_owned(),
@@ -410,9 +649,15 @@ impl FileJob<'_> {
                 reason: problem.clone(),
             });
         }
-        self.cursors.save_state(self.rel, &fed.state)?;
+        self.cursors.save_state(
+            self.key,
+            &FileState {
+                adapter: fed.state,
+                seqs,
+            },
+        )?;
         self.cursors.files.insert(
-            self.rel.to_owned(),
+            self.key.to_owned(),
             FileCursor {
                 size,
                 mtime_ns,
@@ -425,12 +670,12 @@ impl FileJob<'_> {
             },
         );
         let appended = outcome.seq.map_or(0, |(a, b)| b - a + 1);
-        if outcome.commit.is_some() {
+        if outcome.commit.is_some() || created {
             self.report.sessions.push(CapturedSession {
                 id,
                 agent: self.agent.clone(),
                 source: self.abs.to_owned(),
-                created: stored.is_none(),
+                created,
                 appended,
                 events: outcome.events,
                 commit: outcome.commit,
@@ -489,13 +734,16 @@ impl FileJob<'_> {
         header_for(self.clock, self.agent, id, session)
     }
 
-    fn stored_keys(&self, id: &SessionId) -> OpResult<HashSet<String>> {
-        stored_keys(self.store, id)
+    /// Returns the dedup keys of the events stored in `id` from seq `from`
+    /// on, each with its seq.
+    fn stored_keys(&self, id: &SessionId, from: u64) -> OpResult<HashMap<String, u64>> {
+        stored_keys_from(self.store, id, from)
     }
 
-    /// Reads the file from `offset` in blocks of whole lines, parses them
-    /// and pushes the events into `sink`; with `skip`, events whose key is
-    /// in it are left out (reconciling a re-read file).
+    /// Reads the file from `range.0` (to `range.1`, or its end) in blocks
+    /// of whole lines, parses them and pushes the events into `sink`,
+    /// leaving out those `known` says are stored; `seqs` maps each event's
+    /// file seq to its stored one and is extended as events are read.
     ///
     /// Reading and parsing run on a second thread, one block ahead of the
     /// sealing and writing here, so the two halves of a capture share the
@@ -505,21 +753,22 @@ impl FileJob<'_> {
         &self,
         sink: &mut BatchSink<'_>,
         from: ReadPosition,
+        end: Option<u64>,
         state: Option<Value>,
-        skip: Option<&HashSet<String>>,
+        seqs: &mut SeqMap,
+        known: Known<'_>,
     ) -> OpResult<Fed> {
-        // A re-read is numbered as the first read of the file was, from 0,
-        // so the events it keeps point at the stored seqs of their parents;
-        // the store then renumbers what is kept after the current end.
-        let first_seq = if skip.is_some() { 0 } else { sink.next_seq() };
+        // The parse numbers events in file order from 0 (see `SeqMap`), so
+        // its parent links stay valid from one capture to the next.
         let reader = BlockReader {
             adapter: self.adapter,
             scrubber: sink.scrubber(),
             path: self.abs,
             rel: self.rel,
             from,
+            end,
             framed: self.framed,
-            first_seq,
+            first_seq: seqs.len(),
         };
         std::thread::scope(|scope| {
             let (tx, rx) = std::sync::mpsc::sync_channel(2);
@@ -533,7 +782,9 @@ impl FileJob<'_> {
             for block in rx {
                 let mut block: Block = block;
                 let parsed = &mut block.parsed;
-                if let Err(e) = self.push_block(sink, &parsed.artifacts, &mut block.events, skip) {
+                if let Err(e) =
+                    self.push_block(sink, &parsed.artifacts, &mut block.events, seqs, known)
+                {
                     // Dropping the receiver stops the reader at its next block.
                     failed = Some(e);
                     break;
@@ -561,22 +812,49 @@ impl FileJob<'_> {
         sink: &mut BatchSink<'_>,
         artifacts: &[(git_session_schema::ArtifactId, Vec<u8>)],
         events: &mut [Pending],
-        skip: Option<&HashSet<String>>,
+        seqs: &mut SeqMap,
+        known: Known<'_>,
     ) -> OpResult<()> {
         let scrubber = sink.scrubber();
-        for (id, bytes) in artifacts {
-            let stored = sink.add_artifact(bytes)?;
-            debug_assert_eq!(&stored, id);
+        if !matches!(known, Known::Written { .. }) {
+            for (id, bytes) in artifacts {
+                let stored = sink.add_artifact(bytes)?;
+                debug_assert_eq!(&stored, id);
+            }
         }
         for event in events {
             let event = event.scrubbed(scrubber);
-            if skip.is_some_and(|s| s.contains(&dedup_key(event.event()))) {
+            let e = event.event();
+            debug_assert_eq!(e.seq, seqs.len(), "the parse numbers in file order");
+            let stored = match known {
+                Known::Nothing => None,
+                Known::Stored(keys) => keys.get(&dedup_key(e)).copied(),
+                Known::Written { keys, fallback } => {
+                    Some(keys.get(&dedup_key(e)).copied().unwrap_or(fallback))
+                }
+            };
+            if let Some(seq) = stored {
+                seqs.push(seq);
                 continue;
             }
-            sink.push_scrubbed(event)?;
+            let parent = e.parent_seq.and_then(|p| seqs.get(p));
+            event.relink(parent);
+            let seq = sink.push_scrubbed(event)?;
+            seqs.push(seq);
         }
         Ok(())
     }
+}
+
+/// What a capture of one file wrote, for its cursor and the report.
+struct FileDone {
+    id: SessionId,
+    created: bool,
+    size: u64,
+    mtime_ns: i128,
+    fed: Fed,
+    seqs: SeqMap,
+    outcome: crate::store::AppendOutcome,
 }
 
 /// Reads a native file from an offset in blocks of whole lines and parses
@@ -590,6 +868,8 @@ struct BlockReader<'a> {
     rel: &'a str,
     /// Where to start: a line start (JSONL) or a frame start.
     from: ReadPosition,
+    /// Where to stop (a line or frame boundary), or the end of the file.
+    end: Option<u64>,
     framed: bool,
     first_seq: u64,
 }
@@ -604,18 +884,22 @@ impl BlockReader<'_> {
         spent: std::sync::mpsc::Receiver<Block>,
     ) -> OpResult<(ReadPosition, Value, Option<String>)> {
         let mut reader: Box<dyn RecordReader> = if self.framed {
-            Box::new(FramedReader::open(
+            let r = FramedReader::open(
                 self.path,
                 self.from.offset,
                 self.from.lines,
                 self.from.frames,
-            )?)
+            )?;
+            Box::new(match self.end {
+                Some(end) => r.until(end),
+                None => r,
+            })
         } else {
-            Box::new(JsonlReader::open(
-                self.path,
-                self.from.offset,
-                self.from.lines,
-            )?)
+            let r = JsonlReader::open(self.path, self.from.offset, self.from.lines)?;
+            Box::new(match self.end {
+                Some(end) => r.until(end),
+                None => r,
+            })
         };
         let mut next_seq = self.first_seq;
         while let Some(records) = reader.next_batch()? {
@@ -686,16 +970,22 @@ fn header_for(
     header
 }
 
-/// Returns the dedup keys of the events already stored in `id`.
-fn stored_keys(store: &Store, id: &SessionId) -> OpResult<HashSet<String>> {
-    let mut keys = HashSet::new();
-    for line in store.lines(id, 0, None)? {
+/// Returns the dedup keys of the events stored in `id`, each with its seq.
+fn stored_keys(store: &Store, id: &SessionId) -> OpResult<HashMap<String, u64>> {
+    stored_keys_from(store, id, 0)
+}
+
+/// Returns the dedup keys of the events stored in `id` from seq `from` on,
+/// each with its (first) seq.
+fn stored_keys_from(store: &Store, id: &SessionId, from: u64) -> OpResult<HashMap<String, u64>> {
+    let mut keys = HashMap::new();
+    for line in store.lines(id, from, None)? {
         let line = line?;
         let event = line.decode().map_err(|e| StoreError::Corrupt {
             id: id.clone(),
             message: format!("seq {}: {e}", line.seq),
         })?;
-        keys.insert(dedup_key(&event));
+        keys.entry(dedup_key(&event)).or_insert(line.seq);
     }
     Ok(keys)
 }
@@ -724,24 +1014,35 @@ pub(crate) fn native_keys(
         path,
         rel,
         from: ReadPosition::default(),
+        end: None,
         framed: matches!(
             crate::native::source_for(adapter, Path::new(rel)),
             Some(Source::ZstdJsonl { .. })
         ),
         first_seq: 0,
     };
+    Ok(read_keys(reader, None)?.0)
+}
+
+/// Runs `reader` and returns the keys of the events it parses, with what
+/// [`BlockReader::run`] returns.
+fn read_keys(
+    reader: BlockReader<'_>,
+    state: Option<Value>,
+) -> OpResult<(Vec<String>, ReadPosition, Value)> {
+    let scrubber = reader.scrubber;
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel(2);
         // Nothing is returned to the reader here: the keys are all we keep.
         let (_, spent_rx) = std::sync::mpsc::channel();
-        let producer = scope.spawn(move || reader.run(None, tx, spent_rx));
+        let producer = scope.spawn(move || reader.run(state, tx, spent_rx));
         let keys: Vec<String> = rx
             .into_iter()
             .flat_map(|block: Block| block.events)
             .map(|mut e| dedup_key(e.scrubbed(scrubber).event()))
             .collect();
-        producer.join().expect("the block reader does not panic")?;
-        Ok(keys)
+        let (pos, state, _) = producer.join().expect("the block reader does not panic")?;
+        Ok((keys, pos, state))
     })
 }
 

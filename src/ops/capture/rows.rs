@@ -17,7 +17,7 @@
 //! is known first. A parent this capture does not know leaves the child a
 //! session of its own, with a warning.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use git_session_adapters::source::{Database, Incremental, Row};
@@ -314,7 +314,7 @@ impl DbJob<'_> {
                 let scrubber = sink.scrubber();
                 if p.events
                     .iter()
-                    .any(|e| keys.contains(&dedup_key(scrubber.seal(e.clone()).event())))
+                    .any(|e| keys.contains_key(&dedup_key(scrubber.seal(e.clone()).event())))
                 {
                     return Err(OpError::Conflict {
                         message: format!(
@@ -392,14 +392,18 @@ impl DbJob<'_> {
 /// Pushes a parse's artifacts and events, redacted by the store's
 /// scrubber, leaving out events whose key (taken after redaction, as the
 /// stored ones were) is in `skip`.
-fn push(sink: &mut BatchSink<'_>, parsed: &Parsed, skip: Option<&HashSet<String>>) -> OpResult<()> {
+fn push(
+    sink: &mut BatchSink<'_>,
+    parsed: &Parsed,
+    skip: Option<&HashMap<String, u64>>,
+) -> OpResult<()> {
     for (_, bytes) in &parsed.artifacts {
         sink.add_artifact(bytes)?;
     }
     let scrubber = sink.scrubber();
     for event in &parsed.events {
         let mut event = scrubber.seal(event.clone());
-        if skip.is_some_and(|s| s.contains(&dedup_key(event.event()))) {
+        if skip.is_some_and(|s| s.contains_key(&dedup_key(event.event()))) {
             continue;
         }
         sink.push_scrubbed(&mut event)?;
