@@ -60,10 +60,11 @@ mod render;
 use std::path::{Component, Path, PathBuf};
 
 use git_session_schema::{Agent, Event};
+use serde_json::Value;
 
 use crate::{
-    Adapter, AgentSpec, ChangeSet, FileSink, ParseInput, Parsed, Records, RenderError, RenderHead,
-    Source, TokenizerFamily, ToolKind,
+    Adapter, AgentSpec, ChangeSet, ExtraDir, FileSink, ParseInput, Parsed, Records, RenderError,
+    RenderHead, Source, TokenizerFamily, ToolKind,
 };
 
 /// The payload key under which events keep Pi's own entry data.
@@ -125,8 +126,12 @@ impl Adapter for Pi {
         }
     }
 
+    fn extra_dirs(&self) -> &'static [ExtraDir] {
+        EXTRA_DIRS
+    }
+
     /// Accepts `sessions/<dir>/<name>.jsonl`, and a bare `<name>.jsonl` (a
-    /// file of a [`Adapter::session_dirs`] directory): Pi lists every
+    /// file of an [`Adapter::extra_dirs`] directory): Pi lists every
     /// `*.jsonl` of a session directory and takes the id from the header,
     /// never from the file name.
     fn is_session_file(&self, relative: &Path) -> bool {
@@ -170,6 +175,52 @@ impl Adapter for Pi {
         )
     }
 
+    /// A same-agent render writes the file as Pi's own migration leaves
+    /// it: the header as version 3 under `native_id` (a header without
+    /// `id`, which Pi 1.6.0 refuses, gets one), and the entries of a v1/v2
+    /// file migrated (ids and parents for v1, `hookMessage` as `custom`).
+    fn l2_remap_session(&self, records: &mut [Value], native_id: &str) {
+        let Some((header, entries)) = records.split_first_mut() else {
+            return;
+        };
+        let Some(h) = header
+            .as_object_mut()
+            .filter(|h| h.get("type").and_then(Value::as_str) == Some("session"))
+        else {
+            return;
+        };
+        let version = h.get("version").and_then(Value::as_u64).unwrap_or(1);
+        h.insert("version".into(), Value::from(VERSION));
+        h.insert("id".into(), Value::from(native_id));
+        let mut prev_id = None;
+        for (n, entry) in entries.iter_mut().enumerate() {
+            if let Some(record) = entry.as_object_mut() {
+                parse::migrate(version, n as u64 + 1, &mut prev_id, record);
+            }
+        }
+    }
+
+    /// The header a render writes is version 3 under the target's id (see
+    /// [`Adapter::l2_remap_session`]): the kept header's `id` and the
+    /// versions are not compared; the entries' migration is already in
+    /// the events of either parse.
+    fn l0_remap(&self, event: &mut Event) {
+        if event.kind != git_session_schema::kinds::SESSION_START {
+            return;
+        }
+        if let Some(p) = event.payload.as_object_mut() {
+            p.remove("version");
+            if let Some(h) = p
+                .get_mut(NATIVE_KEY)
+                .and_then(|n| n.get_mut("record"))
+                .and_then(Value::as_object_mut)
+            {
+                h.remove("id");
+                h.remove("version");
+            }
+        }
+    }
+
     fn render_to(
         &self,
         head: RenderHead<'_>,
@@ -180,50 +231,22 @@ impl Adapter for Pi {
     }
 }
 
-impl Pi {
-    /// Returns `PI_CODING_AGENT_SESSION_DIR`, and the `sessionDir` of the
-    /// agent's `settings.json` and of each project's `.pi/settings.json`
-    /// (`~` is the home; a relative path is taken from the project, as Pi
-    /// run there takes it).
-    pub fn session_dirs(
-        &self,
-        root: &Path,
-        env: &dyn Fn(&str) -> Option<String>,
-        home: &Path,
-        projects: &[PathBuf],
-        read: &dyn Fn(&Path) -> Option<Vec<u8>>,
-    ) -> Vec<PathBuf> {
-        let expand = |dir: &str, base: &Path| -> PathBuf {
-            match dir.strip_prefix("~/") {
-                Some(rest) => home.join(rest),
-                None if dir == "~" => home.to_owned(),
-                None => base.join(dir),
-            }
-        };
-        let setting = |file: &Path| -> Option<String> {
-            let bytes = read(file)?;
-            let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-            v.get("sessionDir")?
-                .as_str()
-                .filter(|d| !d.is_empty())
-                .map(str::to_owned)
-        };
-        let mut dirs = Vec::new();
-        if let Some(d) = env("PI_CODING_AGENT_SESSION_DIR").filter(|d| !d.is_empty()) {
-            dirs.push(expand(&d, home));
-        }
-        if let Some(d) = setting(&root.join("settings.json")) {
-            dirs.push(expand(&d, home));
-        }
-        for project in projects {
-            if let Some(d) = setting(&project.join(".pi").join("settings.json")) {
-                dirs.push(expand(&d, project));
-            }
-        }
-        dirs.dedup();
-        dirs
-    }
-}
+/// Where Pi can be told to keep session files besides
+/// `sessions/--<cwd>--/`: `PI_CODING_AGENT_SESSION_DIR`, and the
+/// `sessionDir` of the agent's `settings.json` and of each project's
+/// `.pi/settings.json` (`~` is the home; a project's relative path is
+/// taken from the project, as Pi run there takes it).
+pub static EXTRA_DIRS: &[ExtraDir] = &[
+    ExtraDir::Env("PI_CODING_AGENT_SESSION_DIR"),
+    ExtraDir::StoreSetting {
+        file: "settings.json",
+        key: "sessionDir",
+    },
+    ExtraDir::ProjectSetting {
+        file: ".pi/settings.json",
+        key: "sessionDir",
+    },
+];
 
 /// Returns the session directory name Pi uses for `cwd`: the leading `/`
 /// or `\` removed, then `/`, `\` and `:` replaced by `-`, between `--`.
@@ -319,7 +342,14 @@ mod tests {
         };
         let env = |k: &str| (k == "PI_CODING_AGENT_SESSION_DIR").then(|| "/var/s".to_owned());
         assert_eq!(
-            Pi.session_dirs(&root, &env, home, std::slice::from_ref(&project), &read),
+            crate::source::resolve_extra_dirs(
+                Pi.extra_dirs(),
+                &root,
+                &env,
+                home,
+                std::slice::from_ref(&project),
+                &read
+            ),
             [
                 PathBuf::from("/var/s"),
                 PathBuf::from("/home/u/pi-sessions"),
@@ -329,8 +359,15 @@ mod tests {
         // Unreadable settings mean no directory, not an error.
         let junk = |_: &Path| Some(b"not json".to_vec());
         assert!(
-            Pi.session_dirs(&root, &|_| None, home, &[project], &junk)
-                .is_empty()
+            crate::source::resolve_extra_dirs(
+                Pi.extra_dirs(),
+                &root,
+                &|_| None,
+                home,
+                &[project],
+                &junk
+            )
+            .is_empty()
         );
     }
 

@@ -384,31 +384,12 @@ impl Parser<'_> {
 
     /// Brings a v1/v2 entry to v3 as Pi's migration does.
     fn migrate(&mut self, record: &mut Map<String, Value>) {
-        if self.state.version < 2 {
-            let id = v1_id(self.state.entries);
-            let parent = self.state.prev_id.replace(id.clone());
-            // Rebuilt so that the ids come right after `type`, as Pi writes.
-            let mut out = Map::with_capacity(record.len() + 2);
-            out.insert("type".into(), record.remove("type").unwrap_or(Value::Null));
-            out.insert("id".into(), Value::String(id));
-            out.insert("parentId".into(), parent.map_or(Value::Null, Value::String));
-            record.remove("id");
-            record.remove("parentId");
-            if out.get("type").and_then(Value::as_str) == Some("compaction")
-                && let Some(index) = record.remove("firstKeptEntryIndex")
-                && let Some(n) = index.as_u64().filter(|&n| n > 0)
-            {
-                record.insert("firstKeptEntryId".into(), Value::String(v1_id(n)));
-            }
-            out.append(record);
-            *record = out;
-        }
-        if self.state.version < 3
-            && let Some(role) = record.get_mut("message").and_then(|m| m.get_mut("role"))
-            && role == "hookMessage"
-        {
-            *role = json!("custom");
-        }
+        migrate(
+            self.state.version,
+            self.state.entries,
+            &mut self.state.prev_id,
+            record,
+        );
     }
 
     fn entry(&mut self, no: u64, mut record: Map<String, Value>) {
@@ -964,6 +945,44 @@ impl Parser<'_> {
             self.artifacts.push((id.clone(), bytes));
         }
         Some(id)
+    }
+}
+
+/// Brings an entry of a version-`version` file to v3 as Pi's migration
+/// does: for v1, the `n`-th entry of Pi's list (the header is entry 0) gets
+/// the id [`v1_id`]`(n)` and the previous entry's id (`prev_id`, updated)
+/// as parent, a compaction's `firstKeptEntryIndex` becomes
+/// `firstKeptEntryId`; for v1 and v2, `hookMessage` roles become `custom`.
+pub(super) fn migrate(
+    version: u64,
+    n: u64,
+    prev_id: &mut Option<String>,
+    record: &mut Map<String, Value>,
+) {
+    if version < 2 {
+        let id = v1_id(n);
+        let parent = prev_id.replace(id.clone());
+        // Rebuilt so that the ids come right after `type`, as Pi writes.
+        let mut out = Map::with_capacity(record.len() + 2);
+        out.insert("type".into(), record.remove("type").unwrap_or(Value::Null));
+        out.insert("id".into(), Value::String(id));
+        out.insert("parentId".into(), parent.map_or(Value::Null, Value::String));
+        record.remove("id");
+        record.remove("parentId");
+        if out.get("type").and_then(Value::as_str) == Some("compaction")
+            && let Some(index) = record.remove("firstKeptEntryIndex")
+            && let Some(n) = index.as_u64().filter(|&n| n > 0)
+        {
+            record.insert("firstKeptEntryId".into(), Value::String(v1_id(n)));
+        }
+        out.append(record);
+        *record = out;
+    }
+    if version < 3
+        && let Some(role) = record.get_mut("message").and_then(|m| m.get_mut("role"))
+        && role == "hookMessage"
+    {
+        *role = json!("custom");
     }
 }
 

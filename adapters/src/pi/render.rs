@@ -65,14 +65,21 @@ pub(super) fn render_to(
         .and_then(|e| e.payload.pointer(&format!("/{NATIVE_KEY}/record")))
         .and_then(Value::as_object)
         .cloned();
-    let created = header_record
-        .as_ref()
-        .and_then(|r| r.get("timestamp"))
-        .and_then(Value::as_str)
-        .unwrap_or(&head.header.created)
-        .to_owned();
-    out.begin(&session_path(head.cwd, &created, head.native_id))
-        .map_err(RenderError::Sink)?;
+    // A Pi header without a timestamp (both versions resume one) stays
+    // without: the file is then named by the id alone, as it was.
+    let created = match &header_record {
+        Some(r) => r
+            .get("timestamp")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        None => Some(head.header.created.clone()),
+    };
+    out.begin(&session_path(
+        head.cwd,
+        created.as_deref().unwrap_or_default(),
+        head.native_id,
+    ))
+    .map_err(RenderError::Sink)?;
     let mut w = Writer {
         head,
         sink: out,
@@ -87,7 +94,7 @@ pub(super) fn render_to(
         skipped: BTreeMap::new(),
         unmapped: BTreeMap::new(),
     };
-    w.header(header_record.as_ref(), &created);
+    w.header(header_record.as_ref(), created.as_deref());
     if header_record.is_some() {
         events.next();
     }
@@ -180,12 +187,14 @@ struct Foreign {
 impl Writer<'_, '_> {
     /// Writes the header: the kept one (when the session came from Pi)
     /// with the target's id, this repository's path and version 3.
-    fn header(&mut self, kept: Option<&Map<String, Value>>, created: &str) {
+    fn header(&mut self, kept: Option<&Map<String, Value>>, created: Option<&str>) {
         let mut h = Map::new();
         h.insert("type".into(), json!("session"));
         h.insert("version".into(), json!(VERSION));
         h.insert("id".into(), json!(self.head.native_id));
-        h.insert("timestamp".into(), json!(created));
+        if let Some(created) = created {
+            h.insert("timestamp".into(), json!(created));
+        }
         h.insert("cwd".into(), json!(self.head.cwd));
         if let Some(kept) = kept {
             for (k, v) in kept {
