@@ -338,3 +338,45 @@ fn a_forked_pi_session_links_to_the_session_it_came_from() {
         "01a22640-cc36-7053-9435-ced9260305c0"
     );
 }
+
+#[test]
+fn pi_project_session_dir_is_captured_and_an_oversized_settings_file_is_ignored() {
+    let repo = Repo::new();
+    // A project's .pi/settings.json: a relative sessionDir is taken from
+    // the work tree.
+    let placed = place("crafted-minimal", &repo.outside("scratch-a"), &repo.root);
+    std::fs::create_dir_all(repo.root.join(".pi/sessions-here")).unwrap();
+    std::fs::copy(&placed, repo.root.join(".pi/sessions-here/s.jsonl")).unwrap();
+    std::fs::write(
+        repo.root.join(".pi/settings.json"),
+        r#"{"sessionDir": ".pi/sessions-here"}"#,
+    )
+    .unwrap();
+    // A hostile agent settings file past the size bound names no directory
+    // (and is not read whole): its session is not captured, capture goes on.
+    let placed = place("crafted-every-type", &repo.outside("scratch-b"), &repo.root);
+    let hidden = repo.home.join("hidden-sessions");
+    std::fs::create_dir_all(&hidden).unwrap();
+    std::fs::copy(&placed, hidden.join("h.jsonl")).unwrap();
+    let agent = repo.home.join(".pi/agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    let mut big = br#"{"sessionDir": "~/hidden-sessions", "pad": ""#.to_vec();
+    big.extend(std::iter::repeat_n(b'x', 2 << 20));
+    big.extend_from_slice(b"\"}");
+    std::fs::write(agent.join("settings.json"), &big).unwrap();
+    let out = repo
+        .session()
+        .args(["import", "--agent", "pi"])
+        .output()
+        .unwrap();
+    let printed = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        printed.contains("0b1e5e55-0000-4000-8000-00000000c0de"),
+        "{printed}"
+    );
+    assert!(
+        !printed.contains("0c0ffee0-0000-4000-8000-000000000001"),
+        "{printed}"
+    );
+}
