@@ -83,3 +83,13 @@ pub fn require_signed(store: &Store, remote: Option<&str>) -> bool {
         .or_else(|| config.boolean("session.requireSigned"))
         .unwrap_or(false)
 }
+
+/// Returns git's `color.ui` (`auto`, `always`, `never`, `true`, `false`).
+pub fn color_ui(store: &Store) -> Option<String> {
+    get(store, "color.ui")
+}
+
+/// Returns git's `core.pager`.
+pub fn core_pager(store: &Store) -> Option<String> {
+    get(store, "core.pager")
+}

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use git_session_schema::Agent;
 
-use super::{CommandError, Env, short, status};
+use super::{CommandError, Env, count, detail, short, status};
 use crate::ops;
 use crate::ops::capture::CaptureRequest;
 
@@ -44,16 +44,17 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         let s = ops::canonical::import(&store, &env.clock, file, args.reseal)?;
         match s.commit {
             Some(c) => status(format!(
-                "{} session {}: {} new events, {} already stored (commit {})",
+                "{} session {}: {}, {} already stored (commit {})",
                 if s.created { "Created" } else { "Updated" },
                 s.id,
-                s.appended,
+                count(s.appended, "new event"),
                 s.skipped,
                 short(&c)
             )),
             None => status(format!(
-                "Session {} is up to date ({} events)",
-                s.id, s.events
+                "Session {} is up to date ({})",
+                s.id,
+                count(s.events, "event")
             )),
         }
         writeln!(out, "{}", s.id)?;
@@ -72,10 +73,32 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             sqlite: Default::default(),
         },
     )?;
-    for (agent, root) in &report.missing {
+    let nothing = report.sessions.is_empty()
+        && report.unchanged == 0
+        && report.skipped.is_empty()
+        && report.skipped_sources.is_empty();
+    if nothing {
+        // A first run in a repository no agent has worked in yet: say
+        // where we looked and what to do, instead of "0 sessions".
+        status("No agent sessions found for this repository yet.");
+        for (agent, root) in &report.missing {
+            status(format!(
+                "  {:<9} {} does not exist",
+                agent.as_str(),
+                crate::cli::escape(&root.display().to_string())
+            ));
+        }
         status(format!(
+            "Run a coding agent ({}) in this repository, then `git session import` again,",
+            git_session_adapters::registry::names().join(", "),
+        ));
+        status("or import a canonical session file: `git session import --canonical FILE`.");
+        return Ok(());
+    }
+    for (agent, root) in &report.missing {
+        detail(format!(
             "no {agent} sessions here: {} does not exist",
-            root.display()
+            crate::cli::escape(&root.display().to_string())
         ));
     }
     for s in &report.skipped_sources {
@@ -97,21 +120,21 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         let verb = if s.created { "new" } else { "+" };
         writeln!(
             out,
-            "{}  {:<7} {verb} {} events ({} in all)",
+            "{}  {:<7} {verb} {} ({} in all)",
             s.id,
             s.agent.as_str(),
-            s.appended,
+            count(s.appended, "event"),
             s.events
         )?;
     }
     status(format!(
-        "Captured {} sessions; {} unchanged{}",
-        report.sessions.len(),
+        "Captured {}; {} unchanged{}",
+        count(report.sessions.len() as u64, "session"),
         report.unchanged,
         if report.skipped.is_empty() {
             String::new()
         } else {
-            format!("; {} files skipped", report.skipped.len())
+            format!("; {} skipped", count(report.skipped.len() as u64, "file"))
         }
     ));
     if let Some(first) = report.skipped.first() {

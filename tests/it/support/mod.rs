@@ -282,3 +282,31 @@ pub fn captured_claude(repo: &Repo) {
     );
     repo.ok(&["import", "--home", source.to_str().unwrap()]);
 }
+
+/// Compares `actual` with `tests/it/snapshots/<name>` after replacing the
+/// repository, home and temp paths by `[ROOT]`, `[HOME]` and `[TMP]`;
+/// `SNAPSHOTS=overwrite` rewrites the file.
+pub fn snapshot(repo: &Repo, name: &str, actual: &str) {
+    let tmp = repo.root.parent().unwrap();
+    let normalized = actual
+        .replace(repo.root.to_str().unwrap(), "[ROOT]")
+        .replace(repo.home.to_str().unwrap(), "[HOME]")
+        .replace(tmp.to_str().unwrap(), "[TMP]");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/it/snapshots")
+        .join(name);
+    snapbox::Assert::new()
+        .action_env(snapbox::assert::DEFAULT_ACTION_ENV)
+        .normalize_paths(false)
+        .eq(normalized, snapbox::Data::read_from(&path, None).raw());
+}
+
+/// Runs `git-session` with `args`; returns (stdout, stderr, exit code).
+pub fn run(repo: &Repo, args: &[&str]) -> (String, String, i32) {
+    let out = repo.session().args(args).output().unwrap();
+    (
+        text(&out.stdout),
+        text(&out.stderr),
+        out.status.code().unwrap_or(-1),
+    )
+}

@@ -1,0 +1,199 @@
+//! The human output of the everyday commands, pinned by snapshots
+//! (`tests/it/snapshots/`, `SNAPSHOTS=overwrite` rewrites them) with
+//! paths normalized and ids and clocks fixed: first run, `list`, `show`,
+//! errors that say what to do.
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// Writes a canonical session: a meta event, then `prompt` as the first
+/// user message, then `replies` assistant messages, one second apart from
+/// `start` (an RFC 3339 time without the seconds).
+fn session(
+    repo: &Repo,
+    id: &str,
+    agent: &str,
+    title: Option<&str>,
+    start: &str,
+    prompt: &str,
+    replies: u64,
+) {
+    let mut header = json!({"format": 1, "id": id, "agent": agent, "native_id": format!("n-{id}"),
+                            "cwd": "/work/project", "created": "2026-01-01T00:00:00Z"});
+    if let Some(t) = title {
+        header["title"] = json!(t);
+    }
+    let ev = |seq: u64, kind: &str, actor: &str, payload: Value| {
+        json!({"seq": seq, "ts": format!("{start}:{seq:02}Z"), "agent": agent, "actor": actor,
+               "type": kind, "level": 0, "payload": payload})
+    };
+    let mut lines = vec![
+        json!({ "header": header }),
+        ev(
+            0,
+            "meta",
+            "system",
+            json!({"text": "<environment_context>"}),
+        ),
+        ev(1, "message.user", "user", json!({ "text": prompt })),
+    ];
+    for i in 0..replies {
+        lines.push(ev(
+            2 + i,
+            "message.assistant",
+            &format!("agent:{agent}"),
+            json!({"text": format!("reply {i}")}),
+        ));
+    }
+    repo.import(&repo.write_jsonl(&format!("{id}.jsonl"), &lines));
+}
+
+/// Returns a repository with four sessions: two Codex ids sharing a long
+/// time prefix, a titled Claude one, and a fork with a long id.
+fn listed_repo() -> Repo {
+    let repo = Repo::new();
+    session(
+        &repo,
+        "019ad5b2-1111-7000-8000-000000000001",
+        "codex",
+        None,
+        "2026-01-02T10:00",
+        "\n   Please   fix the\tparser\nand then the lexer",
+        2,
+    );
+    session(
+        &repo,
+        "019ad5b2-2222-7000-8000-000000000002",
+        "codex",
+        None,
+        "2026-01-01T09:00",
+        "Write the \u{1b}[31mREADME",
+        0,
+    );
+    session(
+        &repo,
+        "c1-claude",
+        "claude",
+        Some("Native title\nsecond line"),
+        "2026-01-03T08:00",
+        "ignored for the title",
+        1,
+    );
+    repo.ok(&[
+        "fork",
+        "019ad5b2-1111",
+        "--at",
+        "2",
+        "--id",
+        "019ad5b2-1111-7000-8000-000000000001-fork-0123456789ab",
+    ]);
+    repo
+}
+
+#[test]
+fn list_shows_titles_newest_first_with_aligned_columns() {
+    let repo = listed_repo();
+    let listed = repo.ok(&["list"]);
+    snapshot(&repo, "list.txt", &listed);
+    assert!(
+        listed.lines().all(|l| !l.ends_with(' ')),
+        "no trailing spaces:\n{listed}"
+    );
+    let json: Value = serde_json::from_str(&repo.ok(&["list", "--json"])).unwrap();
+    let prefixes: Vec<&str> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["prefix"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        prefixes,
+        [
+            "c1-c",
+            "019ad5b2-1111-7000-8000-000000000001",
+            "019ad5b2-1111-7000-8000-000000000001-",
+            "019ad5b2-2"
+        ]
+    );
+    // Each prefix resolves to its own session.
+    for row in json.as_array().unwrap() {
+        let shown = repo.ok(&["show", row["prefix"].as_str().unwrap(), "--json"]);
+        let shown: Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(shown["header"]["id"], row["id"]);
+    }
+    assert_eq!(json[0]["updated"], "2026-01-03T08:00:02Z");
+}
+
+#[test]
+fn list_filters_by_agent_since_and_limit() {
+    let repo = listed_repo();
+    let ids = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["list", "--json"];
+        all.extend_from_slice(args);
+        let json: Value = serde_json::from_str(&repo.ok(&all)).unwrap();
+        json.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(&["--agent", "claude"]), ["c1-claude"]);
+    assert_eq!(ids(&["--since", "2026-01-02T00:00:00Z"]).len(), 3);
+    assert_eq!(ids(&["--since", "2026-01-03"]), ["c1-claude"]);
+    assert_eq!(ids(&["--limit", "1"]), ["c1-claude"]);
+    assert_eq!(ids(&["-n", "2", "--agent", "codex"]).len(), 2);
+    let (out, err, code) = run(&repo, &["list", "--agent", "opencode"]);
+    assert_eq!((out.as_str(), code), ("", 0));
+    assert_eq!(
+        err,
+        "No session matches (of 4 sessions in this repository).\n"
+    );
+    let err = repo.fails(&["list", "--since", "someday"], 2);
+    assert!(err.contains("--since \"someday\" is not a time"), "{err}");
+}
+
+#[test]
+fn an_empty_repository_says_what_to_do() {
+    let repo = Repo::new();
+    let (out, err, code) = run(&repo, &["list"]);
+    assert_eq!((out.as_str(), code), ("", 0));
+    snapshot(&repo, "list-empty.txt", &err);
+    let (out, err, code) = run(&repo, &["import"]);
+    assert_eq!((out.as_str(), code), ("", 0));
+    snapshot(&repo, "import-nothing-found.txt", &err);
+    assert_eq!(run(&repo, &["-q", "import"]).1, "", "-q silences status");
+}
+
+/// The README's first command, after `cargo install`, works in any
+/// repository, and `.ci/run` runs exactly the README's test command.
+#[test]
+fn the_readme_first_commands_work_anywhere() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let block: Vec<&str> = readme
+        .split("```sh\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .take(2)
+        .collect();
+    let (install, test) = (block[0], block[1]);
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    assert!(
+        ci.lines().any(|l| l.trim() == test),
+        ".ci/run does not run the README's test command {test:?}"
+    );
+    let repo = Repo::new();
+    let steps: Vec<&str> = install.split("&&").map(str::trim).collect();
+    assert!(steps[0].starts_with("cargo install"), "{install}");
+    for step in &steps[1..] {
+        let args: Vec<&str> = step
+            .strip_prefix("git session ")
+            .unwrap_or_else(|| panic!("{step:?} is not a git session command"))
+            .split_whitespace()
+            .collect();
+        let (_, err, code) = run(&repo, &args);
+        assert_eq!(code, 0, "{step}: {err}");
+    }
+}
