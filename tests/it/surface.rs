@@ -197,3 +197,102 @@ fn the_readme_first_commands_work_anywhere() {
         assert_eq!(code, 0, "{step}: {err}");
     }
 }
+
+/// Returns a repository with the Codex function-tools rollout captured.
+fn codex_repo() -> (Repo, String) {
+    let repo = Repo::new();
+    let codex_home = repo.outside("codex-home");
+    copy_tree(
+        &fixtures().join("codex/function-tools/native"),
+        &codex_home,
+        "/tmp/oracle-sample/codex/project",
+        repo.root.to_str().unwrap(),
+    );
+    let out = repo
+        .session()
+        .env("CODEX_HOME", &codex_home)
+        .args(["import", "--agent", "codex"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    (repo, "01a22641-1298-70e1-90e6-4b6faeb436bb".to_owned())
+}
+
+#[test]
+fn show_hides_meta_and_says_what_tools_ran() {
+    let (repo, id) = codex_repo();
+    snapshot(&repo, "show-codex.txt", &repo.ok(&["show", &id[..8]]));
+    let all = repo.ok(&["show", &id, "--all"]);
+    assert_eq!(
+        all.lines().filter(|l| l.contains(" meta ")).count(),
+        16,
+        "{all}"
+    );
+    let tools = repo.ok(&["show", &id, "--type", "tool", "-t", "command.run"]);
+    let kinds: Vec<&str> = tools
+        .lines()
+        .skip_while(|l| !l.is_empty())
+        .skip(1)
+        .map(|l| l.split_whitespace().nth(2).unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["tool.call", "command.run", "tool.result"],
+        "{tools}"
+    );
+    let json: Value =
+        serde_json::from_str(&repo.ok(&["show", &id, "--json", "--type", "message.user"])).unwrap();
+    let events = json["events"].as_array().unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        events[0]["payload"]["text"],
+        "Please write hello into note.txt"
+    );
+    let json: Value = serde_json::from_str(&repo.ok(&["show", &id, "--json"])).unwrap();
+    assert_eq!(
+        json["events"].as_array().unwrap().len(),
+        25,
+        "JSON keeps every event"
+    );
+}
+
+/// Runs `git session ARGS` on a pseudo-terminal (util-linux `script`),
+/// with `env` added; returns what the terminal showed.
+fn on_terminal(repo: &Repo, env: &[(&str, &str)], args: &str) -> String {
+    let bin = assert_cmd::cargo::cargo_bin!("git-session");
+    let mut cmd = repo.program_in("script", &repo.root);
+    cmd.args(["-qec", &format!("{} {args}", bin.display()), "/dev/null"]);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("util-linux script runs");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout).replace("\r\n", "\n")
+}
+
+#[test]
+fn show_pages_on_a_terminal_as_git_does() {
+    let (repo, id) = codex_repo();
+    let args = format!("show {id} -t tool.call");
+    let paged = on_terminal(&repo, &[("GIT_PAGER", "sed s/^/PAGED:/")], &args);
+    assert!(paged.starts_with("PAGED:session  01a22641"), "{paged}");
+    repo.git(&["config", "core.pager", "sed s/^/CORE:/"]);
+    let paged = on_terminal(&repo, &[], &args);
+    assert!(paged.starts_with("CORE:session"), "{paged}");
+    let paged = on_terminal(&repo, &[("GIT_PAGER", "sed s/^/PAGED:/")], &args);
+    assert!(
+        paged.starts_with("PAGED:"),
+        "GIT_PAGER wins over core.pager: {paged}"
+    );
+    let direct = on_terminal(&repo, &[], &format!("--no-pager {args}"));
+    assert!(direct.starts_with("session  01a22641"), "{direct}");
+    // Not a terminal: never paged.
+    assert!(repo.ok(&["show", &id]).starts_with("session"));
+    // Color on a terminal unless NO_COLOR or color.ui says not.
+    let list = on_terminal(&repo, &[], "list");
+    assert!(list.contains("\u{1b}[1;33m01a2"), "{list:?}");
+    assert!(!on_terminal(&repo, &[("NO_COLOR", "1")], "list").contains('\u{1b}'));
+    repo.git(&["config", "color.ui", "never"]);
+    assert!(!on_terminal(&repo, &[], "list").contains('\u{1b}'));
+    assert!(on_terminal(&repo, &[], "--color=always list").contains('\u{1b}'));
+}

@@ -120,6 +120,15 @@ impl Repo {
         Command::from(self.git_process_in(dir))
     }
 
+    /// Returns a process command for `program` in `dir`, with the
+    /// hermetic environment (for wrappers such as `script`).
+    pub fn program_in(&self, program: &str, dir: &Path) -> std::process::Command {
+        let mut cmd = std::process::Command::new(program);
+        self.env(&mut cmd);
+        cmd.current_dir(dir);
+        cmd
+    }
+
     /// Returns a plain `git` process command in `dir` (for servers a test
     /// spawns and kills).
     pub fn git_process_in(&self, dir: &Path) -> std::process::Command {
