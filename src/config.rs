@@ -47,6 +47,16 @@ pub fn signing_key(store: &Store, home: Option<&Path>) -> Option<KeySource> {
         .map(|key| KeySource::parse(&key, home))
 }
 
+/// Returns the setting [`signing_key`] takes the key from, to name in
+/// hints: `session.signingKey`, else `user.signingKey`.
+pub fn signing_key_setting(store: &Store) -> &'static str {
+    if get(store, "session.signingKey").is_some() {
+        "session.signingKey"
+    } else {
+        "user.signingKey"
+    }
+}
+
 /// Returns who signs receipts: `user.email`.
 pub fn signer(store: &Store) -> Option<String> {
     get(store, "user.email")

@@ -25,7 +25,8 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let s = ops::canonical::append(&store, &env.clock, &id, &args.file)?;
     match (s.commit, s.appended) {
         (Some(c), n) => status(format!(
-            "Appended {n} events to {} (commit {}); {} in all",
+            "Appended {} to {} (commit {}); {} in all",
+            super::count(n, "event"),
             s.id,
             short(&c),
             s.events

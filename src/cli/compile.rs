@@ -32,7 +32,7 @@ pub struct Args {
     #[arg(long, default_value = "md", value_parser = ["md", "json", "agents-md", "first-message"])]
     format: String,
     /// Write to this file instead of stdout.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, short = 'o', value_name = "FILE")]
     out: Option<PathBuf>,
     /// Shell command that summarizes the conversation excerpts: reads a
     /// JSON request on stdin, prints {"summaries": [{"text", "seqs"}]};

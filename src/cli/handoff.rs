@@ -48,7 +48,15 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let id = store.resolve(&args.session)?;
     let to = args.to;
     let user_home = std::env::var_os("HOME").map(PathBuf::from);
+    let other_home = super::resume::other_home(env, args.home.as_deref())?;
     let home = env.agent_home(args.home)?;
+    let key_origin = match args.key {
+        Some(_) => "--key".to_owned(),
+        None => format!(
+            "`git config {}`",
+            crate::config::signing_key_setting(&store)
+        ),
+    };
     let key = match args.key {
         Some(k) => Some(KeySource::File(env.cwd.join(k))),
         None => crate::config::signing_key(&store, user_home.as_deref()),
@@ -63,6 +71,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         home,
         env: &lookup,
         key,
+        key_origin,
         signer: crate::config::signer(&store),
     };
     let o = ops::handoff::handoff(&store, &env.clock, &request)?;
@@ -73,7 +82,10 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     if o.losses.is_empty() {
         status("loss report: nothing dropped");
     } else {
-        status(format!("loss report ({}):", o.losses.len()));
+        status(format!(
+            "loss report ({}):",
+            super::count(o.losses.len() as u64, "item")
+        ));
         for loss in &o.losses {
             status(format!("  {loss}"));
         }
@@ -92,9 +104,8 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     status("Continue with:");
     writeln!(
         out,
-        "cd {} && {}",
-        super::resume::shell_quote(&o.cwd.to_string_lossy()),
-        o.command
+        "{}",
+        super::resume::continue_line(&o.cwd, other_home.as_deref(), &o.command)
     )?;
     Ok(())
 }

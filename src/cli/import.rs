@@ -30,7 +30,7 @@ pub struct Args {
     /// Home directory whose agent stores are read (default: $HOME).
     #[arg(long, value_name = "DIR", conflicts_with = "canonical")]
     home: Option<PathBuf>,
-    /// Import this canonical interchange file instead.
+    /// Import this canonical interchange file instead (`-` reads stdin).
     #[arg(long, value_name = "FILE")]
     canonical: Option<PathBuf>,
     /// With --canonical: recompute checksums instead of requiring the file's.
@@ -41,7 +41,32 @@ pub struct Args {
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
     let store = env.store()?;
     if let Some(file) = &args.canonical {
-        let s = ops::canonical::import(&store, &env.clock, file, args.reseal)?;
+        // stdin is read once into a temp file: the import reads the header
+        // first and may read the events again after a lost race.
+        let spool = if file.as_os_str() == "-" {
+            let read = |e: std::io::Error| CommandError::failure(format!("cannot read stdin: {e}"));
+            let mut tmp = tempfile::NamedTempFile::new().map_err(read)?;
+            std::io::copy(&mut std::io::stdin().lock(), &mut tmp).map_err(read)?;
+            Some(tmp)
+        } else {
+            None
+        };
+        let path = spool.as_ref().map_or(file.as_path(), |t| t.path());
+        let s =
+            ops::canonical::import(&store, &env.clock, path, args.reseal).map_err(|e| match e {
+                ops::OpError::Line {
+                    line,
+                    message,
+                    hint,
+                    ..
+                } if spool.is_some() => ops::OpError::Line {
+                    path: PathBuf::from("<stdin>"),
+                    line,
+                    message,
+                    hint,
+                },
+                e => e,
+            })?;
         match s.commit {
             Some(c) => status(format!(
                 "{} session {}: {}, {} already stored (commit {})",

@@ -296,3 +296,160 @@ fn show_pages_on_a_terminal_as_git_does() {
     assert!(!on_terminal(&repo, &[], "list").contains('\u{1b}'));
     assert!(on_terminal(&repo, &[], "--color=always list").contains('\u{1b}'));
 }
+
+#[test]
+fn push_and_sync_explain_instead_of_passing_on_git() {
+    let repo = Repo::new();
+    let bare = repo.outside("sessions.git");
+    repo.git(&["init", "-q", "--bare", bare.to_str().unwrap()]);
+    // A name that is no remote is refused, and not recorded.
+    let err = repo.fails(&["push", "--to", "nothere"], 1);
+    assert!(
+        err.contains("there is no remote named nothere") && err.contains("git remote add"),
+        "{err}"
+    );
+    let (remote, _, _) = run(&repo, &["--no-pager", "list"]);
+    assert_eq!(remote, "");
+    assert!(
+        repo.git_in(&repo.root)
+            .args(["config", "session.remote"])
+            .output()
+            .unwrap()
+            .stdout
+            .is_empty(),
+        "nothing was chosen"
+    );
+    repo.git(&["remote", "add", "origin", bare.to_str().unwrap()]);
+    let (_, err, code) = run(&repo, &["push", "--to", "origin"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("Nothing to push to origin: this repository has no sessions yet"),
+        "{err}"
+    );
+    let (_, err, code) = run(&repo, &["sync"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!err.contains("No refs in common"), "{err}");
+}
+
+#[test]
+fn errors_and_counts_read_right() {
+    let repo = Repo::new();
+    repo.import(&repo.write_jsonl("a.jsonl", &session_lines("abc-111", 1)));
+    // A fork id that is a prefix of another session's is refused.
+    let err = repo.fails(&["fork", "abc-111", "--id", "abc"], 1);
+    assert!(
+        err.contains("the id abc is a prefix of session abc-111"),
+        "{err}"
+    );
+    assert!(!repo.ok(&["list"]).contains("abc "), "nothing was written");
+    // Singular counts.
+    let verified = repo.ok(&["verify", "abc-111"]);
+    assert!(verified.contains("(1 event, 1 batch"), "{verified}");
+    let log = repo.ok(&["log", "abc-111"]);
+    assert!(log.contains("(1 event)"), "{log}");
+    // --canonical - reads stdin; a bad line names <stdin>.
+    let mut body = String::new();
+    for l in session_lines("from-stdin", 2) {
+        body.push_str(&l.to_string());
+        body.push('\n');
+    }
+    let out = repo
+        .session()
+        .args(["import", "--canonical", "-"])
+        .write_stdin(body.clone())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "from-stdin\n");
+    assert!(
+        text(&out.stderr).contains("2 new events"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = repo
+        .session()
+        .args(["import", "--canonical", "-"])
+        .write_stdin(body.replace("from-stdin", "bad-stdin") + "{not json\n")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).starts_with("error: <stdin>:4:"),
+        "{}",
+        text(&out.stderr)
+    );
+    // -o for every file output.
+    let brief = repo.outside("brief.md");
+    repo.ok(&[
+        "compile",
+        "abc-111",
+        "--for",
+        "codex",
+        "-o",
+        brief.to_str().unwrap(),
+    ]);
+    assert!(!std::fs::read_to_string(&brief).unwrap().is_empty());
+    // A key that cannot sign names where it came from.
+    let err = repo.fails(
+        &[
+            "handoff",
+            "abc-111",
+            "--to",
+            "codex",
+            "--key",
+            "no-such-key",
+            "--home",
+            repo.home.to_str().unwrap(),
+        ],
+        1,
+    );
+    assert!(err.contains("hint: fix the key given by --key"), "{err}");
+    repo.git(&["config", "user.signingKey", "no-such-key"]);
+    repo.git(&["config", "gpg.format", "ssh"]);
+    let err = repo.fails(
+        &[
+            "handoff",
+            "abc-111",
+            "--to",
+            "codex",
+            "--home",
+            repo.home.to_str().unwrap(),
+        ],
+        1,
+    );
+    assert!(err.contains("`git config user.signingKey`"), "{err}");
+}
+
+#[test]
+fn handoff_signs_with_rsa_and_ecdsa_keys_as_git_does() {
+    let repo = Repo::new();
+    for (kind, bits) in [("rsa", "3072"), ("ecdsa", "256"), ("ed25519", "256")] {
+        let id = format!("s-{kind}");
+        repo.import(&repo.write_jsonl(&format!("{id}.jsonl"), &session_lines(&id, 2)));
+        let key = repo.outside(&format!("key-{kind}"));
+        let made = std::process::Command::new("ssh-keygen")
+            .args(["-q", "-t", kind, "-b", bits, "-N", "", "-C", "t", "-f"])
+            .arg(&key)
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{}", text(&made.stderr));
+        let home = repo.outside(&format!("home-{kind}"));
+        let (_, err, code) = run(
+            &repo,
+            &[
+                "handoff",
+                &id,
+                "--to",
+                "claude",
+                "--key",
+                key.to_str().unwrap(),
+                "--home",
+                home.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(code, 0, "{kind}: {err}");
+        assert!(err.contains("signed receipt"), "{kind}: {err}");
+        let verified = repo.ok(&["verify", &id]);
+        assert!(verified.contains("valid signature"), "{kind}: {verified}");
+    }
+}

@@ -630,7 +630,11 @@ fn write_back_paths_are_computed_never_taken() {
         let home = repo.outside(&format!("home-{id}"));
         let out = repo.ok(&["resume", &id, "--home", home.to_str().unwrap()]);
         assert!(
-            out.starts_with(&format!("cd {} && claude --resume {uuid}", want.display())),
+            out.starts_with(&format!(
+                "cd {} && HOME={} claude --resume {uuid}",
+                want.display(),
+                home.display()
+            )),
             "{cwd}: {out}"
         );
         let project = git_session_adapters::claude::project_dir_name(want.to_str().unwrap());
