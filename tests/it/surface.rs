@@ -453,3 +453,42 @@ fn handoff_signs_with_rsa_and_ecdsa_keys_as_git_does() {
         assert!(verified.contains("valid signature"), "{kind}: {verified}");
     }
 }
+
+#[test]
+fn hooks_ending_in_exit_and_tracked_hook_folders() {
+    let repo = Repo::new();
+    let hook = repo.root.join(".git/hooks/post-commit");
+    std::fs::write(&hook, "#!/bin/sh\necho mine\nexit 0\n").unwrap();
+    repo.ok(&["init"]);
+    let text = std::fs::read_to_string(&hook).unwrap();
+    assert!(
+        text.find("# >>> git-session").unwrap() < text.find("exit 0").unwrap(),
+        "{text}"
+    );
+    let doctor = repo.ok(&["doctor"]);
+    assert!(
+        doctor.contains("hook       post-commit: installed in"),
+        "{doctor}"
+    );
+    // A block left after the exit (as older versions appended it) is reported.
+    let body = text.replace("exit 0\n", "");
+    std::fs::write(
+        &hook,
+        format!("#!/bin/sh\nexit 0\n{}", &body["#!/bin/sh\n".len()..]),
+    )
+    .unwrap();
+    let doctor = repo.ok(&["doctor"]);
+    assert!(
+        doctor.contains("installed but never runs: line 2 `exit 0` ends the hook before it"),
+        "{doctor}"
+    );
+    // core.hooksPath in the work tree (husky): no path of this machine.
+    repo.git(&["config", "core.hooksPath", ".husky"]);
+    let said = repo.ok(&["init"]);
+    assert!(said.contains("a tracked folder"), "{said}");
+    let husky = std::fs::read_to_string(repo.root.join(".husky/post-commit")).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin!("git-session");
+    assert!(!husky.contains(bin.to_str().unwrap()), "{husky}");
+    assert!(!husky.contains(repo.root.to_str().unwrap()), "{husky}");
+    assert!(husky.contains("command -v git-session"), "{husky}");
+}
