@@ -96,7 +96,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         if store.add_fetch_refspecs(&remote)? > 0 {
             writeln!(
                 out,
-                "A plain `git fetch {remote}` now also fetches sessions"
+                "A plain `git fetch {remote}` now also downloads sessions; `git session fetch` (or sync) verifies them and adds them to `git session list`"
             )?;
         }
     } else {

@@ -106,6 +106,17 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         return Ok(());
     }
     if total == 0 {
+        // Sessions a plain `git fetch` brought wait, unverified, under the
+        // remote-tracking namespace until `git session fetch` takes them.
+        let remote = crate::config::sessions_remote(&store);
+        let waiting = store.tracking_sessions(&remote).map_or(0, |t| t.len());
+        if waiting > 0 {
+            status(format!(
+                "No sessions here yet; {} fetched from {remote} wait to be verified: run `git session fetch`.",
+                count(waiting as u64, "session")
+            ));
+            return Ok(());
+        }
         status("No sessions in this repository yet.");
         status("Capture your coding agents' sessions here with `git session import`,");
         status(

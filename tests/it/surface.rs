@@ -492,3 +492,73 @@ fn hooks_ending_in_exit_and_tracked_hook_folders() {
     assert!(!husky.contains(repo.root.to_str().unwrap()), "{husky}");
     assert!(husky.contains("command -v git-session"), "{husky}");
 }
+
+#[test]
+fn compile_reports_the_count_the_brief_gives() {
+    let repo = Repo::new();
+    repo.import(&repo.write_jsonl("c.jsonl", &session_lines("s-compile", 120)));
+    let mut cut_something = false;
+    for budget in ["500", "1000", "2000", "50000"] {
+        let out = repo
+            .session()
+            .args(["compile", "s-compile", "--for", "codex", "--budget", budget])
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            continue;
+        }
+        let (brief, err) = (text(&out.stdout), text(&out.stderr));
+        let said: usize = err
+            .split(" left out for space")
+            .next()
+            .and_then(|s| s.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{err}"));
+        let written: usize = brief
+            .split("Left out for space: ")
+            .nth(1)
+            .and_then(|s| s.split(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{brief}"));
+        assert_eq!(said, written, "budget {budget}: {err}");
+        cut_something |= said > 0;
+    }
+    assert!(cut_something, "some budget cut something");
+}
+
+#[test]
+fn init_and_list_say_what_a_plain_git_fetch_did() {
+    let repo = Repo::new();
+    let bare = repo.outside("shared.git");
+    repo.git(&["init", "-q", "--bare", bare.to_str().unwrap()]);
+    repo.git(&["remote", "add", "origin", bare.to_str().unwrap()]);
+    repo.import(&repo.write_jsonl("a.jsonl", &session_lines("s-shared", 2)));
+    repo.ok(&["push", "--to", "origin"]);
+    let clone = repo.outside("clone");
+    repo.git(&[
+        "clone",
+        "-q",
+        bare.to_str().unwrap(),
+        clone.to_str().unwrap(),
+    ]);
+    let said = text(&repo.session_in(&clone).arg("init").output().unwrap().stdout);
+    assert!(
+        said.contains("`git session fetch` (or sync) verifies them"),
+        "{said}"
+    );
+    repo.git_in(&clone)
+        .args(["fetch", "-q", "origin"])
+        .assert()
+        .success();
+    let out = repo.session_in(&clone).arg("list").output().unwrap();
+    assert_eq!(text(&out.stdout), "");
+    assert!(
+        text(&out.stderr)
+            .contains("1 session fetched from origin wait to be verified: run `git session fetch`"),
+        "{}",
+        text(&out.stderr)
+    );
+    repo.session_in(&clone).arg("fetch").assert().success();
+    let listed = text(&repo.session_in(&clone).arg("list").output().unwrap().stdout);
+    assert!(listed.starts_with("s-shared"), "{listed}");
+}
