@@ -17,6 +17,9 @@ pub struct Args {
     session: String,
     /// JSONL file of events.
     file: PathBuf,
+    /// Print a JSON object instead of text (docs/json.md).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
@@ -32,6 +35,18 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             s.events
         )),
         (None, _) => status(format!("Nothing to append to {}", s.id)),
+    }
+    if args.json {
+        return super::print_json(
+            out,
+            &serde_json::json!({
+                "id": s.id,
+                "appended": s.appended,
+                "skipped": s.skipped,
+                "events": s.events,
+                "commit": s.commit.map(|c| c.to_string()),
+            }),
+        );
     }
     writeln!(out, "{}", s.events)?;
     Ok(())

@@ -36,6 +36,9 @@ pub struct Args {
     /// With --canonical: recompute checksums instead of requiring the file's.
     #[arg(long, requires = "canonical")]
     reseal: bool,
+    /// Print a JSON object instead of text (docs/json.md).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
@@ -82,6 +85,22 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 count(s.events, "event")
             )),
         }
+        if args.json {
+            return super::print_json(
+                out,
+                &serde_json::json!({
+                    "sessions": [{
+                        "id": s.id,
+                        "created": s.created,
+                        "appended": s.appended,
+                        "events": s.events,
+                        "commit": s.commit.map(|c| c.to_string()),
+                    }],
+                    "unchanged": u64::from(s.commit.is_none()),
+                    "skipped": [],
+                }),
+            );
+        }
         writeln!(out, "{}", s.id)?;
         return Ok(());
     }
@@ -98,6 +117,32 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             sqlite: Default::default(),
         },
     )?;
+    if args.json {
+        let skipped = |s: &ops::capture::SkippedFile| serde_json::json!({"path": s.path.display().to_string(), "reason": s.reason});
+        super::print_json(
+            out,
+            &serde_json::json!({
+                "sessions": report.sessions.iter().map(|s| serde_json::json!({
+                    "id": s.id,
+                    "agent": s.agent,
+                    "created": s.created,
+                    "appended": s.appended,
+                    "events": s.events,
+                    "commit": s.commit.map(|c| c.to_string()),
+                })).collect::<Vec<_>>(),
+                "unchanged": report.unchanged,
+                "skipped": report.skipped.iter().chain(&report.skipped_sources).map(skipped).collect::<Vec<_>>(),
+                "missing": report.missing.iter().map(|(a, p)| serde_json::json!({"agent": a, "store": p.display().to_string()})).collect::<Vec<_>>(),
+            }),
+        )?;
+        if !report.skipped.is_empty() {
+            return Err(CommandError::failure(format!(
+                "{} could not be captured",
+                count(report.skipped.len() as u64, "native file")
+            )));
+        }
+        return Ok(());
+    }
     let nothing = report.sessions.is_empty()
         && report.unchanged == 0
         && report.skipped.is_empty()

@@ -233,6 +233,17 @@ pub(crate) fn status(message: impl std::fmt::Display) {
     }
 }
 
+/// Writes `value` as pretty JSON and a newline: the `--json` output of a
+/// command (shapes in docs/json.md).
+pub(crate) fn print_json(
+    out: &mut dyn Write,
+    value: &serde_json::Value,
+) -> Result<(), CommandError> {
+    serde_json::to_writer_pretty(&mut *out, value).map_err(std::io::Error::from)?;
+    writeln!(out)?;
+    Ok(())
+}
+
 /// Prints a detail line on stderr, only with `-v`.
 pub(crate) fn detail(message: impl std::fmt::Display) {
     if ui::is_verbose() {

@@ -30,6 +30,9 @@ pub struct Args {
     /// Write under a new native id and record it as a fork of the session.
     #[arg(long)]
     fork: bool,
+    /// Print a JSON object instead of text (docs/json.md).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
@@ -71,12 +74,26 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     for skipped in &outcome.skipped_rows {
         status(format!("warning: {skipped}"));
     }
+    let line = continue_line(&outcome.cwd, other_home.as_deref(), &outcome.command);
+    if args.json {
+        return super::print_json(
+            out,
+            &serde_json::json!({
+                "session": outcome.session,
+                "agent": outcome.agent,
+                "native_id": outcome.native_id,
+                "unchanged": outcome.unchanged,
+                "written": outcome.written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+                "via": outcome.via,
+                "losses": outcome.losses,
+                "warnings": outcome.skipped_rows,
+                "cwd": outcome.cwd.display().to_string(),
+                "command": line,
+            }),
+        );
+    }
     status("Continue with:");
-    writeln!(
-        out,
-        "{}",
-        continue_line(&outcome.cwd, other_home.as_deref(), &outcome.command)
-    )?;
+    writeln!(out, "{line}")?;
     Ok(())
 }
 

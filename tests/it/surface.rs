@@ -562,3 +562,69 @@ fn init_and_list_say_what_a_plain_git_fetch_did() {
     let listed = text(&repo.session_in(&clone).arg("list").output().unwrap().stdout);
     assert!(listed.starts_with("s-shared"), "{listed}");
 }
+
+#[test]
+fn json_shapes_are_the_documented_ones() {
+    let repo = Repo::new();
+    let imported: Value = serde_json::from_str(
+        &repo.ok(&[
+            "import",
+            "--json",
+            "--canonical",
+            repo.write_jsonl("a.jsonl", &session_lines("s-json", 3))
+                .to_str()
+                .unwrap(),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(imported["sessions"][0]["id"], "s-json");
+    assert_eq!(imported["sessions"][0]["appended"], 3);
+    let forked: Value = serde_json::from_str(
+        &repo.ok(&["fork", "s-json", "--at", "1", "--id", "t-fork", "--json"]),
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            forked["id"].as_str(),
+            forked["parent"].as_str(),
+            forked["at"].as_u64()
+        ),
+        (Some("t-fork"), Some("s-json"), Some(1))
+    );
+    let more = repo.write_jsonl("more.jsonl", &[event(3)]);
+    let appended: Value =
+        serde_json::from_str(&repo.ok(&["append", "s-json", more.to_str().unwrap(), "--json"]))
+            .unwrap();
+    assert_eq!(
+        (appended["appended"].as_u64(), appended["events"].as_u64()),
+        (Some(1), Some(4))
+    );
+    let home = repo.outside("home-json");
+    let resumed: Value = serde_json::from_str(&repo.ok(&[
+        "resume",
+        "s-json",
+        "--fork",
+        "--home",
+        home.to_str().unwrap(),
+        "--json",
+    ]))
+    .unwrap();
+    assert_eq!(resumed["agent"], "claude");
+    assert!(
+        resumed["command"].as_str().unwrap().contains("HOME="),
+        "{resumed}"
+    );
+    assert_eq!(resumed["written"].as_array().unwrap().len(), 1);
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/json.md"),
+    )
+    .unwrap();
+    for field in [
+        "\"prefix\"",
+        "\"appended\"",
+        "\"parent_commit\"",
+        "\"command\"",
+    ] {
+        assert!(doc.contains(field), "docs/json.md documents {field}");
+    }
+}
