@@ -47,6 +47,16 @@ pub fn signing_key(store: &Store, home: Option<&Path>) -> Option<KeySource> {
         .map(|key| KeySource::parse(&key, home))
 }
 
+/// Returns the setting [`signing_key`] takes the key from, to name in
+/// hints: `session.signingKey`, else `user.signingKey`.
+pub fn signing_key_setting(store: &Store) -> &'static str {
+    if get(store, "session.signingKey").is_some() {
+        "session.signingKey"
+    } else {
+        "user.signingKey"
+    }
+}
+
 /// Returns who signs receipts: `user.email`.
 pub fn signer(store: &Store) -> Option<String> {
     get(store, "user.email")
@@ -82,4 +92,14 @@ pub fn require_signed(store: &Store, remote: Option<&str>) -> bool {
         .and_then(|r| config.boolean(format!("session.{r}.requireSigned").as_str()))
         .or_else(|| config.boolean("session.requireSigned"))
         .unwrap_or(false)
+}
+
+/// Returns git's `color.ui` (`auto`, `always`, `never`, `true`, `false`).
+pub fn color_ui(store: &Store) -> Option<String> {
+    get(store, "color.ui")
+}
+
+/// Returns git's `core.pager`.
+pub fn core_pager(store: &Store) -> Option<String> {
+    get(store, "core.pager")
 }

@@ -44,23 +44,33 @@ pub enum HookError {
 }
 
 /// Returns the shell block for `hook`, calling `binary` (falling back to
-/// `git-session` on PATH when that file is gone).
-pub fn snippet(hook: &str, binary: &Path) -> String {
-    let binary = binary.to_string_lossy().replace('\'', "'\\''");
+/// `git-session` on PATH when that file is gone); without a binary (a
+/// hooks folder tracked in the repository, such as husky's, where one
+/// machine's path must not be committed) only `git-session` on PATH.
+pub fn snippet(hook: &str, binary: Option<&Path>) -> String {
+    let find = match binary {
+        Some(binary) => format!(
+            "gs='{}'\n[ -x \"$gs\" ] || gs=$(command -v git-session 2>/dev/null)\n",
+            binary.to_string_lossy().replace('\'', "'\\''")
+        ),
+        None => "gs=$(command -v git-session 2>/dev/null)\n".to_owned(),
+    };
     format!(
         "{BEGIN}\n\
          # Captures coding-agent sessions after each commit (git session init).\n\
          # It never fails the commit; failures go to .git/session/hook.log.\n\
-         gs='{binary}'\n\
-         [ -x \"$gs\" ] || gs=$(command -v git-session 2>/dev/null)\n\
+         {find}\
          [ -n \"$gs\" ] && \"$gs\" hook {hook} </dev/null >/dev/null 2>&1\n\
          true\n\
          {END}\n"
     )
 }
 
-/// Adds or refreshes the block in `dir/hook`; returns whether the file changed.
-pub fn install(dir: &Path, hook: &str, binary: &Path) -> Result<bool, HookError> {
+/// Adds or refreshes the block in `dir/hook`; returns whether the file
+/// changed. A new block goes before a final top-level `exit` or `exec`
+/// of an existing hook, which would otherwise end it before the block.
+/// `binary` is left out of the block when `None` (see [`snippet`]).
+pub fn install(dir: &Path, hook: &str, binary: Option<&Path>) -> Result<bool, HookError> {
     let path = dir.join(hook);
     let io = |source| HookError::Io {
         path: path.clone(),
@@ -87,11 +97,17 @@ pub fn install(dir: &Path, hook: &str, binary: &Path) -> Result<bool, HookError>
                 });
             }
             let (before, after) = split_block(text);
+            let (before, tail) = if text.contains(BEGIN) {
+                (before, "")
+            } else {
+                split_final_exit(before)
+            };
             let mut out = before.to_owned();
             if !out.is_empty() && !out.ends_with('\n') {
                 out.push('\n');
             }
             out.push_str(&block);
+            out.push_str(tail);
             out.push_str(after);
             out
         }
@@ -136,6 +152,54 @@ pub fn is_installed(dir: &Path, hook: &str) -> bool {
     std::fs::read_to_string(dir.join(hook)).is_ok_and(|t| t.contains(BEGIN) && t.contains(END))
 }
 
+/// Returns whether the block in `dir/hook` runs: `Err` with the line that
+/// ends the hook before it (a top-level `exit` or `exec`), if any.
+pub fn reachable(dir: &Path, hook: &str) -> Result<(), String> {
+    let text = std::fs::read_to_string(dir.join(hook)).unwrap_or_default();
+    let Some(at) = text.find(BEGIN) else {
+        return Err("no git-session block".into());
+    };
+    for (n, line) in text[..at].lines().enumerate() {
+        if ends_hook(line) {
+            return Err(format!(
+                "line {} `{}` ends the hook before it",
+                n + 1,
+                line.trim()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Returns whether a line unconditionally ends a shell script: `exit` or
+/// `exec` at the start of the line (indented ones are taken to be inside
+/// a branch).
+fn ends_hook(line: &str) -> bool {
+    let word = line
+        .split(|c: char| c.is_whitespace() || c == ';')
+        .next()
+        .unwrap_or("");
+    !line.starts_with(char::is_whitespace) && (word == "exit" || word == "exec")
+}
+
+/// Splits `text` before its last command line when that ends the hook
+/// (`exit 0`, `exec ...`), so the block can go in front of it.
+fn split_final_exit(text: &str) -> (&str, &str) {
+    let mut offset = 0;
+    let mut last = None;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        if !t.is_empty() && !t.starts_with('#') {
+            last = Some((offset, line));
+        }
+        offset += line.len();
+    }
+    match last {
+        Some((at, line)) if ends_hook(line) => (&text[..at], &text[at..]),
+        _ => (text, ""),
+    }
+}
+
 /// Splits a hook into the text before and after our block (block removed).
 fn split_block(text: &str) -> (&str, &str) {
     match (text.find(BEGIN), text.find(END)) {
@@ -169,7 +233,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let own = "#!/bin/bash\necho mine\n";
         std::fs::write(dir.path().join("post-commit"), own).unwrap();
-        let bin = Path::new("/opt/bin/git-session");
+        let bin = Some(Path::new("/opt/bin/git-session"));
         assert!(install(dir.path(), "post-commit", bin).unwrap());
         assert!(
             !install(dir.path(), "post-commit", bin).unwrap(),
@@ -198,7 +262,37 @@ mod tests {
             "#!/usr/bin/env python3\nprint(1)\n",
         )
         .unwrap();
-        let err = install(dir.path(), "post-commit", Path::new("/x")).unwrap_err();
+        let err = install(dir.path(), "post-commit", Some(Path::new("/x"))).unwrap_err();
         assert!(err.to_string().contains("python3"), "{err}");
+    }
+
+    #[test]
+    fn the_block_goes_before_a_final_exit_and_reachability_is_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = "#!/bin/sh
+if [ -n \"$X\" ]; then
+  exit 1
+fi
+echo mine
+exit 0
+\n";
+        std::fs::write(dir.path().join("post-commit"), own).unwrap();
+        assert!(reachable(dir.path(), "post-commit").is_err());
+        install(dir.path(), "post-commit", None).unwrap();
+        let text = std::fs::read_to_string(dir.path().join("post-commit")).unwrap();
+        let block = text.find(BEGIN).unwrap();
+        assert!(block < text.find("exit 0").unwrap(), "{text}");
+        assert!(!text.contains("/git-session'"), "no binary path: {text}");
+        assert_eq!(reachable(dir.path(), "post-commit"), Ok(()));
+        uninstall(dir.path(), "post-commit").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("post-commit")).unwrap(),
+            own
+        );
+        // A block an older version appended after `exit 0` is unreachable.
+        let old = format!("#!/bin/sh\nexit 0\n{}", snippet("post-commit", None));
+        std::fs::write(dir.path().join("post-commit"), old).unwrap();
+        let why = reachable(dir.path(), "post-commit").unwrap_err();
+        assert!(why.contains("line 2 `exit 0`"), "{why}");
     }
 }

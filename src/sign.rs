@@ -2,7 +2,9 @@
 //! interoperable with `ssh-keygen -Y sign/verify` and git's allowed-signers
 //! files.
 //!
-//! Keys: an unencrypted OpenSSH private key is used in process. A public key
+//! Keys: Ed25519, ECDSA (P-256/384/521) and RSA, as git signs with. An
+//! unencrypted OpenSSH Ed25519 or ECDSA private key is used in process; an
+//! RSA one is signed by `ssh-keygen -Y sign -f KEY`, as git does. A public key
 //! file (`key.pub`, or the `key::ssh-ed25519 …` literal git allows in
 //! `user.signingKey`) signs through `ssh-keygen -Y sign`, i.e. through a
 //! running ssh-agent, as git itself does. A passphrase-protected private key
@@ -113,12 +115,24 @@ pub fn sign_in(key: &KeySource, namespace: &str, message: &[u8]) -> Result<Strin
             Err(SignError::Encrypted(path.clone()))
         };
     }
-    let signature = private
-        .sign(namespace, HashAlg::Sha512, message)
-        .map_err(|e| SignError::Key {
-            path: path.clone(),
-            message: e.to_string(),
-        })?;
+    let signature = match private.sign(namespace, HashAlg::Sha512, message) {
+        Ok(s) => s,
+        // RSA is signed by ssh-keygen itself, from the private key file, as
+        // git does (`ssh-keygen -Y sign -f KEY`); Ed25519 and ECDSA in process.
+        Err(_) if private.algorithm().is_rsa() => {
+            return ssh_keygen_sign(path, namespace, message);
+        }
+        Err(e) => {
+            return Err(SignError::Key {
+                path: path.clone(),
+                message: format!(
+                    "{e} (keys git can sign with work: ed25519, ecdsa, rsa; {} is {})",
+                    path.display(),
+                    private.algorithm()
+                ),
+            });
+        }
+    };
     Ok(signature
         .to_pem(LineEnding::LF)
         .expect("an SSH signature always encodes"))

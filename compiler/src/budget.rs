@@ -194,6 +194,7 @@ pub(crate) fn run(
                 target: req.target.clone(),
                 items,
                 dropped,
+                omitted,
                 summarizer: summarizer_name,
                 warnings,
             });

@@ -160,6 +160,9 @@ pub struct Compiled {
     pub items: Vec<Item>,
     /// What was left out, and why.
     pub dropped: Vec<Dropped>,
+    /// What the text says was "left out for space" (items, and excerpts
+    /// counted by message): the number to report beside the text.
+    pub omitted: usize,
     /// `extractive`, or the name of the external summarizer that was used.
     pub summarizer: String,
     /// Things the caller should tell the user (a summarizer that failed).

@@ -17,6 +17,9 @@ pub struct Args {
     session: String,
     /// JSONL file of events.
     file: PathBuf,
+    /// Print a JSON object instead of text (docs/json.md).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
@@ -25,12 +28,25 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let s = ops::canonical::append(&store, &env.clock, &id, &args.file)?;
     match (s.commit, s.appended) {
         (Some(c), n) => status(format!(
-            "Appended {n} events to {} (commit {}); {} in all",
+            "Appended {} to {} (commit {}); {} in all",
+            super::count(n, "event"),
             s.id,
             short(&c),
             s.events
         )),
         (None, _) => status(format!("Nothing to append to {}", s.id)),
+    }
+    if args.json {
+        return super::print_json(
+            out,
+            &serde_json::json!({
+                "id": s.id,
+                "appended": s.appended,
+                "skipped": s.skipped,
+                "events": s.events,
+                "commit": s.commit.map(|c| c.to_string()),
+            }),
+        );
     }
     writeln!(out, "{}", s.events)?;
     Ok(())

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use git_session_compiler::{Format, Request};
 use git_session_schema::Agent;
 
-use super::{CommandError, Env, status};
+use super::{CommandError, Env, count, status};
 use crate::ops;
 use crate::ops::compile::CompileRequest;
 
@@ -32,7 +32,7 @@ pub struct Args {
     #[arg(long, default_value = "md", value_parser = ["md", "json", "agents-md", "first-message"])]
     format: String,
     /// Write to this file instead of stdout.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, short = 'o', value_name = "FILE")]
     out: Option<PathBuf>,
     /// Shell command that summarizes the conversation excerpts: reads a
     /// JSON request on stdin, prints {"summaries": [{"text", "seqs"}]};
@@ -65,13 +65,15 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     for warning in &compiled.warnings {
         status(format!("warning: {warning}"));
     }
+    // The same count the text's "Left out for space" line gives; events
+    // never made into context (meta, reasoning) are not "left out".
     status(format!(
-        "{} tokens of {} ({}), {} items, {} left out",
+        "{} tokens of {} ({}), {}, {} left out for space",
         compiled.tokens,
         compiled.budget,
         compiled.tokenizer.name(),
-        compiled.items.len(),
-        compiled.dropped.len()
+        count(compiled.items.len() as u64, "item"),
+        compiled.omitted
     ));
     match &args.out {
         Some(path) => std::fs::write(path, &compiled.text)

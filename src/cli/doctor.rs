@@ -26,10 +26,15 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     writeln!(out, "state      {}", store.state_dir().display())?;
     let dir = store.hooks_dir();
     for hook in hooks::HOOKS {
-        let state = if hooks::is_installed(&dir, hook) {
-            "installed"
+        let state = if !hooks::is_installed(&dir, hook) {
+            "not installed (run git session init)".to_owned()
         } else {
-            "not installed (run git session init)"
+            match hooks::reachable(&dir, hook) {
+                Ok(()) => "installed".to_owned(),
+                Err(why) => {
+                    format!("installed but never runs: {why} (move the git-session block above it)")
+                }
+            }
         };
         writeln!(out, "hook       {hook}: {state} in {}", dir.display())?;
     }

@@ -22,6 +22,9 @@ pub struct Args {
     /// Id for the new session (default: a new time-ordered UUID).
     #[arg(long, value_name = "ID")]
     id: Option<SessionId>,
+    /// Print a JSON object instead of text (docs/json.md).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
@@ -34,6 +37,18 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         short(&summary.parent_commit),
         summary.id
     ));
+    if args.json {
+        return super::print_json(
+            out,
+            &serde_json::json!({
+                "id": summary.id,
+                "parent": id,
+                "at": summary.at,
+                "parent_commit": summary.parent_commit.to_string(),
+                "commit": summary.commit.to_string(),
+            }),
+        );
+    }
     writeln!(out, "{}", summary.id)?;
     Ok(())
 }

@@ -41,14 +41,26 @@ pub struct Args {
     /// External summarizer command (see `git session compile --help`).
     #[arg(long, value_name = "CMD")]
     summarizer_cmd: Option<String>,
+    /// Print a JSON object instead of text (docs/json.md).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
     let store = env.store()?;
     let id = store.resolve(&args.session)?;
     let to = args.to;
+    let json = args.json;
     let user_home = std::env::var_os("HOME").map(PathBuf::from);
+    let other_home = super::resume::other_home(env, args.home.as_deref())?;
     let home = env.agent_home(args.home)?;
+    let key_origin = match args.key {
+        Some(_) => "--key".to_owned(),
+        None => format!(
+            "`git config {}`",
+            crate::config::signing_key_setting(&store)
+        ),
+    };
     let key = match args.key {
         Some(k) => Some(KeySource::File(env.cwd.join(k))),
         None => crate::config::signing_key(&store, user_home.as_deref()),
@@ -63,6 +75,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         home,
         env: &lookup,
         key,
+        key_origin,
         signer: crate::config::signer(&store),
     };
     let o = ops::handoff::handoff(&store, &env.clock, &request)?;
@@ -73,7 +86,10 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     if o.losses.is_empty() {
         status("loss report: nothing dropped");
     } else {
-        status(format!("loss report ({}):", o.losses.len()));
+        status(format!(
+            "loss report ({}):",
+            super::count(o.losses.len() as u64, "item")
+        ));
         for loss in &o.losses {
             status(format!("  {loss}"));
         }
@@ -89,12 +105,28 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         short(&o.commit),
         if o.signed { "signed" } else { "unsigned" }
     ));
+    let line = super::resume::continue_line(&o.cwd, other_home.as_deref(), &o.command);
+    if json {
+        return super::print_json(
+            out,
+            &serde_json::json!({
+                "session": id,
+                "to": o.to,
+                "native_id": o.native_id,
+                "handoff_seq": o.handoff_seq,
+                "commit": o.commit.to_string(),
+                "signed": o.signed,
+                "tokens": o.tokens.0,
+                "budget": o.tokens.1,
+                "written": o.written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+                "losses": o.losses,
+                "warnings": o.skipped_rows,
+                "cwd": o.cwd.display().to_string(),
+                "command": line,
+            }),
+        );
+    }
     status("Continue with:");
-    writeln!(
-        out,
-        "cd {} && {}",
-        super::resume::shell_quote(&o.cwd.to_string_lossy()),
-        o.command
-    )?;
+    writeln!(out, "{line}")?;
     Ok(())
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use git_session_schema::Agent;
 
-use super::{CommandError, Env, short, status};
+use super::{CommandError, Env, count, detail, short, status};
 use crate::ops;
 use crate::ops::capture::CaptureRequest;
 
@@ -30,31 +30,76 @@ pub struct Args {
     /// Home directory whose agent stores are read (default: $HOME).
     #[arg(long, value_name = "DIR", conflicts_with = "canonical")]
     home: Option<PathBuf>,
-    /// Import this canonical interchange file instead.
+    /// Import this canonical interchange file instead (`-` reads stdin).
     #[arg(long, value_name = "FILE")]
     canonical: Option<PathBuf>,
     /// With --canonical: recompute checksums instead of requiring the file's.
     #[arg(long, requires = "canonical")]
     reseal: bool,
+    /// Print a JSON object instead of text (docs/json.md).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
     let store = env.store()?;
     if let Some(file) = &args.canonical {
-        let s = ops::canonical::import(&store, &env.clock, file, args.reseal)?;
+        // stdin is read once into a temp file: the import reads the header
+        // first and may read the events again after a lost race.
+        let spool = if file.as_os_str() == "-" {
+            let read = |e: std::io::Error| CommandError::failure(format!("cannot read stdin: {e}"));
+            let mut tmp = tempfile::NamedTempFile::new().map_err(read)?;
+            std::io::copy(&mut std::io::stdin().lock(), &mut tmp).map_err(read)?;
+            Some(tmp)
+        } else {
+            None
+        };
+        let path = spool.as_ref().map_or(file.as_path(), |t| t.path());
+        let s =
+            ops::canonical::import(&store, &env.clock, path, args.reseal).map_err(|e| match e {
+                ops::OpError::Line {
+                    line,
+                    message,
+                    hint,
+                    ..
+                } if spool.is_some() => ops::OpError::Line {
+                    path: PathBuf::from("<stdin>"),
+                    line,
+                    message,
+                    hint,
+                },
+                e => e,
+            })?;
         match s.commit {
             Some(c) => status(format!(
-                "{} session {}: {} new events, {} already stored (commit {})",
+                "{} session {}: {}, {} already stored (commit {})",
                 if s.created { "Created" } else { "Updated" },
                 s.id,
-                s.appended,
+                count(s.appended, "new event"),
                 s.skipped,
                 short(&c)
             )),
             None => status(format!(
-                "Session {} is up to date ({} events)",
-                s.id, s.events
+                "Session {} is up to date ({})",
+                s.id,
+                count(s.events, "event")
             )),
+        }
+        if args.json {
+            return super::print_json(
+                out,
+                &serde_json::json!({
+                    "sessions": [{
+                        "id": s.id,
+                        "created": s.created,
+                        "appended": s.appended,
+                        "events": s.events,
+                        "commit": s.commit.map(|c| c.to_string()),
+                    }],
+                    "unchanged": u64::from(s.commit.is_none()),
+                    "skipped": [],
+                }),
+            );
         }
         writeln!(out, "{}", s.id)?;
         return Ok(());
@@ -72,10 +117,58 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             sqlite: Default::default(),
         },
     )?;
-    for (agent, root) in &report.missing {
+    if args.json {
+        let skipped = |s: &ops::capture::SkippedFile| serde_json::json!({"path": s.path.display().to_string(), "reason": s.reason});
+        super::print_json(
+            out,
+            &serde_json::json!({
+                "sessions": report.sessions.iter().map(|s| serde_json::json!({
+                    "id": s.id,
+                    "agent": s.agent,
+                    "created": s.created,
+                    "appended": s.appended,
+                    "events": s.events,
+                    "commit": s.commit.map(|c| c.to_string()),
+                })).collect::<Vec<_>>(),
+                "unchanged": report.unchanged,
+                "skipped": report.skipped.iter().chain(&report.skipped_sources).map(skipped).collect::<Vec<_>>(),
+                "missing": report.missing.iter().map(|(a, p)| serde_json::json!({"agent": a, "store": p.display().to_string()})).collect::<Vec<_>>(),
+            }),
+        )?;
+        if !report.skipped.is_empty() {
+            return Err(CommandError::failure(format!(
+                "{} could not be captured",
+                count(report.skipped.len() as u64, "native file")
+            )));
+        }
+        return Ok(());
+    }
+    let nothing = report.sessions.is_empty()
+        && report.unchanged == 0
+        && report.skipped.is_empty()
+        && report.skipped_sources.is_empty();
+    if nothing {
+        // A first run in a repository no agent has worked in yet: say
+        // where we looked and what to do, instead of "0 sessions".
+        status("No agent sessions found for this repository yet.");
+        for (agent, root) in &report.missing {
+            status(format!(
+                "  {:<9} {} does not exist",
+                agent.as_str(),
+                crate::cli::escape(&root.display().to_string())
+            ));
+        }
         status(format!(
+            "Run a coding agent ({}) in this repository, then `git session import` again,",
+            git_session_adapters::registry::names().join(", "),
+        ));
+        status("or import a canonical session file: `git session import --canonical FILE`.");
+        return Ok(());
+    }
+    for (agent, root) in &report.missing {
+        detail(format!(
             "no {agent} sessions here: {} does not exist",
-            root.display()
+            crate::cli::escape(&root.display().to_string())
         ));
     }
     for s in &report.skipped_sources {
@@ -97,21 +190,21 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         let verb = if s.created { "new" } else { "+" };
         writeln!(
             out,
-            "{}  {:<7} {verb} {} events ({} in all)",
+            "{}  {:<7} {verb} {} ({} in all)",
             s.id,
             s.agent.as_str(),
-            s.appended,
+            count(s.appended, "event"),
             s.events
         )?;
     }
     status(format!(
-        "Captured {} sessions; {} unchanged{}",
-        report.sessions.len(),
+        "Captured {}; {} unchanged{}",
+        count(report.sessions.len() as u64, "session"),
         report.unchanged,
         if report.skipped.is_empty() {
             String::new()
         } else {
-            format!("; {} files skipped", report.skipped.len())
+            format!("; {} skipped", count(report.skipped.len() as u64, "file"))
         }
     ));
     if let Some(first) = report.skipped.first() {

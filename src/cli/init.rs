@@ -55,12 +55,30 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     writeln!(out, "{verb} git-session in {}", store.state_dir().display())?;
     let binary = std::env::current_exe()
         .map_err(|e| CommandError::failure(format!("cannot locate git-session itself: {e}")))?;
+    // A hooks folder inside the work tree (core.hooksPath=.husky, say) is
+    // committed: it gets no path of this machine, only git-session on PATH.
+    let shared = store.worktree_paths().iter().any(|w| dir.starts_with(w))
+        && !store
+            .state_dir()
+            .parent()
+            .is_some_and(|common| dir.starts_with(common));
     for hook in hooks::HOOKS {
-        if hooks::install(&dir, hook, &binary).map_err(hook_error)? {
+        if hooks::install(&dir, hook, (!shared).then_some(binary.as_path())).map_err(hook_error)? {
             writeln!(
                 out,
-                "Installed the {hook} hook in {}",
-                dir.join(hook).display()
+                "Installed the {hook} hook in {}{}",
+                dir.join(hook).display(),
+                if shared {
+                    " (a tracked folder: it runs git-session from PATH)"
+                } else {
+                    ""
+                }
+            )?;
+        }
+        if let Err(why) = hooks::reachable(&dir, hook) {
+            writeln!(
+                out,
+                "warning: the {hook} hook never reaches the git-session block: {why}; move the block above that line"
             )?;
         }
     }
@@ -78,7 +96,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         if store.add_fetch_refspecs(&remote)? > 0 {
             writeln!(
                 out,
-                "A plain `git fetch {remote}` now also fetches sessions"
+                "A plain `git fetch {remote}` now also downloads sessions; `git session fetch` (or sync) verifies them and adds them to `git session list`"
             )?;
         }
     } else {

@@ -46,7 +46,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         let t = &b.trailers;
         let what = match (t.seq, &t.fork) {
             (_, Some((parent, at))) => format!("fork of {} at seq {at}", escape_line(parent)),
-            (Some((a, z)), _) => format!("seq {a}..{z} ({} events)", z - a + 1),
+            (Some((a, z)), _) => format!("seq {a}..{z} ({})", super::count(z - a + 1, "event")),
             (None, _) => "no events".to_owned(),
         };
         let code = t

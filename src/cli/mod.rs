@@ -24,6 +24,7 @@ mod resume;
 mod rm;
 mod show;
 mod sync;
+pub mod ui;
 mod verify;
 mod which;
 
@@ -54,6 +55,18 @@ pub struct Cli {
     /// Run as if started in this directory.
     #[arg(short = 'C', global = true, value_name = "PATH")]
     directory: Option<PathBuf>,
+    /// Color output: auto (on a terminal, unless NO_COLOR or color.ui says not), always, never.
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    color: ui::ColorWhen,
+    /// Do not pipe output into a pager.
+    #[arg(long, global = true)]
+    no_pager: bool,
+    /// Print only data and errors, no status lines.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    /// Print more detail (repeatable).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -87,10 +100,11 @@ enum Command {
 pub struct Env {
     cwd: PathBuf,
     clock: Clock,
+    ui: ui::Ui,
 }
 
 impl Env {
-    fn from_process(directory: Option<PathBuf>) -> Result<Env, CommandError> {
+    fn from_process(directory: Option<PathBuf>, ui: ui::Ui) -> Result<Env, CommandError> {
         let cwd = match directory {
             Some(d) => d,
             None => std::env::current_dir().map_err(|e| {
@@ -105,7 +119,7 @@ impl Env {
             })?),
             Err(_) => Clock::system(),
         };
-        Ok(Env { cwd, clock })
+        Ok(Env { cwd, clock, ui })
     }
 
     /// Returns the home directory whose agent stores are used: `--home`
@@ -164,7 +178,13 @@ pub fn main() -> ExitCode {
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let result = Env::from_process(cli.directory).and_then(|env| run(cli.command, &env, &mut out));
+    ui::set_verbosity(cli.quiet, cli.verbose);
+    let ui = ui::Ui {
+        color: cli.color,
+        no_pager: cli.no_pager,
+    };
+    let result =
+        Env::from_process(cli.directory, ui).and_then(|env| run(cli.command, &env, &mut out));
     let result = result.and_then(|()| out.flush().map_err(CommandError::from));
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -205,9 +225,44 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
     }
 }
 
-/// Prints a status line on stderr (not data, so never on stdout).
+/// Prints a status line on stderr (not data, so never on stdout); `-q`
+/// silences it.
 pub(crate) fn status(message: impl std::fmt::Display) {
-    let _ = writeln!(std::io::stderr().lock(), "{message}");
+    if !ui::is_quiet() {
+        let _ = writeln!(std::io::stderr().lock(), "{message}");
+    }
+}
+
+/// Writes `value` as pretty JSON and a newline: the `--json` output of a
+/// command (shapes in docs/json.md).
+pub(crate) fn print_json(
+    out: &mut dyn Write,
+    value: &serde_json::Value,
+) -> Result<(), CommandError> {
+    serde_json::to_writer_pretty(&mut *out, value).map_err(std::io::Error::from)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// Prints a detail line on stderr, only with `-v`.
+pub(crate) fn detail(message: impl std::fmt::Display) {
+    if ui::is_verbose() {
+        let _ = writeln!(std::io::stderr().lock(), "{message}");
+    }
+}
+
+/// Returns `n` and the noun, plural unless `n` is 1: "1 event", "2 events".
+pub(crate) fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else if let Some(stem) = noun.strip_suffix('y') {
+        format!("{n} {stem}ies")
+    } else if noun.ends_with("ch") || noun.ends_with('s') {
+        format!("{n} {noun}es")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// Returns `text` safe to print on one terminal line: control characters

@@ -35,6 +35,13 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     };
     let (chosen, pinned) = crate::config::chosen_remote(&store);
     let remote = ops::sync::consent(&store, dest, chosen.as_deref(), pinned.as_deref())?;
+    // Removals (tombstones) still travel when no session is left.
+    if store.session_ids()?.is_empty() && store.tombstones()?.is_empty() {
+        status(format!(
+            "Nothing to push to {remote}: this repository has no sessions yet (`git session import` captures them)"
+        ));
+        return Ok(());
+    }
     let rejected = ops::sync::push(&store, &remote)?;
     if rejected.is_empty() {
         status(format!("Pushed sessions to {remote}"));
@@ -44,8 +51,8 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         writeln!(out, "rejected {} ({})", r.refname, r.reason)?;
     }
     Err(CommandError::failure(format!(
-        "{remote} refused {} refs: it has events this clone lacks",
-        rejected.len()
+        "{remote} refused {}: it has events this clone lacks",
+        super::count(rejected.len() as u64, "ref")
     ))
     .hint(format!(
         "git session sync {remote} fetches, reconciles and pushes again without losing anything"

@@ -30,11 +30,15 @@ pub struct Args {
     /// Write under a new native id and record it as a fork of the session.
     #[arg(long)]
     fork: bool,
+    /// Print a JSON object instead of text (docs/json.md).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
     let store = env.store()?;
     let id = store.resolve(&args.session)?;
+    let other_home = other_home(env, args.home.as_deref())?;
     let home = env.agent_home(args.home)?;
     let lookup = |name: &str| std::env::var(name).ok();
     let request = ResumeRequest {
@@ -70,14 +74,60 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     for skipped in &outcome.skipped_rows {
         status(format!("warning: {skipped}"));
     }
+    let line = continue_line(&outcome.cwd, other_home.as_deref(), &outcome.command);
+    if args.json {
+        return super::print_json(
+            out,
+            &serde_json::json!({
+                "session": outcome.session,
+                "agent": outcome.agent,
+                "native_id": outcome.native_id,
+                "unchanged": outcome.unchanged,
+                "written": outcome.written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+                "via": outcome.via,
+                "losses": outcome.losses,
+                "warnings": outcome.skipped_rows,
+                "cwd": outcome.cwd.display().to_string(),
+                "command": line,
+            }),
+        );
+    }
     status("Continue with:");
-    writeln!(
-        out,
-        "cd {} && {}",
-        shell_quote(&outcome.cwd.to_string_lossy()),
-        outcome.command
-    )?;
+    writeln!(out, "{line}")?;
     Ok(())
+}
+
+/// Returns the absolute `--home` when it is not `$HOME`: the agent must
+/// then be started with `HOME=` it, or it will not find what was written.
+pub(crate) fn other_home(
+    env: &Env,
+    arg: Option<&std::path::Path>,
+) -> Result<Option<PathBuf>, CommandError> {
+    let Some(arg) = arg else { return Ok(None) };
+    let home = env.agent_home(Some(arg.to_owned()))?;
+    let current = std::env::var_os("HOME").map(PathBuf::from);
+    let same = current.is_some_and(|h| {
+        h == home
+            || (h.canonicalize().ok().is_some()
+                && h.canonicalize().ok() == home.canonicalize().ok())
+    });
+    Ok((!same).then_some(home))
+}
+
+/// Returns the shell line that continues the session: `cd DIR && ` the
+/// agent's command, with `HOME=` when the store written is another home's.
+pub(crate) fn continue_line(
+    cwd: &std::path::Path,
+    home: Option<&std::path::Path>,
+    command: &str,
+) -> String {
+    let env = home
+        .map(|h| format!("HOME={} ", shell_quote(&h.to_string_lossy())))
+        .unwrap_or_default();
+    format!(
+        "cd {} && {env}{command}",
+        shell_quote(&cwd.to_string_lossy())
+    )
 }
 
 pub(crate) fn shell_quote(text: &str) -> String {

@@ -2,6 +2,7 @@
 
 use std::io::Write;
 
+use git_session_schema::Event;
 use serde_json::{Value, json};
 
 use super::{CommandError, Env, escape_line, short};
@@ -9,11 +10,15 @@ use super::{CommandError, Env, escape_line, short};
 /// Show a session's header and events.
 ///
 /// Text output is one line per event: seq, time, type, actor and a short
-/// summary. `--tree` prints the events as the conversation tree their
+/// summary (a tool call's command, a tool result's command and the head of
+/// its output). `--tree` prints the events as the conversation tree their
 /// parent links make (a Pi session where the user went back and branched
-/// shows every branch; the active leaf, the last event, is marked).
+/// shows every branch; the active leaf, the last event, is marked). `meta` events (agent bookkeeping: token counts, settings,
+/// attachments) are hidden unless `--all` or `--type meta` asks for them.
+/// On a terminal the text goes through git's pager (`GIT_PAGER`,
+/// `core.pager`, `PAGER`, else `less`; `--no-pager` prints directly).
 /// `--json` prints one JSON object whose "events" are the stored events
-/// exactly as written.
+/// exactly as written: all of them in the range, or those `--type` picks.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Session id or unique prefix.
@@ -21,13 +26,32 @@ pub struct Args {
     /// Only events in this inclusive seq range: `A..B`, `A..` or `A`.
     #[arg(long, value_name = "A..B", value_parser = parse_range)]
     seq: Option<(u64, Option<u64>)>,
-    /// Print JSON instead of text.
+    /// Only events of this type (repeatable): a type (`tool.call`) or a
+    /// namespace (`tool`, `message`).
+    #[arg(long = "type", short = 't', value_name = "TYPE")]
+    types: Vec<String>,
+    /// Show meta events too.
+    #[arg(long, short = 'a')]
+    all: bool,
+    /// Print JSON instead of text (docs/json.md).
     #[arg(long, conflicts_with = "tree")]
     json: bool,
     /// Print the events as a tree by their parent links, every branch
     /// indented under the event it branches from.
     #[arg(long)]
     tree: bool,
+}
+
+/// Returns whether an event type is picked by `--type` values (a type or
+/// its dotted namespace); no values pick every type.
+fn type_matches(types: &[String], kind: &str) -> bool {
+    types.is_empty()
+        || types.iter().any(|t| {
+            kind == t
+                || kind
+                    .strip_prefix(t.as_str())
+                    .is_some_and(|rest| rest.starts_with('.'))
+        })
 }
 
 fn parse_range(text: &str) -> Result<(u64, Option<u64>), String> {
@@ -69,17 +93,83 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         let mut text = serde_json::to_string(&head).map_err(std::io::Error::from)?;
         text.pop();
         write!(out, "{text},\"events\":[")?;
-        for (i, line) in lines.enumerate() {
-            if i > 0 {
+        let mut first = true;
+        for line in lines {
+            let line = line?;
+            if !args.types.is_empty() {
+                let kind = line.decode().map(|e| e.kind).unwrap_or_default();
+                if !type_matches(&args.types, &kind) {
+                    continue;
+                }
+            }
+            if !first {
                 out.write_all(b",")?;
             }
-            out.write_all(&line?.bytes)?;
+            first = false;
+            out.write_all(&line.bytes)?;
         }
         writeln!(out, "]}}")?;
         return Ok(());
     }
+    let mut pager = env.ui.pager(&store);
+    let result = match pager.as_mut() {
+        Some(p) => print_text(&args, &store, &id, &stat, lines, p.writer()),
+        None => print_text(&args, &store, &id, &stat, lines, out),
+    };
+    if let Some(p) = pager {
+        p.finish();
+    }
+    result
+}
+
+fn print_text(
+    args: &Args,
+    store: &crate::store::Store,
+    id: &git_session_schema::SessionId,
+    stat: &crate::store::SessionStat,
+    lines: crate::store::LineIter<'_>,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    let h = &stat.header;
+    // Read the events first (the range only, one chunk at a time) so
+    // the header can say how many are hidden.
+    let show_meta = args.all || args.types.iter().any(|t| t == "meta");
+    let mut shown = Vec::new();
+    let mut hidden = 0u64;
+    let mut calls = Calls::default();
+    // `--tree` reads the events after the header, in `tree`.
+    let (lines, tree_lines) = if args.tree {
+        (None, Some(lines))
+    } else {
+        (Some(lines), None)
+    };
+    for line in lines.into_iter().flatten() {
+        let line = line?;
+        let event = line.decode().map_err(|e| {
+            CommandError::failure(format!(
+                "seq {}: stored event does not parse: {e}",
+                line.seq
+            ))
+        })?;
+        calls.note(&event);
+        if !type_matches(&args.types, &event.kind) {
+            continue;
+        }
+        if event.kind == "meta" && !show_meta {
+            hidden += 1;
+            continue;
+        }
+        shown.push(format!(
+            "{:>6}  {}  {:<18} {:<14} {}",
+            event.seq,
+            escape_line(&event.ts),
+            escape_line(event.kind.as_str()),
+            escape_line(event.actor.as_str()),
+            escape_line(&summary(&event, &calls))
+        ));
+    }
     writeln!(out, "session  {id}")?;
-    if h.id != id {
+    if h.id != *id {
         writeln!(
             out,
             "warning  the header names session {}: not this session",
@@ -97,10 +187,19 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         writeln!(out, "cwd      {}", escape_line(c))?;
     }
     writeln!(out, "created  {}", escape_line(&h.created))?;
-    writeln!(out, "events   {}", stat.events)?;
+    if hidden > 0 {
+        writeln!(
+            out,
+            "events   {} ({} hidden: --all shows them)",
+            stat.events,
+            super::count(hidden, "meta event")
+        )?;
+    } else {
+        writeln!(out, "events   {}", stat.events)?;
+    }
     // The code commits the batches were captured at (HEAD at capture).
     let mut commits: Vec<(gix::ObjectId, (u64, u64))> = Vec::new();
-    for b in store.batches(&id)?.iter().rev() {
+    for b in store.batches(id)?.iter().rev() {
         if let (Some(c), Some((a, z))) = (b.trailers.code_commit, b.trailers.seq) {
             match commits.last_mut() {
                 Some((last, range)) if *last == c => range.1 = z,
@@ -134,26 +233,11 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         )?;
     }
     writeln!(out)?;
-    if args.tree {
+    if let Some(lines) = tree_lines {
         return tree(lines, out);
     }
-    for line in lines {
-        let line = line?;
-        let event = line.decode().map_err(|e| {
-            CommandError::failure(format!(
-                "seq {}: stored event does not parse: {e}",
-                line.seq
-            ))
-        })?;
-        writeln!(
-            out,
-            "{:>6}  {}  {:<18} {:<14} {}",
-            event.seq,
-            escape_line(&event.ts),
-            escape_line(event.kind.as_str()),
-            escape_line(event.actor.as_str()),
-            escape_line(&summary(&event.payload))
-        )?;
+    for line in shown {
+        writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
 }
@@ -165,31 +249,183 @@ const NATIVE_KEYS: [&str; 3] = [
     git_session_adapters::codex::NATIVE_KEY,
 ];
 
-/// Returns a one-line preview of an event body.
-fn summary(payload: &Value) -> String {
-    let call = payload
-        .get("name")
-        .and_then(Value::as_str)
-        .zip(payload.get("arguments").or_else(|| payload.get("input")))
-        .map(|(name, args)| format!("{name} {args}"));
-    // A kept native record (`meta`) is named by its type.
-    let record = payload.get("record_type").and_then(Value::as_str).map(|t| {
-        match payload.get("role").and_then(Value::as_str) {
-            Some(role) => format!("{t} ({role})"),
-            None => t.to_owned(),
+/// Remembers the command of recent tool calls, so a result (which names
+/// only its call) can show what ran. Bounded: a session with millions of
+/// calls keeps the last [`Calls::KEEP`].
+#[derive(Default)]
+struct Calls {
+    recent: std::collections::VecDeque<(String, String)>,
+}
+
+impl Calls {
+    const KEEP: usize = 256;
+
+    fn note(&mut self, event: &Event) {
+        if event.kind != "tool.call" {
+            return;
         }
-    });
-    let text = call
-        .into_iter()
-        .chain(
-            [
-                "text", "content", "command", "cmd", "output", "name", "path", "summary", "title",
-            ]
+        let p = &event.payload;
+        let Some(id) = p
+            .get("call_id")
+            .or_else(|| p.get("tool_use_id"))
+            .and_then(Value::as_str)
+        else {
+            return;
+        };
+        if self.recent.len() == Self::KEEP {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((id.to_owned(), call_text(p)));
+    }
+
+    fn get(&self, id: &str) -> Option<&str> {
+        self.recent
             .iter()
-            .filter_map(|k| payload.get(*k).and_then(Value::as_str).map(str::to_owned)),
-        )
-        .chain(record)
-        .next();
+            .rev()
+            .find(|(c, _)| c == id)
+            .map(|(_, t)| t.as_str())
+    }
+}
+
+/// Returns a tool call as `name: command` when its arguments carry a
+/// command (`cmd`, `command`, as a string or argv), else `name {args}`.
+fn call_text(p: &Value) -> String {
+    let name = p.get("name").and_then(Value::as_str).unwrap_or("tool");
+    let args = p.get("arguments").or_else(|| p.get("input"));
+    match args.and_then(command_of) {
+        Some(cmd) => format!("{name}: {cmd}"),
+        None => match args {
+            Some(a) => format!("{name} {a}"),
+            None => name.to_owned(),
+        },
+    }
+}
+
+fn command_of(v: &Value) -> Option<String> {
+    let c = v.get("cmd").or_else(|| v.get("command"))?;
+    match c {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => Some(
+            parts
+                .iter()
+                .map(|p| p.as_str().map_or_else(|| p.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
+        _ => None,
+    }
+}
+
+/// Returns the text of a tool output: a string, or the text blocks of a
+/// content array.
+fn output_text(p: &Value) -> Option<String> {
+    let v = p.get("output").or_else(|| p.get("content"))?;
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(blocks) => Some(
+            blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        _ => None,
+    }
+}
+
+/// Returns the head of a tool's output: Codex's exec envelope ("Chunk
+/// ID", "Wall time", "Process exited with code N", "Output:") becomes
+/// `exit N` and the first output line.
+fn output_head(output: &str) -> String {
+    let mut exit = None;
+    let mut body = output;
+    if output.contains("\nOutput:\n")
+        || output.ends_with("\nOutput:")
+        || output.starts_with("Output:")
+    {
+        for line in output.lines() {
+            if let Some(code) = line.strip_prefix("Process exited with code ") {
+                exit = Some(code.trim().to_owned());
+            }
+        }
+        body = output.split_once("Output:").map_or("", |(_, b)| b);
+    }
+    let first = body
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    match exit {
+        Some(code) if first.is_empty() => format!("exit {code}"),
+        Some(code) => format!("exit {code}: {first}"),
+        None => first.to_owned(),
+    }
+}
+
+/// Returns a one-line preview of an event.
+fn summary(event: &Event, calls: &Calls) -> String {
+    let payload = &event.payload;
+    let text = match event.kind.as_str() {
+        "tool.call" => Some(call_text(payload)),
+        "tool.result" => {
+            let call = payload
+                .get("call_id")
+                .or_else(|| payload.get("tool_use_id"))
+                .and_then(Value::as_str)
+                .and_then(|id| calls.get(id))
+                .map(str::to_owned)
+                .or_else(|| {
+                    payload
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                });
+            let head = output_text(payload).map(|o| output_head(&o));
+            let error = payload.get("is_error").and_then(Value::as_bool) == Some(true);
+            let parts: Vec<String> = [call, head.filter(|h| !h.is_empty())]
+                .into_iter()
+                .flatten()
+                .collect();
+            let joined = parts.join(" → ");
+            Some(if error {
+                format!("error: {joined}")
+            } else {
+                joined
+            })
+        }
+        "session.start" => payload.get("cwd").and_then(Value::as_str).map(|cwd| {
+            let version = ["cli_version", "version"]
+                .iter()
+                .find_map(|k| payload.get(*k).and_then(Value::as_str));
+            match version {
+                Some(v) => format!("in {cwd} (version {v})"),
+                None => format!("in {cwd}"),
+            }
+        }),
+        "command.run" => {
+            command_of(payload).map(|c| match payload.get("exit_code").and_then(Value::as_i64) {
+                Some(code) => format!("{c} (exit {code})"),
+                None => c,
+            })
+        }
+        _ => None,
+    };
+    let text = text.or_else(|| {
+        [
+            "text", "content", "command", "cmd", "output", "name", "path", "summary", "title",
+        ]
+        .iter()
+        .find_map(|k| payload.get(*k).and_then(Value::as_str).map(str::to_owned))
+    });
+    // A kept native record (`meta`) is named by its type.
+    let text = text.or_else(|| {
+        payload.get("record_type").and_then(Value::as_str).map(|t| {
+            match payload.get("role").and_then(Value::as_str) {
+                Some(role) => format!("{t} ({role})"),
+                None => t.to_owned(),
+            }
+        })
+    });
     let text = text.unwrap_or_else(|| match payload {
         Value::Null => String::new(),
         Value::Object(m) => {
@@ -203,31 +439,14 @@ fn summary(payload: &Value) -> String {
         }
         other => other.to_string(),
     });
-    let flat: String = escape_controls(&text.split_whitespace().collect::<Vec<_>>().join(" "));
-    if flat.chars().count() > 80 {
-        let mut cut: String = flat.chars().take(79).collect();
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > 100 {
+        let mut cut: String = flat.chars().take(99).collect();
         cut.push('…');
         cut
     } else {
         flat
     }
-}
-
-/// Returns `text` with control characters (terminal escapes included)
-/// written as `\u{..}` escapes: agent-authored text is untrusted.
-fn escape_controls(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
-        return text.to_owned();
-    }
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_unicode().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 /// Prints the events as the tree their `parent_seq` links make.
@@ -240,6 +459,7 @@ fn tree(lines: crate::store::LineIter<'_>, out: &mut dyn Write) -> Result<(), Co
     let mut labels: Vec<(u64, String)> = Vec::new();
     let mut children: std::collections::HashMap<u64, Vec<u64>> = Default::default();
     let mut roots = Vec::new();
+    let mut calls = Calls::default();
     for line in lines {
         let line = line?;
         let event = line.decode().map_err(|e| {
@@ -248,14 +468,15 @@ fn tree(lines: crate::store::LineIter<'_>, out: &mut dyn Write) -> Result<(), Co
                 line.seq
             ))
         })?;
+        calls.note(&event);
         if event.payload.get("derived_from").is_some() {
             continue;
         }
         let label = format!(
             "{:>6}  {:<18} {}",
             event.seq,
-            event.kind,
-            summary(&event.payload)
+            escape_line(event.kind.as_str()),
+            escape_line(&summary(&event, &calls))
         );
         labels.push((event.seq, label));
         match event.parent_seq {

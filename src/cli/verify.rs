@@ -89,8 +89,10 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             if v.is_ok() {
                 writeln!(
                     out,
-                    "ok      {} ({} events, {} batches{signed})",
-                    r.id, r.events, r.batches
+                    "ok      {} ({}, {}{signed})",
+                    r.id,
+                    super::count(r.events, "event"),
+                    super::count(r.batches, "batch")
                 )?;
             } else {
                 writeln!(out, "FAILED  {}", r.id)?;

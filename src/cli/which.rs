@@ -9,9 +9,12 @@ use crate::ops;
 
 /// Show which sessions (and seq ranges) led to a commit.
 ///
-/// Lists the capture batches taken with that commit as HEAD, which the
-/// post-commit hook records right after each commit: what the agents did up
-/// to it.
+/// Lists the capture batches taken with that commit as HEAD. The
+/// post-commit hook captures right after each commit, so its batch holds
+/// what the agents did up to that commit. A batch captured by hand
+/// (`git session import`) belongs to the HEAD it was captured at: work
+/// captured before a commit is made is listed under the commit before it,
+/// and the output says "captured at HEAD" to make that plain.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A commit (anything git rev-parse takes).
@@ -36,7 +39,12 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     }
     if batches.is_empty() {
         super::status(format!(
-            "No session batch was captured at {}",
+            "No session batch was captured at HEAD {}",
+            short(&commit)
+        ));
+    } else {
+        super::status(format!(
+            "Session batches captured at HEAD {} (by its post-commit hook, or by hand while it was HEAD):",
             short(&commit)
         ));
     }

@@ -33,7 +33,23 @@ pub fn fork(
     let stat = store.stat(id)?;
     let at = at.unwrap_or(stat.events.saturating_sub(1));
     let new_id = match new_id {
-        Some(n) => n,
+        Some(n) => {
+            // An id that is a prefix of another session's would take over
+            // the prefix users type for that one (an exact id wins).
+            if let Some(other) = store
+                .session_ids()?
+                .into_iter()
+                .find(|o| o != &n && o.as_str().starts_with(n.as_str()))
+            {
+                return Err(super::OpError::Conflict {
+                    message: format!(
+                        "the id {n} is a prefix of session {other}: `{n}` would stop naming it; nothing was written"
+                    ),
+                    hint: Some("choose an id that no other session starts with".into()),
+                });
+            }
+            n
+        }
         None => new_session_id(clock),
     };
     let info = commit_info(store, clock);

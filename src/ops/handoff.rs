@@ -39,6 +39,9 @@ pub struct HandoffRequest<'a> {
     pub env: &'a dyn Fn(&str) -> Option<String>,
     /// The key to sign the receipt with, if any.
     pub key: Option<KeySource>,
+    /// Where the key was given (`--key`, `session.signingKey`, ...), named
+    /// in the hint when it cannot sign.
+    pub key_origin: String,
     /// Who signs (the receipt's principal), usually `user.email`.
     pub signer: Option<String>,
 }
@@ -80,10 +83,10 @@ pub fn handoff(
     if let Some(key) = &request.key {
         sign::sign(key, b"git-session signing check").map_err(|e| OpError::Conflict {
             message: e.to_string(),
-            hint: Some(
-                "fix the key, or unset session.signingKey to hand off with an unsigned receipt"
-                    .into(),
-            ),
+            hint: Some(format!(
+                "fix the key given by {}, or leave it out to hand off with an unsigned receipt",
+                request.key_origin
+            )),
         })?;
     }
     let compile_request = CompileRequest {

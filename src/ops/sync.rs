@@ -60,6 +60,15 @@ pub fn consent(
     };
     match (dest, chosen) {
         (Destination::ChooseNow(name), None) => {
+            // A name that is no remote (and no URL or path) would be
+            // recorded and then fail every push: refuse before choosing.
+            let url_like = name.contains(':') || name.contains('/');
+            if store.remote_push_url(name).is_none() && !url_like {
+                return Err(refuse(
+                    format!("there is no remote named {name}; nothing was chosen or pushed"),
+                    "add it first: `git remote add NAME URL` (a separate repository keeps transcripts private), then `git session push --to NAME`",
+                ));
+            }
             let url = url_of(name);
             store.set_local_config("session.remote", name)?;
             store.set_local_config("session.remoteUrl", &url)?;

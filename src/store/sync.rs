@@ -128,6 +128,16 @@ impl Store {
             format!("{0}*:{0}*", refs::SESSIONS_PREFIX),
         ];
         let tombstones = self.tombstones()?;
+        let receipts = self
+            .repo
+            .try_find_reference(refs::RECEIPTS_NOTES_REF)
+            .map_err(git)?
+            .is_some();
+        // Nothing of ours to send: git would fail with "No refs in common
+        // and none specified" for the empty glob.
+        if self.session_ids()?.is_empty() && tombstones.is_empty() && !receipts {
+            return Ok(Vec::new());
+        }
         if !tombstones.is_empty() {
             args.push(format!("{0}*:{0}*", refs::TOMBSTONES_PREFIX));
             let theirs: HashSet<SessionId> = self
@@ -139,12 +149,7 @@ impl Store {
                 args.push(format!(":{}", refs::session_ref(id)));
             }
         }
-        if self
-            .repo
-            .try_find_reference(refs::RECEIPTS_NOTES_REF)
-            .map_err(git)?
-            .is_some()
-        {
+        if receipts {
             args.push(format!("{0}:{0}", refs::RECEIPTS_NOTES_REF));
         }
         let out = self.run_git_network(&args)?;

@@ -372,11 +372,14 @@ fn missing_stores_mean_nothing_to_capture() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let err = text(&out.stderr);
+    // Nothing found: say where we looked and what to do next.
     assert!(
-        err.contains("no claude sessions here") && err.contains(".claude does not exist"),
+        err.contains("No agent sessions found for this repository yet")
+            && err.contains(".claude does not exist")
+            && err.contains(".codex does not exist")
+            && err.contains("git session import --canonical FILE"),
         "{err}"
     );
-    assert!(err.contains("no codex sessions here"), "{err}");
     assert_eq!(text(&out.stdout), "");
     assert_eq!(session_refs(&repo), "");
 }

@@ -20,6 +20,7 @@ mod oracle;
 mod pi;
 mod redaction;
 mod resume;
+mod surface;
 mod sync;
 mod tamper;
 mod trust;

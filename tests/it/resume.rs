@@ -22,7 +22,12 @@ fn resume_writes_once_never_overwrites_and_forks_on_request() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(
         text(&out.stdout).trim(),
-        format!("cd {} && claude --resume {ROUNDTRIP}", repo.root.display())
+        // The store written is another home's: the command says so.
+        format!(
+            "cd {} && HOME={} claude --resume {ROUNDTRIP}",
+            repo.root.display(),
+            home.display()
+        )
     );
     let project = git_session_adapters::claude::project_dir_name(repo.root.to_str().unwrap());
     let file = home

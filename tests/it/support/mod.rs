@@ -120,6 +120,15 @@ impl Repo {
         Command::from(self.git_process_in(dir))
     }
 
+    /// Returns a process command for `program` in `dir`, with the
+    /// hermetic environment (for wrappers such as `script`).
+    pub fn program_in(&self, program: &str, dir: &Path) -> std::process::Command {
+        let mut cmd = std::process::Command::new(program);
+        self.env(&mut cmd);
+        cmd.current_dir(dir);
+        cmd
+    }
+
     /// Returns a plain `git` process command in `dir` (for servers a test
     /// spawns and kills).
     pub fn git_process_in(&self, dir: &Path) -> std::process::Command {
@@ -281,4 +290,32 @@ pub fn captured_claude(repo: &Repo) {
         repo.root.to_str().unwrap(),
     );
     repo.ok(&["import", "--home", source.to_str().unwrap()]);
+}
+
+/// Compares `actual` with `tests/it/snapshots/<name>` after replacing the
+/// repository, home and temp paths by `[ROOT]`, `[HOME]` and `[TMP]`;
+/// `SNAPSHOTS=overwrite` rewrites the file.
+pub fn snapshot(repo: &Repo, name: &str, actual: &str) {
+    let tmp = repo.root.parent().unwrap();
+    let normalized = actual
+        .replace(repo.root.to_str().unwrap(), "[ROOT]")
+        .replace(repo.home.to_str().unwrap(), "[HOME]")
+        .replace(tmp.to_str().unwrap(), "[TMP]");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/it/snapshots")
+        .join(name);
+    snapbox::Assert::new()
+        .action_env(snapbox::assert::DEFAULT_ACTION_ENV)
+        .normalize_paths(false)
+        .eq(normalized, snapbox::Data::read_from(&path, None).raw());
+}
+
+/// Runs `git-session` with `args`; returns (stdout, stderr, exit code).
+pub fn run(repo: &Repo, args: &[&str]) -> (String, String, i32) {
+    let out = repo.session().args(args).output().unwrap();
+    (
+        text(&out.stdout),
+        text(&out.stderr),
+        out.status.code().unwrap_or(-1),
+    )
 }

@@ -1,0 +1,155 @@
+//! What `list` (and any other listing, such as an MCP tool) shows of each
+//! session: the cheap stat, a derived title and the time of the last event.
+//!
+//! Reads the header and tip commit, the chunk holding the last event and,
+//! only for a session without a native title, the first events up to the
+//! first user prompt (at most [`TITLE_SCAN`] events). Never the whole log.
+
+use git_session_schema::{SessionId, kinds};
+use serde_json::Value;
+
+use crate::store::{SessionStat, Store, StoreResult};
+
+/// How many leading events are searched for a first user prompt.
+pub const TITLE_SCAN: u64 = 64;
+
+/// Holds what a listing shows of one session.
+#[derive(Clone, Debug)]
+pub struct SessionSummary {
+    /// Header, tip and counts.
+    pub stat: SessionStat,
+    /// The native title, else the first user prompt: one line, trimmed.
+    pub title: Option<String>,
+    /// The `ts` of the last event, as stored.
+    pub last_event: Option<String>,
+    /// Seconds since the epoch of the last activity: the last event's
+    /// time, else (no events, or a time that does not parse) the tip
+    /// commit's.
+    pub last_activity: i64,
+}
+
+/// Returns the summary of every session, newest activity first; sessions
+/// that cannot be read come last, with their error, in id order.
+pub fn summaries(store: &Store) -> StoreResult<Vec<(SessionId, StoreResult<SessionSummary>)>> {
+    let mut rows: Vec<(SessionId, StoreResult<SessionSummary>)> = store
+        .list()?
+        .into_iter()
+        .map(|(id, stat)| {
+            let summary = stat.and_then(|s| summarize(store, &id, s));
+            (id, summary)
+        })
+        .collect();
+    rows.sort_by(|(a_id, a), (b_id, b)| match (a, b) {
+        (Ok(a), Ok(b)) => b
+            .last_activity
+            .cmp(&a.last_activity)
+            .then_with(|| a_id.cmp(b_id)),
+        (Ok(_), Err(_)) => std::cmp::Ordering::Less,
+        (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
+        (Err(_), Err(_)) => a_id.cmp(b_id),
+    });
+    Ok(rows)
+}
+
+fn summarize(store: &Store, id: &SessionId, stat: SessionStat) -> StoreResult<SessionSummary> {
+    let last_event = match stat.events.checked_sub(1) {
+        Some(last) => match store.lines(id, last, Some(last))?.next() {
+            Some(line) => line?.decode().ok().map(|e| e.ts),
+            None => None,
+        },
+        None => None,
+    };
+    let last_activity = last_event
+        .as_deref()
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .map(|t| t.as_second())
+        .unwrap_or(stat.updated);
+    let title = match stat.header.title.as_deref().and_then(one_line) {
+        Some(t) => Some(t),
+        None => first_prompt(store, id, stat.events)?,
+    };
+    Ok(SessionSummary {
+        stat,
+        title,
+        last_event,
+        last_activity,
+    })
+}
+
+fn first_prompt(store: &Store, id: &SessionId, events: u64) -> StoreResult<Option<String>> {
+    if events == 0 {
+        return Ok(None);
+    }
+    for line in store.lines(id, 0, Some(TITLE_SCAN.min(events) - 1))? {
+        let Ok(event) = line?.decode() else { continue };
+        if event.kind != kinds::MESSAGE_USER {
+            continue;
+        }
+        if let Some(t) = event
+            .payload
+            .get("text")
+            .and_then(Value::as_str)
+            .and_then(one_line)
+        {
+            return Ok(Some(t));
+        }
+    }
+    Ok(None)
+}
+
+/// Returns the first non-blank line of `text`, trimmed, with runs of
+/// whitespace made single spaces; `None` if there is none.
+pub fn one_line(text: &str) -> Option<String> {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    Some(line.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// Returns, for each id, the length in characters of its shortest prefix
+/// that no other id starts with (the whole id when it is a prefix of
+/// another), but at least `min` (or the whole id, if shorter).
+pub fn unique_prefix_lengths(ids: &[SessionId], min: usize) -> Vec<usize> {
+    let mut sorted: Vec<&str> = ids.iter().map(SessionId::as_str).collect();
+    sorted.sort_unstable();
+    let common = |a: &str, b: &str| a.chars().zip(b.chars()).take_while(|(x, y)| x == y).count();
+    ids.iter()
+        .map(|id| {
+            let id = id.as_str();
+            let at = sorted.partition_point(|s| *s < id);
+            let before = at.checked_sub(1).map_or(0, |i| common(sorted[i], id));
+            let after = sorted.get(at + 1).map_or(0, |s| common(s, id));
+            let len = id.chars().count();
+            (before.max(after) + 1).max(min).min(len)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(names: &[&str]) -> Vec<SessionId> {
+        names.iter().map(|n| SessionId::new(*n).unwrap()).collect()
+    }
+
+    #[test]
+    fn prefixes_are_the_shortest_unique_ones() {
+        let list = ids(&[
+            "019ad5b2-aaaa",
+            "019ad5b2-abcd",
+            "3f1c",
+            "019ad5b2-abcd-fork-0123",
+            "x",
+        ]);
+        assert_eq!(unique_prefix_lengths(&list, 1), vec![11, 13, 1, 14, 1]);
+        assert_eq!(unique_prefix_lengths(&list, 4), vec![11, 13, 4, 14, 1]);
+    }
+
+    #[test]
+    fn one_line_takes_the_first_non_blank_line() {
+        assert_eq!(
+            one_line("\n  fix   the\tbug \nmore").as_deref(),
+            Some("fix the bug")
+        );
+        assert_eq!(one_line(" \n\t"), None);
+    }
+}
