@@ -48,6 +48,13 @@ pub struct JsonlReader {
     buf: Vec<u8>,
     /// Bytes at the front of `buf` handed out by the last batch.
     handed: usize,
+    /// Bytes at the front of `buf` (after `handed`) already searched for a
+    /// newline and holding none: each byte is searched once, so a line of
+    /// any length is read in linear time.
+    searched: usize,
+    /// Bytes searched for newlines in all (for the linearity test).
+    #[cfg(test)]
+    searched_total: u64,
     pos: ReadPosition,
     eof: bool,
     /// Where to stop (a line boundary), if not at the end of the file.
@@ -65,6 +72,9 @@ impl JsonlReader {
             file,
             buf: Vec::with_capacity(BLOCK_BYTES),
             handed: 0,
+            searched: 0,
+            #[cfg(test)]
+            searched_total: 0,
             pos: ReadPosition {
                 offset,
                 lines: first_line,
@@ -100,6 +110,8 @@ impl RecordReader for JsonlReader {
     fn next_batch(&mut self) -> NativeResult<Option<Records<'_>>> {
         self.buf.drain(..self.handed);
         self.handed = 0;
+        // What is left after the last batch's final newline has none.
+        self.searched = self.buf.len();
         while !self.eof {
             let mut want = BLOCK_BYTES.saturating_sub(self.buf.len()).max(1 << 16) as u64;
             if let Some(end) = self.end {
@@ -110,9 +122,17 @@ impl RecordReader for JsonlReader {
                 .read_to_end(&mut self.buf)
                 .map_err(NativeError::io(&self.path))?;
             self.eof = n == 0;
-            let Some(end) = self.buf.iter().rposition(|&b| b == b'\n') else {
+            // Only the bytes just read: the ones before them hold no newline.
+            let fresh = &self.buf[self.searched..];
+            #[cfg(test)]
+            {
+                self.searched_total += fresh.len() as u64;
+            }
+            let Some(end) = fresh.iter().rposition(|&b| b == b'\n') else {
+                self.searched = self.buf.len();
                 continue;
             };
+            let end = self.searched + end;
             let block = &self.buf[..=end];
             let records = Records::lines(block, self.pos.lines, self.pos.offset);
             self.pos.lines += block.iter().filter(|&&b| b == b'\n').count() as u64;
@@ -144,6 +164,32 @@ mod tests {
         }
         assert_eq!(seen, [0, 1]);
         assert_eq!((r.position().offset, r.position().lines), (16, 2));
+    }
+
+    #[test]
+    fn a_long_line_is_searched_for_its_end_once() {
+        // 8 MiB on one line, then a short one: each byte is looked at once
+        // (searching the whole buffer after each 64 KiB read looks at
+        // about 500 times as many).
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let long = 8 << 20;
+        let mut bytes = vec![b'x'; long];
+        bytes.extend_from_slice(b"\n{}\n");
+        std::fs::write(&path, &bytes).unwrap();
+        let mut r = JsonlReader::open(&path, 0, 0).unwrap();
+        let mut lens = Vec::new();
+        while let Some(batch) = r.next_batch().unwrap() {
+            lens.extend(batch.iter().map(|rec| rec.bytes.len()));
+        }
+        assert_eq!(lens, [long, 2]);
+        assert_eq!(r.position().offset, bytes.len() as u64);
+        assert!(
+            r.searched_total <= 2 * bytes.len() as u64,
+            "searched {} bytes of {}",
+            r.searched_total,
+            bytes.len()
+        );
     }
 
     #[test]
