@@ -990,13 +990,47 @@ fn stored_keys_from(store: &Store, id: &SessionId, from: u64) -> OpResult<HashMa
     Ok(keys)
 }
 
-/// Returns whether a session's cwd is inside one of this repository's
-/// work trees.
+/// Returns whether a session belongs to this repository: its cwd is
+/// inside one of the repository's work trees, and not inside a nested
+/// repository there (see [`owns`]).
 fn inside(worktrees: &[PathBuf], session: &NativeSession) -> bool {
     session
         .cwd
         .as_deref()
-        .is_some_and(|cwd| worktrees.iter().any(|w| Path::new(cwd).starts_with(w)))
+        .is_some_and(|cwd| owns(worktrees, Path::new(cwd)))
+}
+
+/// Returns whether `cwd` belongs to this repository: a session belongs to
+/// the innermost repository that contains its cwd. So `cwd` (with `.` and
+/// `..` resolved lexically first: `<root>/../elsewhere` is not under
+/// `<root>`) must be inside one of `worktrees` (the innermost one that
+/// contains it, worktrees of this repository included), and no directory
+/// between that work tree and `cwd`, `cwd` included, may hold a `.git` of
+/// its own (a nested clone, a submodule, another repository's worktree):
+/// a dotfiles repository at `~` does not collect every project's sessions.
+pub(crate) fn owns(worktrees: &[PathBuf], cwd: &Path) -> bool {
+    let Some(cwd) = super::resume::normalized(cwd).filter(|c| c.is_absolute()) else {
+        return false;
+    };
+    let Some(tree) = worktrees
+        .iter()
+        .filter(|w| cwd.starts_with(w))
+        .max_by_key(|w| w.components().count())
+    else {
+        return false;
+    };
+    let below = cwd.strip_prefix(tree).expect("starts_with was checked");
+    let mut dir = tree.clone();
+    for part in below.components() {
+        dir.push(part);
+        match std::fs::symlink_metadata(dir.join(".git")) {
+            Ok(_) => return false,
+            // A directory that is gone (or unreadable) has nothing below it.
+            Err(_) if !dir.is_dir() => return true,
+            Err(_) => {}
+        }
+    }
+    true
 }
 
 /// Returns the identity (see [`dedup_key`]) of every event `adapter` reads
