@@ -13,6 +13,9 @@ use super::{NativeError, NativeResult};
 /// Native bytes handed to the adapter per parse call (whole lines).
 pub const BLOCK_BYTES: usize = 1 << 20;
 
+/// The UTF-8 byte order mark some editors put at the start of a file.
+const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+
 /// Reads batches of records from a file, in order.
 ///
 /// Implemented by the JSONL and zstd-framed readers, so capture drives both
@@ -63,8 +66,21 @@ pub struct JsonlReader {
 
 impl JsonlReader {
     /// Opens `path` for reading at `offset`, which is line `first_line`.
-    pub fn open(path: &Path, offset: u64, first_line: u64) -> NativeResult<JsonlReader> {
+    ///
+    /// A UTF-8 byte order mark at the start of the file is not part of its
+    /// first line: reading from offset 0 starts after it.
+    pub fn open(path: &Path, mut offset: u64, first_line: u64) -> NativeResult<JsonlReader> {
         let mut file = File::open(path).map_err(NativeError::io(path))?;
+        if offset == 0 {
+            let mut head = Vec::with_capacity(3);
+            (&mut file)
+                .take(3)
+                .read_to_end(&mut head)
+                .map_err(NativeError::io(path))?;
+            if head == BOM {
+                offset = 3;
+            }
+        }
         file.seek(SeekFrom::Start(offset))
             .map_err(NativeError::io(path))?;
         Ok(JsonlReader {
@@ -90,19 +106,6 @@ impl JsonlReader {
     pub fn until(mut self, end: u64) -> JsonlReader {
         self.end = Some(end);
         self
-    }
-
-    /// Reads at most `limit` bytes from the start and returns the complete
-    /// lines among them (for learning a new file's session facts).
-    pub fn head(path: &Path, limit: u64) -> NativeResult<Vec<u8>> {
-        let file = File::open(path).map_err(NativeError::io(path))?;
-        let mut buf = Vec::new();
-        file.take(limit)
-            .read_to_end(&mut buf)
-            .map_err(NativeError::io(path))?;
-        let end = buf.iter().rposition(|&b| b == b'\n').map_or(0, |e| e + 1);
-        buf.truncate(end);
-        Ok(buf)
     }
 }
 
