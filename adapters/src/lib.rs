@@ -565,3 +565,16 @@ pub fn shell_command(name: &str, arguments: &Value) -> Option<String> {
         _ => None,
     }
 }
+
+/// Parses a line that is a JSON object except for invalid UTF-8 in it,
+/// with the invalid bytes replaced by U+FFFD; `None` when the line is valid
+/// UTF-8 (its JSON error is its own) or is no JSON object even so.
+pub(crate) fn lossy_json(raw: &[u8]) -> Option<serde_json::Map<String, Value>> {
+    if std::str::from_utf8(raw).is_ok() {
+        return None;
+    }
+    match serde_json::from_str(&String::from_utf8_lossy(raw)) {
+        Ok(Value::Object(map)) => Some(map),
+        _ => None,
+    }
+}

@@ -11,6 +11,7 @@ use crate::ops;
 /// Reports the state directory, whether the hooks are installed (and where
 /// hooks run from), the sessions remote and its fetch refspecs, how many
 /// sessions and captured native files and database sessions there are, the
+/// native files capture could not tell the repository of (each with why), the
 /// backups write-back made of agent databases (the last few per database),
 /// which fetched refs the last fetch quarantined and why, and the last lines
 /// of .git/session/hook.log, where hooks record what they could not do.
@@ -68,11 +69,25 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     {
         let index = crate::native::cursor::CursorIndex::load(store.state_dir(), agent.as_str());
         let ours = index.files.values().filter(|c| c.session.is_some()).count();
+        let unknown: Vec<_> = index
+            .files
+            .iter()
+            .filter_map(|(path, c)| Some((path, c.skipped.as_ref()?)))
+            .collect();
         writeln!(
             out,
-            "capture    {agent}: {ours} native files of this repository tracked, {} others skipped",
-            index.files.len() - ours
+            "capture    {agent}: {ours} native files of this repository tracked, {} of other repositories or empty, {} not captured",
+            index.files.len() - ours - unknown.len(),
+            unknown.len()
         )?;
+        for (path, reason) in unknown {
+            writeln!(
+                out,
+                "skipped    {agent}: {}: {}",
+                escape_line(path),
+                escape_line(reason)
+            )?;
+        }
         for (db, cursor) in &index.databases {
             let ours = cursor
                 .sessions

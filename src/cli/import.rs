@@ -15,8 +15,12 @@ use crate::ops::capture::CaptureRequest;
 /// Without --canonical, reads each agent's own session store (see
 /// `git session doctor` for where each is looked for here), picks
 /// the sessions whose working directory is this repository, a subdirectory
-/// or a linked worktree, and appends what is new since the last capture:
-/// one batch commit per changed session. Agent stores are only read. Running
+/// or a linked worktree (not one inside a nested repository or submodule:
+/// a session belongs to the innermost repository holding its directory),
+/// and appends what is new since the last capture:
+/// one batch commit per changed session. Agent stores are only read. A file
+/// whose working directory cannot be found (read as a stream, up to 16 MiB)
+/// is named in a warning with the reason. Running
 /// it again with nothing new writes nothing.
 ///
 /// With --canonical FILE, imports what `git session export --canonical`
@@ -196,6 +200,12 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             count(s.appended, "event"),
             s.events
         )?;
+    }
+    if report.skipped_earlier > 0 {
+        status(format!(
+            "{} native files not captured earlier are unchanged (git session doctor lists them with the reason)",
+            report.skipped_earlier
+        ));
     }
     status(format!(
         "Captured {}; {} unchanged{}",

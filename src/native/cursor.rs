@@ -53,6 +53,10 @@ pub struct FileCursor {
     pub session: Option<String>,
     /// The session's event count right after this file's last batch.
     pub events: u64,
+    /// Why the file was not captured, when it was skipped with a warning
+    /// (no session facts found); `doctor` lists these.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
 }
 
 /// Says whether a file changed since it was last looked at, cheaply.

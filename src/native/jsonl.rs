@@ -13,6 +13,9 @@ use super::{NativeError, NativeResult};
 /// Native bytes handed to the adapter per parse call (whole lines).
 pub const BLOCK_BYTES: usize = 1 << 20;
 
+/// The UTF-8 byte order mark some editors put at the start of a file.
+const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
+
 /// Reads batches of records from a file, in order.
 ///
 /// Implemented by the JSONL and zstd-framed readers, so capture drives both
@@ -48,6 +51,13 @@ pub struct JsonlReader {
     buf: Vec<u8>,
     /// Bytes at the front of `buf` handed out by the last batch.
     handed: usize,
+    /// Bytes at the front of `buf` (after `handed`) already searched for a
+    /// newline and holding none: each byte is searched once, so a line of
+    /// any length is read in linear time.
+    searched: usize,
+    /// Bytes searched for newlines in all (for the linearity test).
+    #[cfg(test)]
+    searched_total: u64,
     pos: ReadPosition,
     eof: bool,
     /// Where to stop (a line boundary), if not at the end of the file.
@@ -56,8 +66,21 @@ pub struct JsonlReader {
 
 impl JsonlReader {
     /// Opens `path` for reading at `offset`, which is line `first_line`.
-    pub fn open(path: &Path, offset: u64, first_line: u64) -> NativeResult<JsonlReader> {
+    ///
+    /// A UTF-8 byte order mark at the start of the file is not part of its
+    /// first line: reading from offset 0 starts after it.
+    pub fn open(path: &Path, mut offset: u64, first_line: u64) -> NativeResult<JsonlReader> {
         let mut file = File::open(path).map_err(NativeError::io(path))?;
+        if offset == 0 {
+            let mut head = Vec::with_capacity(3);
+            (&mut file)
+                .take(3)
+                .read_to_end(&mut head)
+                .map_err(NativeError::io(path))?;
+            if head == BOM {
+                offset = 3;
+            }
+        }
         file.seek(SeekFrom::Start(offset))
             .map_err(NativeError::io(path))?;
         Ok(JsonlReader {
@@ -65,6 +88,9 @@ impl JsonlReader {
             file,
             buf: Vec::with_capacity(BLOCK_BYTES),
             handed: 0,
+            searched: 0,
+            #[cfg(test)]
+            searched_total: 0,
             pos: ReadPosition {
                 offset,
                 lines: first_line,
@@ -81,25 +107,14 @@ impl JsonlReader {
         self.end = Some(end);
         self
     }
-
-    /// Reads at most `limit` bytes from the start and returns the complete
-    /// lines among them (for learning a new file's session facts).
-    pub fn head(path: &Path, limit: u64) -> NativeResult<Vec<u8>> {
-        let file = File::open(path).map_err(NativeError::io(path))?;
-        let mut buf = Vec::new();
-        file.take(limit)
-            .read_to_end(&mut buf)
-            .map_err(NativeError::io(path))?;
-        let end = buf.iter().rposition(|&b| b == b'\n').map_or(0, |e| e + 1);
-        buf.truncate(end);
-        Ok(buf)
-    }
 }
 
 impl RecordReader for JsonlReader {
     fn next_batch(&mut self) -> NativeResult<Option<Records<'_>>> {
         self.buf.drain(..self.handed);
         self.handed = 0;
+        // What is left after the last batch's final newline has none.
+        self.searched = self.buf.len();
         while !self.eof {
             let mut want = BLOCK_BYTES.saturating_sub(self.buf.len()).max(1 << 16) as u64;
             if let Some(end) = self.end {
@@ -110,9 +125,17 @@ impl RecordReader for JsonlReader {
                 .read_to_end(&mut self.buf)
                 .map_err(NativeError::io(&self.path))?;
             self.eof = n == 0;
-            let Some(end) = self.buf.iter().rposition(|&b| b == b'\n') else {
+            // Only the bytes just read: the ones before them hold no newline.
+            let fresh = &self.buf[self.searched..];
+            #[cfg(test)]
+            {
+                self.searched_total += fresh.len() as u64;
+            }
+            let Some(end) = fresh.iter().rposition(|&b| b == b'\n') else {
+                self.searched = self.buf.len();
                 continue;
             };
+            let end = self.searched + end;
             let block = &self.buf[..=end];
             let records = Records::lines(block, self.pos.lines, self.pos.offset);
             self.pos.lines += block.iter().filter(|&&b| b == b'\n').count() as u64;
@@ -144,6 +167,32 @@ mod tests {
         }
         assert_eq!(seen, [0, 1]);
         assert_eq!((r.position().offset, r.position().lines), (16, 2));
+    }
+
+    #[test]
+    fn a_long_line_is_searched_for_its_end_once() {
+        // 8 MiB on one line, then a short one: each byte is looked at once
+        // (searching the whole buffer after each 64 KiB read looks at
+        // about 500 times as many).
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let long = 8 << 20;
+        let mut bytes = vec![b'x'; long];
+        bytes.extend_from_slice(b"\n{}\n");
+        std::fs::write(&path, &bytes).unwrap();
+        let mut r = JsonlReader::open(&path, 0, 0).unwrap();
+        let mut lens = Vec::new();
+        while let Some(batch) = r.next_batch().unwrap() {
+            lens.extend(batch.iter().map(|rec| rec.bytes.len()));
+        }
+        assert_eq!(lens, [long, 2]);
+        assert_eq!(r.position().offset, bytes.len() as u64);
+        assert!(
+            r.searched_total <= 2 * bytes.len() as u64,
+            "searched {} bytes of {}",
+            r.searched_total,
+            bytes.len()
+        );
     }
 
     #[test]

@@ -79,20 +79,6 @@ impl FramedReader {
         self
     }
 
-    /// Returns the decoded lines of the first frames, up to about `limit`
-    /// bytes (for learning a new file's session facts).
-    pub fn head(path: &Path, limit: u64) -> NativeResult<Vec<u8>> {
-        let mut reader = FramedReader::open(path, 0, 0, 0)?;
-        let mut out = Vec::new();
-        while (out.len() as u64) < limit {
-            match reader.next_frame()? {
-                Some(frame) => out.extend_from_slice(&frame.bytes),
-                None => break,
-            }
-        }
-        Ok(out)
-    }
-
     /// Returns the next complete, verified frame, or `None` at the end (or
     /// at a torn tail, or after a problem).
     fn next_frame(&mut self) -> NativeResult<Option<Frame>> {

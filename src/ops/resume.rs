@@ -197,7 +197,7 @@ pub(crate) fn target_cwd(store: &Store, header: &SessionHeader) -> OpResult<Path
 
 /// Returns `path` with `.` and `..` resolved lexically, or `None` when a
 /// `..` would climb above its start, or it has control characters.
-fn normalized(path: &Path) -> Option<PathBuf> {
+pub(crate) fn normalized(path: &Path) -> Option<PathBuf> {
     use std::path::Component;
     if path.to_string_lossy().chars().any(char::is_control) {
         return None;

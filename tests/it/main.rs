@@ -7,6 +7,7 @@ mod capture;
 mod cli;
 mod concurrency;
 mod conformance;
+mod discovery;
 mod fork;
 mod handoff;
 mod hermes;

@@ -271,7 +271,16 @@ impl Parser {
                 raw,
                 format!("not a JSON object ({})", type_name(&other)),
             ),
-            Err(e) => self.unparsed(no, raw, format!("not valid JSON ({e})")),
+            Err(e) => match crate::lossy_json(raw) {
+                Some(record) => {
+                    self.warn(
+                        no,
+                        "not valid UTF-8: the invalid bytes were replaced by U+FFFD".into(),
+                    );
+                    self.record(no, record)
+                }
+                None => self.unparsed(no, raw, format!("not valid JSON ({e})")),
+            },
         }
     }
 

@@ -189,7 +189,18 @@ impl Parser<'_> {
         let line: Map<String, Value> = match serde_json::from_slice(raw) {
             Ok(Value::Object(line)) => line,
             Ok(_) => return self.unparsed(line_no, raw, "not a JSON object".into()),
-            Err(e) => return self.unparsed(line_no, raw, format!("not JSON ({e})")),
+            Err(e) => match crate::lossy_json(raw) {
+                // Invalid UTF-8 in a string: the record is kept readable
+                // (a session_meta line still tells whose session it is).
+                Some(line) => {
+                    self.warn(
+                        line_no,
+                        "not valid UTF-8: the invalid bytes were replaced by U+FFFD".into(),
+                    );
+                    line
+                }
+                None => return self.unparsed(line_no, raw, format!("not JSON ({e})")),
+            },
         };
         let envelope = match Line::read(&line) {
             Ok(l) => l,
@@ -221,6 +232,11 @@ impl Parser<'_> {
             "event_msg" => self.event_msg(payload),
             "turn_context" => {
                 let tc = TurnContext::deserialize(payload).unwrap_or_default();
+                // A session_meta without cwd (or unreadable) leaves the
+                // session's directory to the first turn that names one.
+                if self.state.facts.cwd.is_none() {
+                    self.state.facts.cwd = tc.cwd.clone();
+                }
                 Mapped::meta(json!({
                     "codex": "turn_context",
                     "turn_id": tc.turn_id,

@@ -12,6 +12,14 @@
 //! numbers the file's events in file order and a [`SeqMap`] maps them, and
 //! their parents, to the stored seqs.
 //!
+//! A new file's session facts (its cwd above all) come from a bounded
+//! streaming scan: the adapter parses it batch by batch from the start
+//! until it has them, at most [`SCAN_BYTES`] of whole records. A file whose
+//! cwd is not found is never passed over in silence: it is reported in
+//! [`CaptureReport::skipped_sources`] with the reason and its cursor keeps
+//! the reason for `doctor`. A session belongs to the innermost repository
+//! holding its cwd ([`owns`]).
+//!
 //! A file that `resume` or `handoff` wrote (see [`super::written`]) is not
 //! a new session: what was written is already stored, so only the agent's
 //! records after it are appended, to the session it came from, a fork of
@@ -20,7 +28,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use git_session_adapters::{Adapter, NativeSession, ParseInput, Records, Source, Warning};
+use git_session_adapters::{Adapter, NativeSession, ParseInput, Source, Warning};
 use git_session_schema::{Agent, Event, SessionHeader, SessionId, SpawnedBy};
 use gix::ObjectId;
 use serde_json::Value;
@@ -68,8 +76,20 @@ impl Pending {
     }
 }
 
-/// How much of a new file is read to learn which project it belongs to.
-const PEEK_BYTES: u64 = 1 << 20;
+/// How much of a new file is scanned, at most, for its session facts
+/// (which project it belongs to). Records are read whole, so a first
+/// record longer than this is still read; the scan stops after it.
+pub const SCAN_BYTES: u64 = 16 << 20;
+
+/// What the scan of a new file found.
+enum Identity {
+    /// This repository's session, with its facts.
+    Ours(SessionId, NativeSession),
+    /// Another repository's session (its cwd is elsewhere), or an empty file.
+    Elsewhere,
+    /// No session facts: why, for the warning (the file is not captured).
+    Unknown(String),
+}
 
 /// Says what to capture.
 pub struct CaptureRequest<'a> {
@@ -129,6 +149,9 @@ pub struct CaptureReport {
     pub sessions: Vec<CapturedSession>,
     /// Native files of this repository with nothing new.
     pub unchanged: usize,
+    /// Native files skipped with a warning by an earlier capture and not
+    /// changed since (`doctor` lists them with the reason).
+    pub skipped_earlier: usize,
     /// Files that failed; the others were still captured.
     pub skipped: Vec<SkippedFile>,
     /// Sources skipped with a warning because they cannot be read now or
@@ -360,6 +383,8 @@ impl FileJob<'_> {
         {
             if c.session.is_some() {
                 self.report.unchanged += 1;
+            } else if c.skipped.is_some() {
+                self.report.skipped_earlier += 1;
             }
             return Ok(());
         }
@@ -379,15 +404,32 @@ impl FileJob<'_> {
         {
             return self.continue_written(&w, &parent, size, mtime_ns);
         }
+        // The session facts, when the scan that identified the file found them.
+        let mut facts = None;
         let id = match cursor.as_ref().and_then(|c| c.session.clone()) {
             Some(id) => SessionId::new(id).map_err(|e| OpError::Conflict {
                 message: e.to_string(),
                 hint: None,
             })?,
-            None => match self.identify(size)? {
-                Some(id) => id,
-                None => {
+            None => match self.identify()? {
+                Identity::Ours(id, session) => {
+                    facts = Some(session);
+                    id
+                }
+                Identity::Elsewhere => {
                     self.remember_foreign(size, mtime_ns);
+                    return Ok(());
+                }
+                Identity::Unknown(reason) => {
+                    // Named now, listed by `doctor` until the file changes.
+                    self.report.skipped_sources.push(SkippedFile {
+                        path: self.abs.to_owned(),
+                        reason: reason.clone(),
+                    });
+                    self.remember_foreign(size, mtime_ns);
+                    if let Some(c) = self.cursors.files.get_mut(self.key) {
+                        c.skipped = Some(reason);
+                    }
                     return Ok(());
                 }
             },
@@ -477,13 +519,13 @@ impl FileJob<'_> {
             (outcome, fed)
         } else {
             let mut fed = None;
-            let mut session = NativeSession::default();
-            // The header needs the session facts, which a first parse of the
-            // head already gave; parse again inside the batch.
-            let head = self.peek(size)?;
-            if let Some(h) = head {
-                session = h;
-            }
+            // The header needs the session facts, which the scan that
+            // identified the file gave (else scan again: a cursor whose
+            // session is gone); the batch parses the file again.
+            let session = match facts {
+                Some(s) => s,
+                None => self.scan()?.unwrap_or_default(),
+            };
             let header = self.header(&id, &session);
             let outcome = self.store.create(
                 &header,
@@ -678,6 +720,7 @@ impl FileJob<'_> {
                 tail: tail_hash(self.abs, fed.pos.offset)?,
                 session: Some(id.to_string()),
                 events: outcome.events,
+                skipped: None,
             },
         );
         let appended = outcome.seq.map_or(0, |(a, b)| b - a + 1);
@@ -697,14 +740,16 @@ impl FileJob<'_> {
         Ok(())
     }
 
-    /// Decides from the head of a new file whether it ran in this
-    /// repository, and if so returns its canonical id.
-    fn identify(&self, size: u64) -> OpResult<Option<SessionId>> {
-        let Some(session) = self.peek(size)? else {
-            return Ok(None);
+    /// Decides from a scan of a new file whether it ran in this
+    /// repository, and if so returns its canonical id and session facts.
+    fn identify(&self) -> OpResult<Identity> {
+        let session = match self.scan()? {
+            Ok(session) => session,
+            Err(Some(reason)) => return Ok(Identity::Unknown(reason)),
+            Err(None) => return Ok(Identity::Elsewhere),
         };
         if !inside(self.worktrees, &session) {
-            return Ok(None);
+            return Ok(Identity::Elsewhere);
         }
         let native = session.native_id.clone().unwrap_or_else(|| {
             Path::new(self.rel)
@@ -712,33 +757,83 @@ impl FileJob<'_> {
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_default()
         });
-        Ok(Some(canonical_id(self.agent, &native)))
+        Ok(Identity::Ours(canonical_id(self.agent, &native), session))
     }
 
-    /// Parses the first complete lines of the file for its session facts.
-    fn peek(&self, size: u64) -> OpResult<Option<NativeSession>> {
-        let buf = if self.framed {
-            FramedReader::head(self.abs, PEEK_BYTES)?
+    /// Finds the session facts of a file (its cwd above all) by parsing it
+    /// from the start, batch by batch, until the adapter has them: a
+    /// bounded streaming scan (at most [`SCAN_BYTES`] of whole records,
+    /// one batch in memory), so a long first record or facts a few records
+    /// in are found. Returns why they were not found (`None`: an empty
+    /// file, nothing to capture yet).
+    fn scan(&self) -> OpResult<Result<NativeSession, Option<String>>> {
+        let mut reader: Box<dyn RecordReader> = if self.framed {
+            Box::new(FramedReader::open(self.abs, 0, 0, 0)?)
         } else {
-            JsonlReader::head(self.abs, size.min(PEEK_BYTES))?
+            Box::new(JsonlReader::open(self.abs, 0, 0)?)
         };
-        if buf.is_empty() {
-            return Ok(None);
-        }
         let sidecar = self
             .adapter
             .sidecar(Path::new(self.rel))
             .and_then(|rel| std::fs::read(self.root.join(rel)).ok());
-        let parsed = self.adapter.parse(ParseInput {
-            records: Records::lines(&buf, 0, 0),
-            next_seq: 0,
-            state: None,
-            source: self.rel,
-            session: None,
-            sidecar: sidecar.as_deref(),
-        });
-        let s = parsed.session;
-        Ok((s.cwd.is_some() || s.native_id.is_some()).then_some(s))
+        let mut state = None;
+        let mut next_seq = 0;
+        let mut first_warning = None;
+        while let Some(batch) = reader.next_batch()? {
+            let parsed = self.adapter.parse(ParseInput {
+                records: batch,
+                next_seq,
+                state: state.take(),
+                source: self.rel,
+                session: None,
+                sidecar: sidecar.as_deref(),
+            });
+            next_seq += parsed.events.len() as u64;
+            if first_warning.is_none() {
+                first_warning = parsed
+                    .warnings
+                    .first()
+                    .map(|w| format!("line {}: {}", w.line + 1, w.message));
+            }
+            if parsed.session.cwd.is_some() {
+                return Ok(Ok(parsed.session));
+            }
+            state = Some(parsed.state);
+            if reader.position().offset >= SCAN_BYTES {
+                break;
+            }
+        }
+        let pos = reader.position();
+        let records = pos.lines;
+        let size = std::fs::metadata(self.abs)
+            .map_err(OpError::io(self.abs))?
+            .len();
+        let mut reason = if pos.offset == 0 && size == 0 {
+            return Ok(Err(None));
+        } else if pos.offset == 0 {
+            format!(
+                "no complete record in its {size} bytes, so no working directory to tell which \
+                 repository it belongs to (looked at again when the file changes)"
+            )
+        } else if pos.offset >= SCAN_BYTES && pos.offset < size {
+            format!(
+                "no working directory in its first {records} records ({} MiB), so not captured: \
+                 which repository it belongs to is unknown",
+                pos.offset >> 20
+            )
+        } else {
+            format!(
+                "no working directory in any of its {records} records, so not captured: which \
+                 repository it belongs to is unknown"
+            )
+        };
+        if let Some(problem) = reader.problem() {
+            reason.push_str(&format!("; {problem}"));
+        }
+        if let Some(w) = first_warning {
+            reason.push_str(&format!(" (first problem: {w})"));
+        }
+        Ok(Err(Some(reason)))
     }
 
     fn header(&self, id: &SessionId, session: &NativeSession) -> SessionHeader {
@@ -1001,13 +1096,47 @@ fn stored_keys_from(store: &Store, id: &SessionId, from: u64) -> OpResult<HashMa
     Ok(keys)
 }
 
-/// Returns whether a session's cwd is inside one of this repository's
-/// work trees.
+/// Returns whether a session belongs to this repository: its cwd is
+/// inside one of the repository's work trees, and not inside a nested
+/// repository there (see [`owns`]).
 fn inside(worktrees: &[PathBuf], session: &NativeSession) -> bool {
     session
         .cwd
         .as_deref()
-        .is_some_and(|cwd| worktrees.iter().any(|w| Path::new(cwd).starts_with(w)))
+        .is_some_and(|cwd| owns(worktrees, Path::new(cwd)))
+}
+
+/// Returns whether `cwd` belongs to this repository: a session belongs to
+/// the innermost repository that contains its cwd. So `cwd` (with `.` and
+/// `..` resolved lexically first: `<root>/../elsewhere` is not under
+/// `<root>`) must be inside one of `worktrees` (the innermost one that
+/// contains it, worktrees of this repository included), and no directory
+/// between that work tree and `cwd`, `cwd` included, may hold a `.git` of
+/// its own (a nested clone, a submodule, another repository's worktree):
+/// a dotfiles repository at `~` does not collect every project's sessions.
+pub(crate) fn owns(worktrees: &[PathBuf], cwd: &Path) -> bool {
+    let Some(cwd) = super::resume::normalized(cwd).filter(|c| c.is_absolute()) else {
+        return false;
+    };
+    let Some(tree) = worktrees
+        .iter()
+        .filter(|w| cwd.starts_with(w))
+        .max_by_key(|w| w.components().count())
+    else {
+        return false;
+    };
+    let below = cwd.strip_prefix(tree).expect("starts_with was checked");
+    let mut dir = tree.clone();
+    for part in below.components() {
+        dir.push(part);
+        match std::fs::symlink_metadata(dir.join(".git")) {
+            Ok(_) => return false,
+            // A directory that is gone (or unreadable) has nothing below it.
+            Err(_) if !dir.is_dir() => return true,
+            Err(_) => {}
+        }
+    }
+    true
 }
 
 /// Returns the identity (see [`dedup_key`]) of every event `adapter` reads
