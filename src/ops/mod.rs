@@ -8,6 +8,7 @@ pub mod compile;
 pub mod fork;
 pub mod handoff;
 pub mod hook;
+pub mod purge;
 pub mod redact;
 pub mod resume;
 pub mod sync;

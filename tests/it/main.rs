@@ -17,6 +17,7 @@ mod manpage;
 mod native;
 mod opencode;
 mod oracle;
+mod purge;
 mod redaction;
 mod resume;
 mod sync;
