@@ -274,3 +274,32 @@ fn a_forged_replacement_is_quarantined() {
     );
     assert_eq!(rev(&a, &b, "refs/sessions/s-leak"), old_tip);
 }
+
+#[test]
+fn a_purged_claude_session_still_resumes_without_the_text() {
+    const ROUNDTRIP: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let out = repo.ok(&["purge", "d050", "--match", "hello into note"]);
+    assert!(out.contains("purged d050"), "{out}");
+    repo.ok(&["verify"]);
+    let home = repo.outside("home-b");
+    repo.ok(&["resume", "d050", "--home", home.to_str().unwrap()]);
+    let project = git_session_adapters::claude::project_dir_name(repo.root.to_str().unwrap());
+    let file = home
+        .join(".claude/projects")
+        .join(project)
+        .join(format!("{ROUNDTRIP}.jsonl"));
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(!written.contains("hello into note"), "{written}");
+    assert!(written.contains("Please write [PURGED].txt"), "{written}");
+    // Every native record is written back, each still valid JSON.
+    let original = std::fs::read_to_string(fixtures().join(format!(
+        "claude/roundtrip/native/projects/-tmp-oracle-sample-claude-project/{ROUNDTRIP}.jsonl"
+    )))
+    .unwrap();
+    assert_eq!(written.lines().count(), original.lines().count());
+    for line in written.lines() {
+        serde_json::from_str::<Value>(line).unwrap();
+    }
+}
