@@ -60,6 +60,10 @@ pub(crate) fn print_changes(
             Reconciled::Diverged { fork } => {
                 writeln!(out, "diverged  {id}: local events kept as fork {fork}")?
             }
+            Reconciled::Replaced => writeln!(
+                out,
+                "purged    {id}: the remote's purged history replaced the local one"
+            )?,
             Reconciled::Unchanged
             | Reconciled::LocalAhead
             | Reconciled::Removed

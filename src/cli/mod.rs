@@ -18,6 +18,7 @@ mod import;
 mod init;
 mod list;
 mod log;
+mod purge;
 mod push;
 mod redact;
 mod resume;
@@ -84,6 +85,7 @@ enum Command {
     Append(append::Args),
     Resume(resume::Args),
     Rm(rm::Args),
+    Purge(purge::Args),
     Push(push::Args),
     Fetch(fetch::Args),
     Redact(redact::Args),
@@ -211,6 +213,7 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Redact(args) => redact::run(args, env, out),
         Command::Resume(args) => resume::run(args, env, out),
         Command::Rm(args) => rm::run(args, env, out),
+        Command::Purge(args) => purge::run(args, env, out),
         Command::Push(args) => push::run(args, env, out),
         Command::Fetch(args) => fetch::run(args, env, out),
         Command::Sync(args) => sync::run(args, env, out),

@@ -6,7 +6,7 @@ use super::{CommandError, Env, status};
 use crate::ops;
 
 /// Send every session (and handoff receipts) to the sessions remote, never
-/// forcing.
+/// forcing (except over the remote's copy of a purged history).
 ///
 /// Sessions go only to the remote chosen for them: `git config
 /// session.remote`, or once `--to NAME`, which records NAME (and its URL, as

@@ -13,8 +13,8 @@ use crate::ops;
 /// hold a secret today's rules find. `--check` reads every event and the
 /// header of each session (or of one) and prints one line per place with
 /// hits: `<id> seq <n>` (or `header`) and the rules with their counts,
-/// never the secret. Exits 1 when anything is found. Nothing is rewritten:
-/// the stored history is append-only.
+/// never the secret. Exits 1 when anything is found. Nothing is rewritten
+/// here: `git session purge` rewrites a session when a secret must go.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Scan and report; nothing is changed (the only mode).

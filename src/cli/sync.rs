@@ -9,9 +9,12 @@ use crate::ops;
 ///
 /// Safe to run on any number of clones in any order: afterwards each has
 /// every event captured anywhere, and their session refs are identical.
-/// Never force-pushes; divergent appends become fork sessions. A fetched
-/// history that fails verification or is unrelated to the local session is
-/// quarantined (shown with its reason) and never replaces a session.
+/// Never force-pushes, except to replace the remote's copy of a history
+/// `git session purge` rewrote; divergent appends become fork sessions. A
+/// fetched history that fails verification or is unrelated to the local
+/// session is quarantined (shown with its reason) and never replaces a
+/// session, unless it is a purge of it (same events, content removed,
+/// ending with a session.purge event); history purged here is refused.
 /// Pushes only to the remote chosen for sessions (see `git session push`).
 #[derive(Debug, clap::Args)]
 pub struct Args {

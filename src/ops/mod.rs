@@ -9,6 +9,7 @@ pub mod fork;
 pub mod handoff;
 pub mod hook;
 pub mod list;
+pub mod purge;
 pub mod redact;
 pub mod resume;
 pub mod sync;

@@ -290,6 +290,11 @@ pub fn fetch(store: &Store, remote: &str, trust: &Trust) -> OpResult<FetchReport
                 store.remember_tip(&id, None)?;
                 report.changed.push((id, Reconciled::Diverged { fork }));
             }
+            Reconciled::Replaced => {
+                // The purged history replaced what this clone verified.
+                store.remember_tip(&id, None)?;
+                report.changed.push((id, Reconciled::Replaced));
+            }
             Reconciled::Quarantined { reason, conflict } => report.quarantined.push(Quarantine {
                 refname: format!("{}{id}", refs::tracking_prefix(&tracking)),
                 id: id.to_string(),

@@ -105,10 +105,13 @@ impl Redactor {
             .take(8)
             .map(|b| format!("{b:02x}"))
             .collect();
-        Redactor {
-            set: RuleSet::builtin(),
-            fingerprint,
-        }
+        let set = RuleSet::builtin();
+        assert!(
+            set.rules.len() <= RULE_WORDS * 64,
+            "the rule bitset holds {} rules",
+            RULE_WORDS * 64
+        );
+        Redactor { set, fingerprint }
     }
 
     /// The process's one redactor, built on first use.
@@ -158,10 +161,11 @@ impl Redactor {
     /// Redacts `event` in place, adding what each rule found to `counts`,
     /// and records nothing in the event.
     pub fn redact_counts<'s>(&'s self, event: &mut Event, counts: &mut BTreeMap<&'s str, usize>) {
-        self.walk(&mut event.payload, None, counts, 0);
+        let mut memo = Memo::default();
+        self.walk(&mut event.payload, None, counts, 0, &mut memo);
         for (k, v) in event.extra.iter_mut() {
             if k != "redacted" {
-                self.walk(v, Some(k), counts, 0);
+                self.walk(v, Some(k), counts, 0, &mut memo);
             }
         }
         for r in event.refs.iter_mut() {
@@ -194,8 +198,9 @@ impl Redactor {
                 *text = clean;
             }
         }
+        let mut memo = Memo::default();
         for (k, v) in header.extra.iter_mut() {
-            self.walk(v, Some(k), counts, 0);
+            self.walk(v, Some(k), counts, 0, &mut memo);
         }
     }
 
@@ -250,24 +255,38 @@ impl Redactor {
             return;
         }
         let bytes = text.as_bytes();
+        if bytes.len() <= WINDOWLESS {
+            // Short: each selected rule runs once on the whole string, in
+            // rule order; the set of rules is a bitset (no allocation).
+            let mut seen = [0u64; RULE_WORDS];
+            for m in self.set.keywords.find_overlapping_iter(bytes) {
+                for &r in &self.set.keyword_rules[m.pattern().as_usize()] {
+                    seen[r / 64] |= 1 << (r % 64);
+                }
+            }
+            for &r in &self.set.always {
+                seen[r / 64] |= 1 << (r % 64);
+            }
+            for (w, word) in seen.iter().enumerate() {
+                let mut bits = *word;
+                while bits != 0 {
+                    let r = w * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    self.run_rule(r, text, 0, bytes.len(), out);
+                }
+            }
+            merge_findings(out);
+            return;
+        }
         // (rule, start, end) of each keyword hit's range.
         let mut ranges: Vec<(usize, usize, usize)> = Vec::new();
-        let whole = bytes.len() <= WINDOWLESS;
-        let mut seen = [0u64; 8];
         for m in self.set.keywords.find_overlapping_iter(bytes) {
             for &r in &self.set.keyword_rules[m.pattern().as_usize()] {
-                if whole {
-                    if seen[r / 64] & (1 << (r % 64)) == 0 {
-                        seen[r / 64] |= 1 << (r % 64);
-                        ranges.push((r, 0, bytes.len()));
-                    }
-                } else {
-                    ranges.push((
-                        r,
-                        m.start().saturating_sub(LEAD),
-                        (m.end() + TRAIL).min(bytes.len()),
-                    ));
-                }
+                ranges.push((
+                    r,
+                    m.start().saturating_sub(LEAD),
+                    (m.end() + TRAIL).min(bytes.len()),
+                ));
             }
         }
         for &r in &self.set.always {
@@ -306,17 +325,7 @@ impl Redactor {
             }
             i = j;
         }
-        if out.len() > 1 {
-            out.sort_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
-            let mut merged: Vec<(usize, usize, usize)> = Vec::with_capacity(out.len());
-            for &(s, e, r) in out.iter() {
-                match merged.last_mut() {
-                    Some(last) if s < last.1 => last.1 = last.1.max(e),
-                    _ => merged.push((s, e, r)),
-                }
-            }
-            *out = merged;
-        }
+        merge_findings(out);
     }
 
     /// Runs rule `r` on `text[from..to]`, pushing its findings; returns
@@ -384,36 +393,51 @@ impl Redactor {
         key: Option<&str>,
         counts: &mut BTreeMap<&'s str, usize>,
         depth: usize,
+        memo: &mut Memo,
     ) {
         match value {
             Value::String(s) => {
                 if is_base64_data_url(s) {
                     return;
                 }
+                let json = looks_like_json(s);
+                // Text searched once per event: whether a string that is
+                // not JSON holds a secret depends on its bytes alone.
+                let key = (!json).then(|| memo.key(s)).flatten();
+                if key.is_some_and(|k| memo.contains(s, k)) {
+                    return;
+                }
                 // JSON kept as text (tool-call arguments): its own strings
                 // and keys are searched as JSON, and it is rewritten only
                 // when something was found.
                 if depth < MAX_DEPTH
-                    && looks_like_json(s)
+                    && json
                     && self.set.keywords.is_match(s.as_bytes())
                     && let Ok(mut inner) = serde_json::from_str::<Value>(s)
                     && (inner.is_object() || inner.is_array())
                 {
                     let before: usize = counts.values().sum();
-                    self.walk(&mut inner, None, counts, depth + 1);
+                    self.walk(&mut inner, None, counts, depth + 1, memo);
                     if counts.values().sum::<usize>() > before {
                         *s = inner.to_string();
                     }
                     return;
                 }
-                if let Some(clean) = self.redact_text(s, counts) {
-                    *s = clean;
+                match self.redact_text(s, counts) {
+                    Some(clean) => *s = clean,
+                    None => {
+                        if let Some(k) = key {
+                            memo.insert(s, k);
+                        }
+                    }
                 }
             }
             Value::Array(items) => items
                 .iter_mut()
-                .for_each(|v| self.walk(v, None, counts, depth + 1)),
-            Value::Object(map) => self.walk_object(map, key == Some("opaque"), counts, depth + 1),
+                .for_each(|v| self.walk(v, None, counts, depth + 1, memo)),
+            Value::Object(map) => {
+                self.walk_object(map, key == Some("opaque"), counts, depth + 1, memo)
+            }
             _ => {}
         }
     }
@@ -424,6 +448,7 @@ impl Redactor {
         in_opaque: bool,
         counts: &mut BTreeMap<&'s str, usize>,
         depth: usize,
+        memo: &mut Memo,
     ) {
         // Objects are small: a scan beats hashing the key.
         let ty = map
@@ -454,7 +479,7 @@ impl Redactor {
                 *counts.entry(JSON_FIELD).or_default() += 1;
                 continue;
             }
-            self.walk(v, Some(k), counts, depth);
+            self.walk(v, Some(k), counts, depth, memo);
             renamed |= key_needs_search(k);
         }
         if renamed {
@@ -480,6 +505,73 @@ impl Redactor {
             }
         }
     }
+}
+
+/// Words of the bitset of selected rules (64 rules each).
+const RULE_WORDS: usize = 8;
+
+/// Sorts findings by start and merges overlapping ones (the first rule
+/// names the merged one).
+fn merge_findings(out: &mut Vec<(usize, usize, usize)>) {
+    if out.len() > 1 {
+        out.sort_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
+        let mut merged: Vec<(usize, usize, usize)> = Vec::with_capacity(out.len());
+        for &(s, e, r) in out.iter() {
+            match merged.last_mut() {
+                Some(last) if s < last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e, r)),
+            }
+        }
+        *out = merged;
+    }
+}
+
+/// Strings of one event found clean: an event's canonical payload and the
+/// native record kept beside it repeat the same text, which is then
+/// searched once. A cheap hash picks the candidate and a byte comparison
+/// with the kept copy decides, so a crafted collision only costs a search.
+#[derive(Default)]
+struct Memo {
+    /// The clean strings, one after another.
+    bytes: Vec<u8>,
+    /// (hash, start in `bytes`, length) of each.
+    seen: Vec<(u64, usize, usize)>,
+}
+
+impl Memo {
+    /// Strings shorter than this are searched again (cheaper than keeping).
+    const SHORTEST: usize = 64;
+
+    fn key(&self, s: &str) -> Option<u64> {
+        (s.len() >= Memo::SHORTEST).then(|| fast_hash(s.as_bytes()))
+    }
+
+    fn contains(&self, s: &str, hash: u64) -> bool {
+        self.seen.iter().any(|&(h, at, len)| {
+            h == hash && len == s.len() && &self.bytes[at..at + len] == s.as_bytes()
+        })
+    }
+
+    fn insert(&mut self, s: &str, hash: u64) {
+        self.seen.push((hash, self.bytes.len(), s.len()));
+        self.bytes.extend_from_slice(s.as_bytes());
+    }
+}
+
+/// A fast, unkeyed hash of 8-byte words (collisions are resolved by
+/// comparing bytes, see [`Memo`]).
+fn fast_hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = bytes.len() as u64;
+    let mut words = bytes.chunks_exact(8);
+    for w in &mut words {
+        let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+    }
+    for &b in words.remainder() {
+        h = (h.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+    }
+    h
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -637,6 +729,50 @@ mod tests {
         }
         assert!(text.contains("OPENAI_API_KEY=[REDACTED:"), "{text}");
         assert_eq!(e.extra["redacted"]["ruleset"], r.fingerprint());
+    }
+
+    #[test]
+    fn text_repeated_in_an_event_is_redacted_everywhere_it_is() {
+        // The canonical payload and the native record repeat the same
+        // text; it is searched once, and a secret is still replaced in
+        // every copy (a clean copy is remembered, a dirty one is not).
+        let r = Redactor::new();
+        let dirty = format!(
+            "{} ghp_Qw7eRt2YuI9oPa4SdF6gHj1KlZx3CvBn8Mq5 done",
+            "x".repeat(80)
+        );
+        let clean = format!("{} nothing to see here, 42 times", "y".repeat(80));
+        let mut e = event(json!({
+            "text": dirty,
+            "note": clean,
+            "native": {"message": {"content": [{"type": "text", "text": dirty}, {"type": "text", "text": clean}]}},
+            "tool": {"input": {"command": format!("echo {}", "z".repeat(80)), "again": dirty}},
+        }));
+        assert_eq!(r.redact(&mut e), 3);
+        let text = e.payload.to_string();
+        assert!(!text.contains("ghp_Qw7eRt2"), "{text}");
+        assert_eq!(text.matches("nothing to see here").count(), 2, "{text}");
+        assert_eq!(
+            e.extra["redacted"]["rules"]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_u64().unwrap())
+                .sum::<u64>(),
+            3
+        );
+        // Long strings (searched near keywords only) agree with short ones.
+        let long = format!(
+            "{} ghp_Qw7eRt2YuI9oPa4SdF6gHj1KlZx3CvBn8Mq5 {}",
+            "a ".repeat(2000),
+            "b ".repeat(2000)
+        );
+        let found = r.findings(&long);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(
+            &long[found[0].span.0..found[0].span.1],
+            "ghp_Qw7eRt2YuI9oPa4SdF6gHj1KlZx3CvBn8Mq5"
+        );
     }
 
     #[test]

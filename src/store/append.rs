@@ -422,6 +422,114 @@ impl Store {
         Err(StoreError::Contended(id.clone()).into())
     }
 
+    /// Replaces the whole history of `id` by one new root commit (used by
+    /// `purge`): `rewrite` gets the header and every event, in seq order,
+    /// and returns what the new history holds; seqs are kept as returned
+    /// (they must run from 0) and checksums are recomputed, so the chain is
+    /// whole again. The artifacts are carried over. The commit message
+    /// gets one `Purged-Tip` trailer per history this one replaces (the
+    /// old root's, then `old`), and is signed like any batch commit. The
+    /// ref moves by compare-and-swap from the tip `rewrite` saw.
+    ///
+    /// A fork is refused: its first commit shares its parent's chunks, so
+    /// rewriting it alone would not remove what it inherited.
+    pub fn replace_history<E: From<StoreError>>(
+        &self,
+        id: &SessionId,
+        info: &CommitInfo,
+        rewrite: impl FnOnce(
+            ObjectId,
+            SessionHeader,
+            Vec<Event>,
+        ) -> Result<(SessionHeader, Vec<Event>), E>,
+    ) -> Result<(ObjectId, ObjectId), E> {
+        let _lock = SessionLock::acquire(&self.state_dir, id)?;
+        let old = self.existing_tip(id)?;
+        let header = self.header_at(id, old)?;
+        if let Some(l) = &header.lineage {
+            return Err(StoreError::Refused(format!(
+                "session {id} is a fork of {} and shares its first {} events with it; purge {} first, then fork it again",
+                l.parent_session, l.inherited_events, l.parent_session
+            ))
+            .into());
+        }
+        let mut events = Vec::new();
+        for line in self.lines_at(id, old, 0, None)? {
+            let line = line?;
+            events.push(line.decode().map_err(|e| {
+                StoreError::Refused(format!("session {id}: an event does not decode: {e}"))
+            })?);
+        }
+        let artifacts = self.artifacts_in(self.commit_tree(old)?)?;
+        let mut purged = self.purged_tips(old)?;
+        purged.push(old);
+        let (header, events) = rewrite(old, header, events)?;
+        let mut sink = BatchSink::new(
+            &self.repo,
+            SeqMode::Exact,
+            &Trailers::default(),
+            self.scrubber,
+        );
+        for mut event in events {
+            event.checksum = None;
+            sink.push_mut(&mut event)?;
+        }
+        sink.seal_chunk()?;
+        let mut editor = self
+            .repo
+            .edit_tree(ObjectId::empty_tree(self.repo.object_hash()))
+            .map_err(git)?;
+        let mut h = header.clone();
+        self.scrubber.scrub_header(&mut h);
+        let blob = self.repo.write_blob(h.encode()).map_err(git)?;
+        editor
+            .upsert(refs::HEADER_PATH, EntryKind::Blob, blob)
+            .map_err(git)?;
+        for (path, blob) in &sink.entries {
+            editor
+                .upsert(path.as_str(), EntryKind::Blob, *blob)
+                .map_err(git)?;
+        }
+        for (art, blob) in &artifacts {
+            editor
+                .upsert(artifact_path(art.hex()), EntryKind::Blob, *blob)
+                .map_err(git)?;
+        }
+        let tree = editor.write().map_err(git)?.detach();
+        let trailers = Trailers {
+            session: id.to_string(),
+            agent: header.agent.to_string(),
+            seq: (sink.next_seq > 0).then(|| (0, sink.next_seq - 1)),
+            events: sink.next_seq,
+            chunks: sink.next_chunk,
+            checksum: sink.prev.clone(),
+            code_commit: info.code_commit,
+            fork: None,
+        };
+        let mut message = trailers.to_message(&format!(
+            "purge: rewrite session with {} events",
+            sink.next_seq
+        ));
+        for p in &purged {
+            message += &format!("{}: {p}\n", refs::TRAILER_PURGED_TIP);
+        }
+        let new = self.write_commit(info.time, &message, tree, None)?;
+        match self.repo.reference(
+            refs::session_ref(id).as_str(),
+            new,
+            PreviousValue::MustExistAndMatch(Target::Object(old)),
+            "git session: purge",
+        ) {
+            Ok(_) => {}
+            Err(e) if e.is_conflict() => return Err(StoreError::Contended(id.clone()).into()),
+            Err(e) => return Err(git(e).into()),
+        }
+        if self.remembered_tip(id).is_some() {
+            self.remember_tip(id, Some(new))?;
+        }
+        Ok((old, new))
+    }
+
     /// Writes the commit and moves the ref from `tip` to it.
     ///
     /// Returns `None` when the ref moved meanwhile (the caller rebuilds).

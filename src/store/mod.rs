@@ -13,6 +13,7 @@ mod append;
 mod child;
 mod gitcli;
 mod lock;
+mod purge;
 mod read;
 pub mod refs;
 mod sync;
@@ -133,6 +134,9 @@ pub enum StoreError {
     /// A remote could not be reached or refused the operation.
     #[error("{0}")]
     Remote(String),
+    /// The operation cannot be done on this session; nothing was written.
+    #[error("{0}")]
+    Refused(String),
     /// The ref kept moving under concurrent writers that bypass the lock.
     #[error("session {0} kept changing while appending; nothing was written, try again")]
     Contended(SessionId),

@@ -19,6 +19,10 @@ pub const TOMBSTONES_PREFIX: &str = "refs/session-tombstones/";
 /// Trailer on a tombstone: the session's tip when it was removed.
 pub const TRAILER_REMOVED_TIP: &str = "Removed-Tip";
 
+/// Trailer on the root commit of a history `purge` wrote: a tip of a
+/// history it replaces (one line per purge, oldest first). Reconcile
+/// refuses any fetched history related to one of them.
+pub const TRAILER_PURGED_TIP: &str = "Purged-Tip";
 /// Returns the tombstone ref of a session.
 pub fn tombstone_ref(id: &SessionId) -> String {
     format!("{TOMBSTONES_PREFIX}{id}")

@@ -8,9 +8,10 @@
 //! id while the local tail becomes a fork session. The fork's commits are
 //! built only from the diverged commits themselves (their trees, trailers,
 //! author and time, with a fixed committer), so every clone that does the
-//! same reconciliation gets byte-identical commits. Nothing is ever
+//! same reconciliation gets byte-identical commits. Nothing is
 //! force-pushed: the remote's events stay where they are, ours move to the
-//! fork, and both end up everywhere.
+//! fork, and both end up everywhere. The one exception is a history
+//! `git session purge` replaced (`purge.rs`).
 
 use std::collections::HashSet;
 
@@ -36,6 +37,10 @@ pub enum Reconciled {
     FastForwarded,
     /// The local side has more; a push will send it.
     LocalAhead,
+    /// The remote's history replaces the local one: a `git session purge`
+    /// elsewhere rewrote it, and the local session had nothing after the
+    /// purged tip.
+    Replaced,
     /// Both appended: the local tail is now the fork session `fork`, and the
     /// session itself follows the remote.
     Diverged {
@@ -118,8 +123,9 @@ impl Store {
 
     /// Pushes every local session, every tombstone (deleting the remote's
     /// copy of each removed session it still has, as last fetched) and the
-    /// receipts notes, if any, to `remote` without force; returns the refs
-    /// the remote refused.
+    /// receipts notes, if any, to `remote` without force (except the
+    /// remote's copies of purged histories, replaced with a lease: see
+    /// `purge.rs`); returns the refs the remote refused.
     pub fn push_sessions(&self, remote: &str) -> StoreResult<Vec<PushRejection>> {
         let mut args = vec![
             "push".to_owned(),
@@ -152,9 +158,10 @@ impl Store {
         if receipts {
             args.push(format!("{0}:{0}", refs::RECEIPTS_NOTES_REF));
         }
+        let replaced = self.push_replacements(remote)?;
         let out = self.run_git_network(&args)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
-        let rejected: Vec<PushRejection> = stdout
+        let mut rejected: Vec<PushRejection> = stdout
             .lines()
             .filter(|l| l.starts_with('!'))
             .filter_map(|l| {
@@ -168,6 +175,11 @@ impl Store {
                 })
             })
             .collect();
+        rejected.extend(
+            replaced
+                .into_iter()
+                .map(|(refname, reason)| PushRejection { refname, reason }),
+        );
         if !out.status.success() && rejected.is_empty() {
             return Err(StoreError::Remote(format!(
                 "git push {remote} failed: {}",
@@ -249,16 +261,28 @@ impl Store {
         if ours == Some(theirs) {
             return Ok(Reconciled::Unchanged);
         }
-        let ours_chain: HashSet<ObjectId> = match ours {
-            Some(o) => self.first_parent_chain(o)?.into_iter().collect(),
-            None => HashSet::new(),
+        let ours_vec = match ours {
+            Some(o) => self.first_parent_chain(o)?,
+            None => Vec::new(),
         };
+        let ours_chain: HashSet<ObjectId> = ours_vec.iter().copied().collect();
         if ours_chain.contains(&theirs) {
             return Ok(Reconciled::LocalAhead);
         }
         // A fetched tip that extends the local one is checked from there
         // on (the local history is ours already); anything else in full.
         let theirs_chain = self.first_parent_chain(theirs).unwrap_or_default();
+        // History this clone purged never comes back (see `purge.rs`).
+        if let Some(root) = ours_vec.last() {
+            let purged = self.root_purged_tips(*root)?;
+            let theirs_set: HashSet<ObjectId> = theirs_chain.iter().copied().collect();
+            if !purged.is_empty() && self.in_purged_history(theirs, &theirs_set, &purged) {
+                return Ok(Reconciled::Quarantined {
+                    reason: "it is history purged here (git session purge); the next push replaces it on the remote".into(),
+                    conflict: false,
+                });
+            }
+        }
         let report = match ours.filter(|o| theirs_chain.contains(o)) {
             Some(o) => self.verify_since(id, o, theirs),
             None => self.verify_at(id, theirs),
@@ -289,6 +313,43 @@ impl Store {
                 .map_err(git)?;
             return Ok(Reconciled::Created);
         };
+        // A purge elsewhere replaced the history we have: follow it, unless
+        // we added to the purged history since (that tail is ours alone).
+        if let Some(root) = theirs_chain.last()
+            && !theirs_chain.contains(&ours)
+        {
+            let purged = self.root_purged_tips(*root)?;
+            if purged
+                .iter()
+                .any(|p| *p == ours || self.chain_contains(*p, ours))
+            {
+                if let Some(why) = self.purge_mismatch(id, ours, theirs)? {
+                    return Ok(Reconciled::Quarantined {
+                        reason: format!(
+                            "it claims to replace this session's history by purge, but {why}"
+                        ),
+                        conflict: true,
+                    });
+                }
+                self.repo
+                    .reference(
+                        name.as_str(),
+                        theirs,
+                        PreviousValue::MustExistAndMatch(Target::Object(ours)),
+                        "git session: purged history from remote",
+                    )
+                    .map_err(git)?;
+                return Ok(Reconciled::Replaced);
+            }
+            if let Some(p) = purged.iter().find(|p| ours_chain.contains(*p)) {
+                return Ok(Reconciled::Quarantined {
+                    reason: format!(
+                        "the remote's history replaces this session's by purge (it names tip {p}), but the local session has commits after that tip; they are kept here: export what you need, then `git session rm` this session and fetch again"
+                    ),
+                    conflict: true,
+                });
+            }
+        }
         let (ours_header, theirs_header) = (
             self.header_blob(self.commit_tree(ours)?)?,
             self.header_blob(self.commit_tree(theirs)?)?,

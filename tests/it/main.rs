@@ -19,6 +19,7 @@ mod native;
 mod opencode;
 mod oracle;
 mod pi;
+mod purge;
 mod redaction;
 mod resume;
 mod surface;
