@@ -19,6 +19,7 @@ mod opencode;
 mod oracle;
 mod redaction;
 mod resume;
+mod scale;
 mod sync;
 mod tamper;
 mod trust;
