@@ -32,11 +32,12 @@ use git_session_schema::{Agent, ArtifactId, Event, SessionHeader};
 use serde_json::Value;
 
 pub use registry::{AgentSpec, TokenizerFamily, ToolKind, adapter, by_name};
-pub use source::{Position, Record, Records, Source};
+pub use source::{ExtraDir, Position, Record, Records, Source};
 
 pub mod codex;
 pub mod hermes;
 pub mod opencode;
+pub mod pi;
 
 /// Adapter-owned memory carried from one parse of a file to the next.
 ///
@@ -461,6 +462,15 @@ pub trait Adapter: Sync {
         uuid.to_owned()
     }
 
+    /// Returns the directories besides the store root where the agent can
+    /// be told to keep session files (an environment variable, a key of a
+    /// settings file), as data: `native` resolves them
+    /// ([`source::resolve_extra_dirs`]) and captures their files like the
+    /// store root's. Default: none.
+    fn extra_dirs(&self) -> &'static [ExtraDir] {
+        &[]
+    }
+
     /// Returns a file next to a session file (relative to the store root)
     /// whose content completes the session facts, if the agent keeps one.
     fn sidecar(&self, relative: &std::path::Path) -> Option<PathBuf> {
@@ -478,6 +488,16 @@ pub trait Adapter: Sync {
     /// keeps the default, which changes nothing.
     fn l2_remap(&self, record: &mut Value, native_id: &str) {
         let _ = (record, native_id);
+    }
+
+    /// Applies the documented L2 remaps to every record of one native
+    /// session, in file order: for remaps that depend on the records
+    /// before (a format migration that numbers entries). Default:
+    /// [`Adapter::l2_remap`] on each record.
+    fn l2_remap_session(&self, records: &mut [Value], native_id: &str) {
+        for record in records {
+            self.l2_remap(record, native_id);
+        }
     }
 
     /// Clears, on a parsed event, what legitimately differs between a

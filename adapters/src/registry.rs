@@ -17,6 +17,7 @@ use crate::source::Source;
 pub static ADAPTERS: &[&dyn Adapter] = &[
     &crate::claude::Claude,
     &crate::codex::Codex,
+    &crate::pi::Pi,
     &crate::opencode::Opencode,
     &crate::hermes::Hermes,
 ];

@@ -12,6 +12,8 @@
 //! zstd frame, or a database row turned into a JSON object by the reader
 //! (see [`Table`] for how columns map to JSON).
 
+use std::path::{Path, PathBuf};
+
 /// Declares one kind of native source an adapter reads.
 #[derive(Clone, Copy, Debug)]
 pub enum Source {
@@ -64,6 +66,15 @@ pub struct Database {
     /// The tables to read, in the order their rows are handed to the
     /// adapter within one session. The first one is the session table.
     pub tables: &'static [Table],
+    /// A query returning one row per session: its key and a change token
+    /// (text) that moves whenever any of the session's rows in the other
+    /// tables is added or changed (e.g. its `time_updated` and event
+    /// sequence). When given, only sessions whose token moved are read
+    /// from the other tables, each after its own marks, so a database where
+    /// one session grew is not scanned table-wide ([`Incremental::Column`]
+    /// tables often have no index on their column). Without it, the reader
+    /// finds the sessions with new rows by each table's mark.
+    pub changes: Option<&'static str>,
 }
 
 /// Declares how a database says which schema it has.
@@ -294,6 +305,93 @@ fn split_lines(
             return Some(Record { bytes: raw, pos });
         }
     })
+}
+
+/// Declares a directory besides the store root where an agent can be told
+/// to keep its session files, each file directly in it (matched by
+/// [`crate::Adapter::is_session_file`] on its bare name). A path `~` or
+/// `~/...` is under the home.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExtraDir {
+    /// The directory an environment variable names (relative: from the
+    /// home).
+    Env(&'static str),
+    /// The string at `key` of the JSON object in `file`, relative to the
+    /// store root (relative: from the home).
+    StoreSetting {
+        /// The settings file, relative to the store root.
+        file: &'static str,
+        /// The top-level key holding the directory.
+        key: &'static str,
+    },
+    /// The string at `key` of the JSON object in `file`, relative to each
+    /// work tree of the repository (relative: from that work tree, where
+    /// the agent runs).
+    ProjectSetting {
+        /// The settings file, relative to a work tree.
+        file: &'static str,
+        /// The top-level key holding the directory.
+        key: &'static str,
+    },
+}
+
+/// Resolves declared [`ExtraDir`]s, in declaration order without
+/// duplicates. `env` looks up a variable, `read` returns a file's bytes
+/// (the root crate reads, bounded; `None` when absent or unreadable),
+/// `projects` are the repository's work trees. A missing variable, an
+/// unreadable or non-JSON settings file, or a key that is not a non-empty
+/// string names no directory; none is an error.
+pub fn resolve_extra_dirs(
+    decls: &[ExtraDir],
+    root: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    home: &Path,
+    projects: &[PathBuf],
+    read: &dyn Fn(&Path) -> Option<Vec<u8>>,
+) -> Vec<PathBuf> {
+    let expand = |dir: &str, base: &Path| -> PathBuf {
+        match dir.strip_prefix("~/") {
+            Some(rest) => home.join(rest),
+            None if dir == "~" => home.to_owned(),
+            None => base.join(dir),
+        }
+    };
+    let setting = |file: &Path, key: &str| -> Option<String> {
+        let bytes = read(file)?;
+        let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        v.get(key)?
+            .as_str()
+            .filter(|d| !d.is_empty())
+            .map(str::to_owned)
+    };
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let mut push = |d: PathBuf| {
+        if !dirs.contains(&d) {
+            dirs.push(d);
+        }
+    };
+    for decl in decls {
+        match *decl {
+            ExtraDir::Env(var) => {
+                if let Some(d) = env(var).filter(|d| !d.is_empty()) {
+                    push(expand(&d, home));
+                }
+            }
+            ExtraDir::StoreSetting { file, key } => {
+                if let Some(d) = setting(&root.join(file), key) {
+                    push(expand(&d, home));
+                }
+            }
+            ExtraDir::ProjectSetting { file, key } => {
+                for project in projects {
+                    if let Some(d) = setting(&project.join(file), key) {
+                        push(expand(&d, project));
+                    }
+                }
+            }
+        }
+    }
+    dirs
 }
 
 /// Returns whether `path` (relative, `/`-separated) matches `pattern`, with

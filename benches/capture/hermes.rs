@@ -143,8 +143,10 @@ fn append(home: &Path, index: usize, count: usize) {
     .expect("update");
 }
 
-/// Runs the Hermes capture and write-back benchmarks.
-pub fn bench(work_dir: &Path, manifest: &Path, quick: bool) {
+/// Runs the Hermes capture and write-back benchmarks; with a `reference`
+/// (a Claude full import of the same run), the full import is also given
+/// as time and memory ratios to it.
+pub fn bench(work_dir: &Path, manifest: &Path, quick: bool, reference: Option<(Duration, u64)>) {
     let (sessions, per) = if quick { (200, 110) } else { (1000, 110) };
     let repo = fresh_repo(work_dir, "hermes-repo");
     let cwd = repo.to_string_lossy().into_owned();
@@ -164,6 +166,14 @@ pub fn bench(work_dir: &Path, manifest: &Path, quick: bool) {
         t,
         rss,
     );
+    if let Some((rt, rr)) = reference {
+        println!(
+            "{:<64} {:>10.2} {:>12.2}",
+            "hermes: full import / claude full import (ratio)",
+            t.as_secs_f64() / rt.as_secs_f64(),
+            rss as f64 / rr.max(1) as f64
+        );
+    }
     let mut again: Vec<(Duration, u64)> = (0..5).map(|_| measure(&repo, &import)).collect();
     again.sort();
     report(

@@ -1,7 +1,16 @@
 //! Capture and write-back benchmarks on generated native sessions: a
-//! 100k-record Claude Code transcript, a 100k-line Codex rollout and a
-//! Hermes Agent `state.db` of 110k messages in 1,000 sessions (`hermes.rs`).
+//! 100k-record Claude Code transcript, a 100k-line Codex rollout, a
+//! 100k-entry Pi session tree with branches and a Hermes Agent `state.db`
+//! of 110k messages in 1,000 sessions (`hermes.rs`).
 //! Run with `cargo bench --bench capture` (`--quick` for 20k records).
+//!
+//! The Pi session is built from the turn of a real Pi 1.6.0 session
+//! (`fixtures/pi/roundtrip-1.6.0`: user, assistant with thinking and a bash
+//! call, tool result, answer), repeated with fresh 8-hex ids; every 50th
+//! turn goes back two turns and branches there (a `branch_summary` then the
+//! new turn), so the file is a tree with side branches, as Pi writes it.
+//! Its import and resume are reported as ratios to the Claude figures of
+//! the same run.
 //!
 //! The files are made by replicating the records of real sessions in
 //! `fixtures/` (the roundtrip transcript, the function-tools rollout) with
@@ -29,6 +38,9 @@ const CLAUDE_TEMPLATE: &str = "fixtures/claude/roundtrip/native/projects/-tmp-or
 const CODEX_DIR: &str = "fixtures/codex/function-tools/native/sessions/2026/11/29";
 const OLD_CWD_CLAUDE: &str = "/tmp/oracle-sample/claude/project";
 const OLD_CWD_CODEX: &str = "/tmp/oracle-sample/codex/project";
+const PI_TEMPLATE: &str = "fixtures/pi/roundtrip-1.6.0/native/sessions/--tmp-oracle-sample-pi-project--/2026-11-29T07-41-50-519Z_01a22640-cc36-7053-9435-ced9260305c0.jsonl";
+const OLD_CWD_PI: &str = "/tmp/oracle-sample/pi/project";
+const PI_ID: &str = "01a22640-cc36-7053-9435-ced9260305c0";
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -57,9 +69,11 @@ fn main() {
     let work_dir = generate.clone().unwrap_or_else(|| work.path().to_owned());
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     println!("{:<64} {:>10} {:>12}", "benchmark", "ms", "peak RSS MB");
-    // `--hermes` runs the Hermes Agent database benchmarks alone.
+    // `--hermes` runs the Hermes Agent database benchmarks alone, after one
+    // full Claude import of the same size as their reference.
     if args.iter().any(|a| a == "--hermes") {
-        hermes::bench(&work_dir, manifest, records < 100_000);
+        let reference = claude_reference(&work_dir, manifest, records);
+        hermes::bench(&work_dir, manifest, records < 100_000, Some(reference));
         return;
     }
 
@@ -92,10 +106,11 @@ fn main() {
     std::fs::create_dir_all(&project).expect("mkdir");
     let file = project.join("d05046d2-74b1-4451-90dc-37fbd42c25e6.jsonl");
     std::fs::write(&file, lines.concat()).expect("write");
+    let mut claude_figures = None;
     if generate.is_some() {
         std::fs::write(work_dir.join("claude-extra.jsonl"), extra.concat()).expect("write");
     } else {
-        run_all(
+        claude_figures = Some(run_all(
             &repo,
             &home,
             &file,
@@ -104,7 +119,40 @@ fn main() {
             "d05046d2-74b1-4451-90dc-37fbd42c25e6",
             records,
             &work_dir,
-        );
+        ));
+    }
+
+    // Pi.
+    let repo = fresh_repo(&work_dir, "pi-repo");
+    let cwd = repo.to_string_lossy().into_owned();
+    let template = std::fs::read_to_string(manifest.join(PI_TEMPLATE))
+        .expect("template")
+        .replace(OLD_CWD_PI, &cwd);
+    let (lines, extra) = pi_tree(&template, records, 100);
+    let home = work_dir.join("pi-home");
+    let dir = home
+        .join(".pi/agent/sessions")
+        .join(git_session_adapters::pi::session_dir_name(&cwd));
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let file = dir.join(Path::new(PI_TEMPLATE).file_name().expect("name"));
+    std::fs::write(&file, lines.concat()).expect("write");
+    if generate.is_some() {
+        std::fs::write(work_dir.join("pi-extra.jsonl"), extra.concat()).expect("write");
+    } else {
+        let pi = run_all(&repo, &home, &file, &extra, "pi", PI_ID, records, &work_dir);
+        if let Some(claude) = claude_figures {
+            for (name, p, c) in [
+                ("full import", pi.full, claude.full),
+                ("resume", pi.resume, claude.resume),
+            ] {
+                println!(
+                    "{:<64} {:>10.2} {:>12}",
+                    format!("pi / claude, {name} (ratio, same run)"),
+                    p.as_secs_f64() / c.as_secs_f64(),
+                    ""
+                );
+            }
+        }
     }
 
     // Codex CLI.
@@ -148,8 +196,45 @@ fn main() {
         hook_bench(&work_dir, manifest);
     }
     if generate.is_none() {
-        hermes::bench(&work_dir, manifest, records < 100_000);
+        hermes::bench(&work_dir, manifest, records < 100_000, None);
     }
+}
+
+/// Imports a generated Claude transcript of `records` records once into a
+/// fresh repository; returns the time and peak RSS (KiB), the reference
+/// the Hermes figures are given as ratios to.
+fn claude_reference(work_dir: &Path, manifest: &Path, records: usize) -> (Duration, u64) {
+    let repo = fresh_repo(work_dir, "claude-reference-repo");
+    let cwd = repo.to_string_lossy().into_owned();
+    let template = std::fs::read_to_string(manifest.join(CLAUDE_TEMPLATE))
+        .expect("template")
+        .replace(OLD_CWD_CLAUDE, &cwd);
+    let keys = [
+        "uuid",
+        "parentUuid",
+        "id",
+        "tool_use_id",
+        "promptId",
+        "sourceToolAssistantUUID",
+        "messageId",
+        "leafUuid",
+    ];
+    let (lines, _) = replicate(&template, records, 0, &keys, true);
+    let home = work_dir.join("claude-reference-home");
+    let project = home
+        .join(".claude/projects")
+        .join(git_session_adapters::claude::project_dir_name(&cwd));
+    std::fs::create_dir_all(&project).expect("mkdir");
+    let file = project.join("d05046d2-74b1-4451-90dc-37fbd42c25e6.jsonl");
+    std::fs::write(&file, lines.concat()).expect("write");
+    let home_arg = home.to_str().expect("utf8");
+    let (t, rss) = measure(&repo, &["import", "--agent", "claude", "--home", home_arg]);
+    report(
+        &format!("reference: claude import {records} records, full"),
+        t,
+        rss,
+    );
+    (t, rss)
 }
 
 /// The post-commit hook in a repository with 200 tracked Claude sessions:
@@ -232,6 +317,12 @@ fn hook_bench(work_dir: &Path, manifest: &Path) {
     assert!(refs.status.success());
 }
 
+/// Holds the figures of one agent's run, for ratios between agents.
+struct Figures {
+    full: Duration,
+    resume: Duration,
+}
+
 #[allow(clippy::too_many_arguments)]
 fn run_all(
     repo: &Path,
@@ -242,7 +333,7 @@ fn run_all(
     id: &str,
     records: usize,
     work: &Path,
-) {
+) -> Figures {
     let size = std::fs::metadata(file).expect("stat").len();
     let home_arg = home.to_str().expect("utf8");
     // Redaction on and off in the same run, alternating, each in a new
@@ -301,7 +392,7 @@ fn run_all(
     );
     let target = work.join(format!("{agent}-resume-home"));
     std::fs::create_dir_all(&target).expect("mkdir");
-    let (t, rss) = measure(
+    let (resume, rss) = measure(
         repo,
         &["resume", id, "--home", target.to_str().expect("utf8")],
     );
@@ -310,9 +401,99 @@ fn run_all(
             "{agent}: resume (render and write) {} records",
             records + extra.len()
         ),
-        t,
+        resume,
         rss,
     );
+    Figures { full: on, resume }
+}
+
+/// Returns a Pi session of `n` entries (header included) and `more`
+/// entries appended to it, built from the template's turn (see the module
+/// docs): ids are 8 hex digits, `parentId` the previous entry, except that
+/// every 50th turn branches from the entry two turns back.
+fn pi_tree(template: &str, n: usize, more: usize) -> (Vec<String>, Vec<String>) {
+    let records: Vec<Value> = template
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("template json"))
+        .collect();
+    let role = |r: &Value| {
+        r.pointer("/message/role")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    // The head: header, model and thinking level, system prompt; the turn:
+    // everything from the first user message on.
+    let turn_at = records
+        .iter()
+        .position(|r| role(r).as_deref() == Some("user"))
+        .expect("a user message");
+    let (head, turn) = records.split_at(turn_at);
+    let mut out: Vec<String> = head.iter().map(|r| format!("{r}\n")).collect();
+    let mut last = head
+        .last()
+        .and_then(|r| r["id"].as_str())
+        .map(str::to_owned);
+    let mut next_id = 0u64;
+    let mut fresh = || {
+        next_id += 1;
+        format!("{next_id:08x}")
+    };
+    // The last entry of each of the previous turns, to branch from.
+    let mut turn_ends: Vec<String> = Vec::new();
+    let mut filler = 0u64;
+    let mut turns = 0usize;
+    while out.len() < n + more {
+        if turns > 0 && turns.is_multiple_of(50) && turn_ends.len() >= 3 {
+            let from = turn_ends[turn_ends.len() - 3].clone();
+            let id = fresh();
+            let summary = serde_json::json!({"type": "branch_summary", "id": id, "parentId": from,
+                "timestamp": "2026-11-29T07:42:00.000Z", "fromId": last,
+                "summary": format!("Went back from turn {turns}.")});
+            out.push(format!("{summary}\n"));
+            last = Some(id);
+        }
+        let call_id = format!("call_b{turns:08x}");
+        for r in turn {
+            let mut r = r.clone();
+            let id = fresh();
+            r["id"] = Value::String(id.clone());
+            r["parentId"] = last.clone().map_or(Value::Null, Value::String);
+            if let Some(blocks) = r
+                .pointer_mut("/message/content")
+                .and_then(Value::as_array_mut)
+            {
+                for b in blocks.iter_mut() {
+                    if b["type"] == "toolCall" {
+                        b["id"] = Value::String(call_id.clone());
+                    }
+                }
+            }
+            if role(&r).as_deref() == Some("toolResult") {
+                r["message"]["toolCallId"] = Value::String(call_id.clone());
+                filler += 1;
+                let lines = if filler.is_multiple_of(10) { 60 } else { 6 };
+                let mut text = String::from("(no output)");
+                for i in 0..lines {
+                    text.push_str(&format!(
+                        "\ntest module_{i}::case_{filler} ... ok (0.0{}s)",
+                        i % 9
+                    ));
+                }
+                r["message"]["content"][0]["text"] = Value::String(text);
+            }
+            out.push(format!("{r}\n"));
+            last = Some(id);
+            if out.len() == n + more {
+                break;
+            }
+        }
+        if let Some(l) = &last {
+            turn_ends.push(l.clone());
+        }
+        turns += 1;
+    }
+    let extra = out.split_off(n);
+    (out, extra)
 }
 
 /// Full imports timed with redaction on and with it off.

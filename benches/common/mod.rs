@@ -44,6 +44,7 @@ pub fn measure_env(repo: &Path, args: &[&str], envs: &[(&str, &Path)]) -> (Durat
         .envs(envs.iter().map(|(k, v)| (*k, *v)))
         .env_remove("CODEX_HOME")
         .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("PI_CODING_AGENT_DIR")
         .output()
         .expect("spawn");
     let elapsed = started.elapsed();

@@ -9,8 +9,11 @@ use super::{CommandError, Env, escape_line, short};
 /// Show a session's header and events.
 ///
 /// Text output is one line per event: seq, time, type, actor and a short
-/// summary. `--json` prints one JSON object whose "events" are the stored
-/// events exactly as written.
+/// summary. `--tree` prints the events as the conversation tree their
+/// parent links make (a Pi session where the user went back and branched
+/// shows every branch; the active leaf, the last event, is marked).
+/// `--json` prints one JSON object whose "events" are the stored events
+/// exactly as written.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Session id or unique prefix.
@@ -19,8 +22,12 @@ pub struct Args {
     #[arg(long, value_name = "A..B", value_parser = parse_range)]
     seq: Option<(u64, Option<u64>)>,
     /// Print JSON instead of text.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "tree")]
     json: bool,
+    /// Print the events as a tree by their parent links, every branch
+    /// indented under the event it branches from.
+    #[arg(long)]
+    tree: bool,
 }
 
 fn parse_range(text: &str) -> Result<(u64, Option<u64>), String> {
@@ -127,6 +134,9 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         )?;
     }
     writeln!(out)?;
+    if args.tree {
+        return tree(lines, out);
+    }
     for line in lines {
         let line = line?;
         let event = line.decode().map_err(|e| {
@@ -148,6 +158,13 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     Ok(())
 }
 
+/// Payload keys under which adapters keep an agent's own record.
+const NATIVE_KEYS: [&str; 3] = [
+    git_session_adapters::claude::NATIVE_KEY,
+    git_session_adapters::pi::NATIVE_KEY,
+    git_session_adapters::codex::NATIVE_KEY,
+];
+
 /// Returns a one-line preview of an event body.
 fn summary(payload: &Value) -> String {
     let call = payload
@@ -155,21 +172,38 @@ fn summary(payload: &Value) -> String {
         .and_then(Value::as_str)
         .zip(payload.get("arguments").or_else(|| payload.get("input")))
         .map(|(name, args)| format!("{name} {args}"));
+    // A kept native record (`meta`) is named by its type.
+    let record = payload.get("record_type").and_then(Value::as_str).map(|t| {
+        match payload.get("role").and_then(Value::as_str) {
+            Some(role) => format!("{t} ({role})"),
+            None => t.to_owned(),
+        }
+    });
     let text = call
         .into_iter()
         .chain(
             [
-                "text", "content", "command", "cmd", "name", "path", "summary",
+                "text", "content", "command", "cmd", "output", "name", "path", "summary", "title",
             ]
             .iter()
             .filter_map(|k| payload.get(*k).and_then(Value::as_str).map(str::to_owned)),
         )
+        .chain(record)
         .next();
     let text = text.unwrap_or_else(|| match payload {
         Value::Null => String::new(),
+        Value::Object(m) => {
+            // Without the agent's own record, which can be long.
+            let shown: serde_json::Map<String, Value> = m
+                .iter()
+                .filter(|(k, _)| !NATIVE_KEYS.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            Value::Object(shown).to_string()
+        }
         other => other.to_string(),
     });
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat: String = escape_controls(&text.split_whitespace().collect::<Vec<_>>().join(" "));
     if flat.chars().count() > 80 {
         let mut cut: String = flat.chars().take(79).collect();
         cut.push('…');
@@ -177,4 +211,91 @@ fn summary(payload: &Value) -> String {
     } else {
         flat
     }
+}
+
+/// Returns `text` with control characters (terminal escapes included)
+/// written as `\u{..}` escapes: agent-authored text is untrusted.
+fn escape_controls(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// Prints the events as the tree their `parent_seq` links make.
+///
+/// A run of single children stays at one indentation, like a transcript;
+/// where an event has several children, each branch is drawn under it.
+/// Events derived from a tool call and its result (`derived_from`) restate
+/// it and are left out. Holds one short line per event, never the events.
+fn tree(lines: crate::store::LineIter<'_>, out: &mut dyn Write) -> Result<(), CommandError> {
+    let mut labels: Vec<(u64, String)> = Vec::new();
+    let mut children: std::collections::HashMap<u64, Vec<u64>> = Default::default();
+    let mut roots = Vec::new();
+    for line in lines {
+        let line = line?;
+        let event = line.decode().map_err(|e| {
+            CommandError::failure(format!(
+                "seq {}: stored event does not parse: {e}",
+                line.seq
+            ))
+        })?;
+        if event.payload.get("derived_from").is_some() {
+            continue;
+        }
+        let label = format!(
+            "{:>6}  {:<18} {}",
+            event.seq,
+            event.kind,
+            summary(&event.payload)
+        );
+        labels.push((event.seq, label));
+        match event.parent_seq {
+            // A parent outside the range shown (or left out) makes a root.
+            Some(p) if p < event.seq && labels.binary_search_by_key(&p, |(s, _)| *s).is_ok() => {
+                children.entry(p).or_default().push(event.seq)
+            }
+            _ => roots.push(event.seq),
+        }
+    }
+    let leaf = labels.last().map(|(s, _)| *s);
+    // Depth-first, iteratively (a long session is one deep chain): each
+    // stack entry is an event and the prefix its line is drawn with.
+    let mut stack: Vec<(u64, String, String)> = roots
+        .iter()
+        .rev()
+        .map(|&r| (r, String::new(), String::new()))
+        .collect();
+    while let Some((seq, first, rest)) = stack.pop() {
+        let label = labels
+            .binary_search_by_key(&seq, |(s, _)| *s)
+            .map(|i| labels[i].1.as_str())
+            .unwrap_or("");
+        let mark = if Some(seq) == leaf {
+            "  <- active leaf"
+        } else {
+            ""
+        };
+        writeln!(out, "{first}{label}{mark}")?;
+        match children.get(&seq).map(Vec::as_slice) {
+            None | Some([]) => {}
+            Some([only]) => stack.push((*only, rest.clone(), rest)),
+            Some(many) => {
+                for (i, c) in many.iter().enumerate().rev() {
+                    let last = i + 1 == many.len();
+                    let (head, tail) = if last { ("`- ", "   ") } else { ("|- ", "|  ") };
+                    stack.push((*c, format!("{rest}{head}"), format!("{rest}{tail}")));
+                }
+            }
+        }
+    }
+    Ok(())
 }

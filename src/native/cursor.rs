@@ -112,6 +112,12 @@ pub struct RowSession {
     /// [`Incremental::Whole`]: git_session_adapters::source::Incremental::Whole
     #[serde(default)]
     pub whole: Option<String>,
+    /// The session's change token when it was last read, for a database
+    /// whose adapter declares a change query
+    /// ([`git_session_adapters::source::Database::changes`]): a session
+    /// whose token did not move is not read.
+    #[serde(default)]
+    pub token: Option<String>,
 }
 
 /// Holds the cursors of one agent.

@@ -5,7 +5,9 @@
 //! module executes those declarations:
 //!
 //! * [`discover`] finds the source files under an agent's store root by the
-//!   adapter's globs;
+//!   adapter's globs, and [`extra_dirs`] the directories besides it the
+//!   adapter declares ([`git_session_adapters::ExtraDir`]), whose files
+//!   [`discover_flat`] lists;
 //! * one reader per source kind yields complete records with their native
 //!   positions and a new cursor: [`jsonl`] (byte offsets, complete lines
 //!   only), [`zstd`] (frame by frame, checksum-verified, a torn last frame
@@ -128,6 +130,59 @@ pub fn discover(adapter: &dyn Adapter, root: &Path) -> Vec<PathBuf> {
             }
         }
     }
+    out.sort();
+    out
+}
+
+/// The largest settings file read to resolve an [`ExtraDir`]: a settings
+/// file is small, and a bigger one names no directory.
+///
+/// [`ExtraDir`]: git_session_adapters::ExtraDir
+const MAX_SETTINGS_BYTES: u64 = 1 << 20;
+
+/// Returns the existing directories, besides the store root `root`, where
+/// the adapter says the agent may keep session files (its
+/// [`Adapter::extra_dirs`] resolved with `env`, `home` and the repository's
+/// work trees `projects`). Settings files are read only, and only up to
+/// [`MAX_SETTINGS_BYTES`]; a directory inside `root` is left out (its files
+/// are already found there).
+pub fn extra_dirs(
+    adapter: &dyn Adapter,
+    root: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    home: &Path,
+    projects: &[PathBuf],
+) -> Vec<PathBuf> {
+    let decls = adapter.extra_dirs();
+    if decls.is_empty() {
+        return Vec::new();
+    }
+    let read = |path: &Path| -> Option<Vec<u8>> {
+        use std::io::Read;
+        let file = std::fs::File::open(path).ok()?;
+        let mut bytes = Vec::new();
+        file.take(MAX_SETTINGS_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .ok()?;
+        (bytes.len() as u64 <= MAX_SETTINGS_BYTES).then_some(bytes)
+    };
+    git_session_adapters::source::resolve_extra_dirs(decls, root, env, home, projects, &read)
+        .into_iter()
+        .filter(|d| d.is_dir() && !d.starts_with(root))
+        .collect()
+}
+
+/// Returns the session files directly in `dir` (an [`extra_dirs`]
+/// directory), by bare name, sorted.
+pub fn discover_flat(adapter: &dyn Adapter, dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| PathBuf::from(e.file_name()))
+        .filter(|name| adapter.is_session_file(name))
+        .collect();
     out.sort();
     out
 }

@@ -28,10 +28,15 @@
 //! # Reading
 //!
 //! [`read`] checks the adapter's schema declaration, then reads every
-//! declared table in one read transaction: the rows that are new per the
-//! table's [`Incremental`], grouped by session key, each row a JSON object.
+//! declared table in one read transaction: the session table's new rows,
+//! then which sessions have new rows in the other tables (by each table's
+//! [`Incremental`] mark, or, when the adapter declares
+//! [`Database::changes`], by the sessions whose change token moved), then
+//! session by session those rows through the table's session column,
+//! handing each session's rows (JSON objects) to the caller before the
+//! next session is read: one session's rows in memory at a time.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -39,7 +44,7 @@ use base64::Engine as _;
 use git_session_adapters::source::{Database, Incremental, Row, Table};
 use rusqlite::{Connection, OpenFlags, types::ValueRef};
 
-use super::cursor::Stamp;
+use super::cursor::{RowSession, Stamp};
 use super::{NativeError, NativeResult};
 
 /// Says how patient the reader is.
@@ -57,16 +62,50 @@ impl Default for Options {
     }
 }
 
-/// Holds what one read of a database produced.
+/// Holds what one read of a database produced besides its sessions.
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    /// New rows by session key, sessions in the order they first appear,
-    /// rows in declaration order of their tables, then by rowid.
-    pub sessions: Vec<(String, Vec<Row>)>,
     /// The tables' new high-water marks (rowid or column value).
     pub marks: BTreeMap<String, i64>,
     /// What the reader noticed but read anyway (a newer schema version).
     pub warnings: Vec<String>,
+}
+
+/// Holds one session's new rows, handed to the caller of [`read`].
+#[derive(Debug)]
+pub struct SessionRows {
+    /// The session key (the value of [`Table::session`], as text).
+    pub key: String,
+    /// Its new rows, in declaration order of their tables, then by rowid.
+    pub rows: Vec<Row>,
+    /// Its change token ([`Database::changes`]), when the adapter declares
+    /// a change query.
+    pub token: Option<String>,
+    /// Per [`Incremental::Column`] table, the highest column value among
+    /// `rows` (the session's own mark, for a database with a change query).
+    pub highs: BTreeMap<String, i64>,
+}
+
+/// Says what a read is to look at.
+#[derive(Clone, Copy, Debug)]
+pub struct Scope<'a> {
+    /// The tables' marks from the last read ([`Snapshot::marks`]).
+    pub marks: &'a BTreeMap<String, i64>,
+    /// What the caller knows of each session: a key it does not know gets
+    /// its session-table row even when the table's mark had passed it; a
+    /// key it knows as another project's (`session: None`) is skipped; a
+    /// key whose change token is unchanged is not read; `seen` holds the
+    /// session's own marks.
+    pub known: &'a BTreeMap<String, RowSession>,
+    /// Reads this one session only.
+    pub only: Option<&'a str>,
+}
+
+impl Scope<'_> {
+    fn skip(&self, key: &str) -> bool {
+        self.only.is_some_and(|o| o != key)
+            || self.known.get(key).is_some_and(|s| s.session.is_none())
+    }
 }
 
 /// Returns the stamps of a database and its `-wal`: together they say
@@ -141,37 +180,37 @@ fn uri_path(path: &Path) -> String {
     out
 }
 
-/// Reads what is new in `db` since `marks`, as `decl` declares.
+/// Reads what is new in `db` within `scope`, as `decl` declares, handing
+/// each session's rows to `visit` as soon as they are read (one session's
+/// rows in memory at a time).
 ///
-/// `first_seen(key)` says whether a session key is new to the caller: for
-/// those, the session table's row is fetched even when its own cursor had
-/// passed it. `skip(key)` drops a session's rows (another project's).
+/// A read of a database opened `immutable` (see the module docs) checks
+/// before each session that the files did not change meanwhile; if they
+/// did, the read starts again and sessions already visited may be visited
+/// again with the same rows (the caller's cursor drops them).
 pub fn read(
     db: &Path,
     decl: &Database,
-    marks: &BTreeMap<String, i64>,
-    first_seen: &dyn Fn(&str) -> bool,
-    skip: &dyn Fn(&str) -> bool,
+    scope: Scope<'_>,
     options: &Options,
+    visit: &mut dyn FnMut(SessionRows),
 ) -> NativeResult<Snapshot> {
     let deadline = Instant::now() + options.wait;
     let mut attempts = 0;
     loop {
         attempts += 1;
         let before = stamps(db);
-        let result = (|| -> Result<(Snapshot, Mode), ReadError> {
+        let result = (|| -> Result<Snapshot, ReadError> {
             let (conn, mode) = open(db, options)?;
-            let snapshot = read_open(&conn, db, decl, marks, first_seen, skip)?;
-            Ok((snapshot, mode))
+            let unchanged = || {
+                mode == Mode::ReadOnly
+                    || (stamps(db).0 == before.0 && !sidecar(db, "-wal").exists())
+            };
+            read_open(&conn, db, decl, scope, &unchanged, visit)
         })();
         match result {
-            Ok((snapshot, Mode::ReadOnly)) => return Ok(snapshot),
-            Ok((snapshot, Mode::Immutable)) => {
-                // Nothing may have changed under an immutable read.
-                let after = stamps(db);
-                if after.0 == before.0 && !sidecar(db, "-wal").exists() {
-                    return Ok(snapshot);
-                }
+            Ok(snapshot) => return Ok(snapshot),
+            Err(ReadError::Changed) => {
                 if attempts >= 5 || Instant::now() >= deadline {
                     return Err(NativeError::Source {
                         path: db.to_owned(),
@@ -187,14 +226,40 @@ pub fn read(
     }
 }
 
-/// Reads the tables on an open connection, in one read transaction.
+/// Reads like [`read`] and returns every session's rows at once (for
+/// tests and small databases).
+pub fn read_all(
+    db: &Path,
+    decl: &Database,
+    scope: Scope<'_>,
+    options: &Options,
+) -> NativeResult<(Snapshot, Vec<SessionRows>)> {
+    let mut sessions: Vec<SessionRows> = Vec::new();
+    let snapshot = read(db, decl, scope, options, &mut |s| {
+        // A restarted read hands a session again: keep the last.
+        sessions.retain(|o| o.key != s.key);
+        sessions.push(s);
+    })?;
+    Ok((snapshot, sessions))
+}
+
+/// Holds a session key as read (its text, and the value to bind).
+struct Key {
+    text: String,
+    value: rusqlite::types::Value,
+}
+
+/// Reads the tables on an open connection, in one read transaction: the
+/// session table's new rows first, then which sessions have new rows in
+/// each other table (or a moved change token), then session by session
+/// those rows, through the tables' session index.
 fn read_open(
     conn: &Connection,
     db: &Path,
     decl: &Database,
-    marks: &BTreeMap<String, i64>,
-    first_seen: &dyn Fn(&str) -> bool,
-    skip: &dyn Fn(&str) -> bool,
+    scope: Scope<'_>,
+    unchanged: &dyn Fn() -> bool,
+    visit: &mut dyn FnMut(SessionRows),
 ) -> Result<Snapshot, ReadError> {
     let err = |e: rusqlite::Error| ReadError::from_sqlite(db, e);
     // A deferred transaction whose first SELECT takes the snapshot; every
@@ -205,12 +270,20 @@ fn read_open(
         warnings: warning.into_iter().collect(),
         ..Snapshot::default()
     };
-    let mut order: Vec<String> = Vec::new();
-    let mut by_session: BTreeMap<String, Vec<Row>> = BTreeMap::new();
-    for (i, table) in decl.tables.iter().enumerate() {
-        let mark = marks.get(table.name).copied();
-        let cols = &present[i];
-        let (sql, mark_value) = select(table, cols, mark);
+    let mut order: Vec<Key> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut add = |order: &mut Vec<Key>, key: Key| -> usize {
+        *index.entry(key.text.clone()).or_insert_with(|| {
+            order.push(key);
+            order.len() - 1
+        })
+    };
+    // The session table's new rows, kept: they are small.
+    let session_table = &decl.tables[0];
+    let mut heads: HashMap<String, Vec<Row>> = HashMap::new();
+    {
+        let mark = scope.marks.get(session_table.name).copied();
+        let (sql, mark_value) = select(session_table, &present[0], mark, false);
         let mut stmt = conn.prepare(&sql).map_err(err)?;
         let mut rows = match mark_value {
             Some(m) => stmt.query([m]),
@@ -218,66 +291,181 @@ fn read_open(
         }
         .map_err(err)?;
         let mut high = mark.unwrap_or(i64::MIN);
-        let mut seen_keys = Vec::new();
         while let Some(r) = rows.next().map_err(err)? {
-            let (key, row, position) = row_json(r, table, cols).map_err(err)?;
+            let (key, row, position) = row_json(r, session_table, &present[0]).map_err(err)?;
             high = high.max(position);
-            if skip(&key) {
+            if scope.skip(&key.text) {
                 continue;
             }
-            if i == 0 {
-                seen_keys.push(key.clone());
-            }
-            if !by_session.contains_key(&key) {
-                order.push(key.clone());
-            }
-            by_session.entry(key).or_default().push(row);
+            heads.entry(key.text.clone()).or_default().push(row);
+            add(&mut order, key);
         }
-        drop(rows);
         if high != i64::MIN {
-            snapshot.marks.insert(table.name.to_owned(), high);
+            snapshot.marks.insert(session_table.name.to_owned(), high);
         }
-        if i == 0 {
+    }
+    // Which sessions to read from the other tables.
+    let tokens: Option<HashMap<String, String>> = match decl.changes {
+        Some(q) => {
+            let mut stmt = conn.prepare(q).map_err(err)?;
+            let mut rows = stmt.query([]).map_err(err)?;
+            let mut out = HashMap::new();
+            while let Some(r) = rows.next().map_err(err)? {
+                let key = key_of(r.get_ref(0).map_err(err)?);
+                let token = match r.get_ref(1).map_err(err)? {
+                    ValueRef::Null => String::new(),
+                    v => key_of(v).text,
+                };
+                out.insert(key.text, token);
+            }
+            Some(out)
+        }
+        None => None,
+    };
+    // Per other table, the sessions with rows to read.
+    let mut wanted: Vec<HashSet<String>> = vec![HashSet::new(); decl.tables.len()];
+    for (i, table) in decl.tables.iter().enumerate().skip(1) {
+        if let Some(tokens) = &tokens {
+            // A change query says which sessions moved: those are read,
+            // by their own marks ([`RowSession::seen`]).
+            for key in &order {
+                if tokens.get(&key.text).is_some_and(|t| {
+                    scope.known.get(&key.text).and_then(|s| s.token.as_ref()) != Some(t)
+                }) {
+                    wanted[i].insert(key.text.clone());
+                }
+            }
             continue;
         }
-        // A session met for the first time in this table whose session row
-        // was not among the new ones: fetch that row, so the adapter gets
-        // the session's facts first.
-        let session_table = &decl.tables[0];
-        for key in order.clone() {
-            if !first_seen(&key) {
+        let mark = scope.marks.get(table.name).copied();
+        let pos = position_expr(table);
+        let name = quote_ident(table.name);
+        let high: Option<i64> = conn
+            .query_row(&format!("SELECT max({pos}) FROM {name}"), [], |r| r.get(0))
+            .map_err(err)?;
+        let Some(high) = high else { continue };
+        snapshot.marks.insert(table.name.to_owned(), high);
+        let filter = match (table.incremental, mark) {
+            (Incremental::RowId, Some(_)) => " WHERE rowid > ?1".to_owned(),
+            (Incremental::Column(_), Some(_)) => format!(" WHERE {pos} >= ?1"),
+            _ => String::new(),
+        };
+        if matches!(table.incremental, Incremental::RowId) && mark.is_some_and(|m| high <= m) {
+            continue;
+        }
+        let session = quote_ident(table.session);
+        let sql = format!(
+            "SELECT {session}, min(rowid) FROM {name}{filter} GROUP BY {session} ORDER BY 2"
+        );
+        let mut stmt = conn.prepare(&sql).map_err(err)?;
+        let mut rows = match (filter.is_empty(), mark) {
+            (false, Some(m)) => stmt.query([m]),
+            _ => stmt.query([]),
+        }
+        .map_err(err)?;
+        while let Some(r) = rows.next().map_err(err)? {
+            let key = key_of(r.get_ref(0).map_err(err)?);
+            if scope.skip(&key.text) {
                 continue;
             }
-            let rows = by_session.get(&key).expect("ordered keys have rows");
-            if rows.iter().any(|r| r.table == session_table.name) {
-                continue;
-            }
-            let head = session_rows(conn, session_table, &present[0], &key).map_err(err)?;
-            let rows = by_session.get_mut(&key).expect("ordered keys have rows");
-            rows.splice(0..0, head);
+            wanted[i].insert(key.text.clone());
+            add(&mut order, key);
         }
     }
-    conn.execute_batch("COMMIT").map_err(err)?;
+    // Session by session.
+    let rank = |t: &str| decl.tables.iter().position(|d| d.name == t).unwrap_or(0);
+    let mut statements = Vec::with_capacity(decl.tables.len());
+    for (i, table) in decl.tables.iter().enumerate() {
+        // The session table's statement fetches a session's row whole.
+        let by_mark = i > 0 && (tokens.is_some() || scope.marks.contains_key(table.name));
+        let (sql, _) = select(table, &present[i], by_mark.then_some(0), true);
+        statements.push(conn.prepare(&sql).map_err(err)?);
+    }
     for key in order {
-        let mut rows = by_session.remove(&key).unwrap_or_default();
+        let mut rows = heads.remove(&key.text).unwrap_or_default();
+        if rows.is_empty() && !scope.known.contains_key(&key.text) {
+            // A session met for the first time whose session row was not
+            // among the new ones: fetch that row, so the adapter gets the
+            // session's facts first.
+            fetch(
+                &mut statements[0],
+                &key,
+                None,
+                session_table,
+                &present[0],
+                &mut rows,
+            )
+            .map_err(err)?;
+        }
+        let mut highs = BTreeMap::new();
+        for (i, table) in decl.tables.iter().enumerate().skip(1) {
+            if !wanted[i].contains(&key.text) {
+                continue;
+            }
+            let mark = if tokens.is_some() {
+                Some(
+                    scope
+                        .known
+                        .get(&key.text)
+                        .and_then(|s| s.seen.get(table.name).copied())
+                        .unwrap_or(i64::MIN),
+                )
+            } else {
+                scope.marks.get(table.name).copied()
+            };
+            let high = fetch(
+                &mut statements[i],
+                &key,
+                mark,
+                table,
+                &present[i],
+                &mut rows,
+            )
+            .map_err(err)?;
+            if let (Incremental::Column(_), Some(h)) = (table.incremental, high) {
+                highs.insert(table.name.to_owned(), h);
+            }
+        }
+        if rows.is_empty() {
+            continue;
+        }
         // Declaration order of tables, then rowid: stable and documented.
-        let rank = |t: &str| decl.tables.iter().position(|d| d.name == t).unwrap_or(0);
         rows.sort_by_key(|r| (rank(r.table), r.rowid));
         rows.dedup_by(|a, b| a.table == b.table && a.rowid == b.rowid);
-        snapshot.sessions.push((key, rows));
+        if !unchanged() {
+            return Err(ReadError::Changed);
+        }
+        let token = tokens.as_ref().and_then(|t| t.get(&key.text).cloned());
+        visit(SessionRows {
+            key: key.text,
+            rows,
+            token,
+            highs,
+        });
     }
+    drop(statements);
+    conn.execute_batch("COMMIT").map_err(err)?;
     Ok(snapshot)
 }
 
-/// Returns the query for a table's new rows and the cursor value it takes.
-fn select(table: &Table, columns: &[&str], mark: Option<i64>) -> (String, Option<i64>) {
-    let mut cols = String::from("rowid");
-    if let Incremental::Column(c) = table.incremental {
-        cols.push_str(", ");
-        cols.push_str(&quote_ident(c));
-    } else {
-        cols.push_str(", rowid");
+/// Returns the SQL expression of a table's cursor position.
+fn position_expr(table: &Table) -> String {
+    match table.incremental {
+        Incremental::Column(c) => quote_ident(c),
+        _ => "rowid".to_owned(),
     }
+}
+
+/// Returns the query for a table's rows (after the mark `?1` when `mark`
+/// is given; of one session `?2` when `by_session`) and the mark it takes.
+fn select(
+    table: &Table,
+    columns: &[&str],
+    mark: Option<i64>,
+    by_session: bool,
+) -> (String, Option<i64>) {
+    let mut cols = String::from("rowid, ");
+    cols.push_str(&position_expr(table));
     for c in columns {
         cols.push_str(", ");
         cols.push_str(&quote_ident(c));
@@ -285,45 +473,52 @@ fn select(table: &Table, columns: &[&str], mark: Option<i64>) -> (String, Option
     cols.push_str(", ");
     cols.push_str(&quote_ident(table.session));
     let name = quote_ident(table.name);
-    match (table.incremental, mark) {
-        (Incremental::RowId, Some(m)) => (
-            format!("SELECT {cols} FROM {name} WHERE rowid > ?1 ORDER BY rowid"),
-            Some(m),
-        ),
-        (Incremental::Column(c), Some(m)) => (
-            format!(
-                "SELECT {cols} FROM {name} WHERE {} >= ?1 ORDER BY {}, rowid",
-                quote_ident(c),
-                quote_ident(c)
-            ),
-            Some(m),
-        ),
-        _ => (format!("SELECT {cols} FROM {name} ORDER BY rowid"), None),
+    let mut conds = Vec::new();
+    if mark.is_some() {
+        match table.incremental {
+            Incremental::RowId => conds.push("rowid > ?1".to_owned()),
+            Incremental::Column(c) => conds.push(format!("{} >= ?1", quote_ident(c))),
+            Incremental::Whole => {}
+        }
     }
+    if by_session {
+        conds.push(format!("{} = ?2", quote_ident(table.session)));
+    }
+    let mark = if conds.iter().any(|c| c.contains("?1")) {
+        mark
+    } else {
+        None
+    };
+    let filter = if conds.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", conds.join(" AND "))
+    };
+    (
+        format!("SELECT {cols} FROM {name}{filter} ORDER BY rowid"),
+        mark,
+    )
 }
 
-/// Returns every row of the session table for `key`.
-fn session_rows(
-    conn: &Connection,
+/// Appends one session's rows of `table` to `out` (after `mark` when the
+/// statement has one, see [`select`]); returns the highest position read.
+fn fetch(
+    stmt: &mut rusqlite::Statement<'_>,
+    key: &Key,
+    mark: Option<i64>,
     table: &Table,
     columns: &[&str],
-    key: &str,
-) -> rusqlite::Result<Vec<Row>> {
-    let (sql, _) = select(table, columns, None);
-    let sql = sql.replace(
-        " ORDER BY rowid",
-        &format!(
-            " WHERE CAST({} AS TEXT) = ?1 ORDER BY rowid",
-            quote_ident(table.session)
-        ),
-    );
-    let mut stmt = conn.prepare(&sql)?;
-    let mut rows = stmt.query([key])?;
-    let mut out = Vec::new();
+    out: &mut Vec<Row>,
+) -> rusqlite::Result<Option<i64>> {
+    // `?1` (the mark) may be absent from the statement; binding it is harmless.
+    let mut rows = stmt.query(rusqlite::params![mark.unwrap_or(i64::MIN), key.value])?;
+    let mut high = None;
     while let Some(r) = rows.next()? {
-        out.push(row_json(r, table, columns)?.1);
+        let (_, row, position) = row_json(r, table, columns)?;
+        high = Some(high.map_or(position, |h: i64| h.max(position)));
+        out.push(row);
     }
-    Ok(out)
+    Ok(high)
 }
 
 /// Turns a selected row (rowid, position, columns..., session) into the
@@ -332,7 +527,7 @@ fn row_json(
     r: &rusqlite::Row<'_>,
     table: &Table,
     columns: &[&str],
-) -> rusqlite::Result<(String, Row, i64)> {
+) -> rusqlite::Result<(Key, Row, i64)> {
     let rowid: i64 = r.get(0)?;
     let position: i64 = match r.get_ref(1)? {
         ValueRef::Integer(i) => i,
@@ -344,13 +539,7 @@ fn row_json(
         obj.insert((*c).to_owned(), value_json(r.get_ref(2 + i)?));
     }
     obj.insert("$rowid".into(), rowid.into());
-    let key = match r.get_ref(2 + columns.len())? {
-        ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
-        ValueRef::Integer(i) => i.to_string(),
-        ValueRef::Real(f) => f.to_string(),
-        ValueRef::Null => String::new(),
-        ValueRef::Blob(b) => String::from_utf8_lossy(b).into_owned(),
-    };
+    let key = key_of(r.get_ref(2 + columns.len())?);
     let json = serde_json::to_vec(&serde_json::Value::Object(obj)).expect("JSON values serialize");
     Ok((
         key,
@@ -361,6 +550,21 @@ fn row_json(
         },
         position,
     ))
+}
+
+/// Returns a session key's text and the value to bind it by.
+fn key_of(v: ValueRef<'_>) -> Key {
+    let text = match v {
+        ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+        ValueRef::Integer(i) => i.to_string(),
+        ValueRef::Real(f) => f.to_string(),
+        ValueRef::Null => String::new(),
+        ValueRef::Blob(b) => String::from_utf8_lossy(b).into_owned(),
+    };
+    Key {
+        text,
+        value: v.into(),
+    }
 }
 
 /// Maps one SQLite value to JSON (see [`git_session_adapters::source::Table`]).
@@ -458,9 +662,11 @@ fn check_schema(
     Ok((present, warning))
 }
 
-/// Says why a read failed: busy (retried) or anything else.
+/// Says why a read failed: busy (retried), the files of an immutable read
+/// changed (read again), or anything else.
 enum ReadError {
     Busy(NativeError),
+    Changed,
     Other(NativeError),
 }
 use ReadError::Busy;
@@ -491,6 +697,10 @@ impl ReadError {
                 other => other,
             },
             ReadError::Other(e) => e,
+            ReadError::Changed => NativeError::Source {
+                path: PathBuf::new(),
+                message: "the database changed while it was read".into(),
+            },
         }
     }
 }

@@ -17,6 +17,7 @@ mod manpage;
 mod native;
 mod opencode;
 mod oracle;
+mod pi;
 mod redaction;
 mod resume;
 mod scale;

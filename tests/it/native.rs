@@ -46,6 +46,7 @@ static DB: Database = Database {
             incremental: Incremental::RowId,
         },
     ],
+    changes: None,
 };
 
 static SOURCES: [Source; 1] = [Source::Sqlite(&DB)];
@@ -945,4 +946,111 @@ fn framed_files_are_written_frame_by_frame_with_checksums() {
     assert_eq!(frames, [0, 1, 1]);
     assert_eq!(reader.position().offset, bytes.len() as u64);
     assert!(reader.problem().is_none());
+}
+
+// ------------------------------------------------- reading by session
+
+/// The test schema with a change token per session (`tick`, moved by the
+/// writer with every change, as OpenCode's event sequence is).
+static CHANGES_DB: Database = Database {
+    files: &["*.db"],
+    requires: &[],
+    version: None,
+    tables: &[
+        Table {
+            name: "sessions",
+            columns: &["id", "cwd", "title"],
+            session: "id",
+            incremental: Incremental::Whole,
+        },
+        Table {
+            name: "messages",
+            columns: &["id", "role", "content"],
+            session: "session_id",
+            incremental: Incremental::RowId,
+        },
+    ],
+    changes: Some("SELECT id, tick FROM sessions"),
+};
+
+#[test]
+fn sqlite_reader_hands_sessions_one_by_one_and_reads_only_moved_tokens() {
+    use git_session::native::cursor::RowSession;
+    use git_session::native::sqlite::{Scope, read};
+    use std::collections::BTreeMap;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("state.db");
+    let conn = create_db(&path, 1);
+    conn.execute_batch("ALTER TABLE sessions ADD COLUMN tick INTEGER DEFAULT 0")
+        .unwrap();
+    for s in ["a", "b", "c"] {
+        add_session(&conn, s, tmp.path());
+        add_message(&conn, s, &format!("{s} one"));
+        add_message(&conn, s, &format!("{s} two"));
+    }
+    // Each visit sees only its own session's rows: one session in memory.
+    let mut visits: Vec<(String, usize)> = Vec::new();
+    let marks = BTreeMap::new();
+    let known = BTreeMap::new();
+    let scope = Scope {
+        marks: &marks,
+        known: &known,
+        only: None,
+    };
+    read(&path, &CHANGES_DB, scope, &Options::default(), &mut |s| {
+        assert!(s.rows.iter().all(|r| {
+            let v: Value = serde_json::from_slice(&r.json).unwrap();
+            v["id"] == s.key.as_str() || v["content"].as_str().unwrap().starts_with(&s.key)
+        }));
+        visits.push((s.key.clone(), s.rows.len()));
+    })
+    .unwrap();
+    assert_eq!(visits, [("a".into(), 3), ("b".into(), 3), ("c".into(), 3)]);
+    // Remember every session as read at tick 0, messages up to their rowid.
+    let mut known = BTreeMap::new();
+    for (i, s) in ["a", "b", "c"].iter().enumerate() {
+        known.insert(
+            s.to_string(),
+            RowSession {
+                session: Some(format!("canonical-{s}")),
+                events: 3,
+                seen: [("messages".to_string(), (i as i64 + 1) * 2)].into(),
+                whole: None,
+                token: Some("0".into()),
+            },
+        );
+    }
+    // b grows and moves its token; c grows without moving it (not read).
+    add_message(&conn, "b", "b three");
+    conn.execute("UPDATE sessions SET tick = 1 WHERE id = 'b'", [])
+        .unwrap();
+    add_message(&conn, "c", "c three");
+    let mut grown: Vec<(String, Vec<String>, Option<String>)> = Vec::new();
+    let scope = Scope {
+        marks: &marks,
+        known: &known,
+        only: None,
+    };
+    read(&path, &CHANGES_DB, scope, &Options::default(), &mut |s| {
+        let messages = s
+            .rows
+            .iter()
+            .filter(|r| r.table == "messages")
+            .map(|r| {
+                let v: Value = serde_json::from_slice(&r.json).unwrap();
+                v["content"].as_str().unwrap().to_owned()
+            })
+            .collect();
+        grown.push((s.key, messages, s.token));
+    })
+    .unwrap();
+    let b = grown.iter().find(|g| g.0 == "b").unwrap();
+    assert_eq!(b.1, ["b three"], "only b's rows after its own mark");
+    assert_eq!(b.2.as_deref(), Some("1"));
+    for (key, messages, _) in &grown {
+        if key != "b" {
+            assert!(messages.is_empty(), "{key} was read: {messages:?}");
+        }
+    }
+    drop(conn);
 }

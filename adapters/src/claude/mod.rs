@@ -66,7 +66,7 @@
 pub(crate) mod derive;
 mod parse;
 mod render;
-mod uuids;
+pub(crate) mod uuids;
 pub mod wire;
 
 use std::path::{Path, PathBuf};

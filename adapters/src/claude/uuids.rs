@@ -29,7 +29,7 @@ const RECENT: usize = 64;
 
 /// Maps record uuids to the seq of their line's last event.
 #[derive(Clone, Debug, Default)]
-pub(super) struct UuidIndex {
+pub(crate) struct UuidIndex {
     /// Every entry, oldest first, as base64 (see the module docs).
     packed: String,
     /// The entries of `packed[..indexed * ENTRY_CHARS]`, built on the first
@@ -42,7 +42,7 @@ pub(super) struct UuidIndex {
 impl UuidIndex {
     /// Returns the index held by a state string; a string that is not a
     /// whole number of entries is cut back to one.
-    pub(super) fn from_packed(mut packed: String) -> UuidIndex {
+    pub(crate) fn from_packed(mut packed: String) -> UuidIndex {
         let whole = packed.len() / ENTRY_CHARS * ENTRY_CHARS;
         if !packed.is_char_boundary(whole) {
             packed.clear();
@@ -56,12 +56,12 @@ impl UuidIndex {
     }
 
     /// Returns the packed form for the state.
-    pub(super) fn into_packed(self) -> String {
+    pub(crate) fn into_packed(self) -> String {
         self.packed
     }
 
     /// Records that `uuid`'s line ended with event `seq`.
-    pub(super) fn insert(&mut self, uuid: &str, seq: u64) {
+    pub(crate) fn insert(&mut self, uuid: &str, seq: u64) {
         let mut entry = [0u8; 12];
         entry[..8].copy_from_slice(&hash(uuid).to_le_bytes());
         // Seqs past u32 would need four billion events in one file; such an
@@ -75,7 +75,7 @@ impl UuidIndex {
     }
 
     /// Returns the seq recorded last for `uuid`.
-    pub(super) fn get(&mut self, uuid: &str) -> Option<u64> {
+    pub(crate) fn get(&mut self, uuid: &str) -> Option<u64> {
         let h = hash(uuid);
         let n = self.packed.len() / ENTRY_CHARS;
         for i in (n.saturating_sub(RECENT)..n).rev() {

@@ -322,6 +322,7 @@ pub static DB: Database = Database {
             incremental: Incremental::RowId,
         },
     ],
+    changes: None,
 };
 
 /// Hermes Agent's row of the registry.

@@ -177,6 +177,13 @@ static DB: Database = Database {
             incremental: Incremental::Column("time_updated"),
         },
     ],
+    // Every change OpenCode makes to a session appends to its event
+    // sequence (`message.part.updated`, ...); a session written without
+    // events (by hand, or by a direct insert) moves its `time_updated`.
+    changes: Some(
+        "SELECT s.id, s.time_updated || ':' || coalesce(e.seq, -1) FROM session s \
+         LEFT JOIN event_sequence e ON e.aggregate_id = s.id",
+    ),
 };
 
 /// OpenCode's row of the registry.

@@ -169,7 +169,11 @@ pub fn capture_with(
     for &adapter in adapters {
         let agent = adapter.agent();
         let root = adapter.store_root(request.env, &request.home);
-        if !root.is_dir() {
+        // Directories besides the store root the agent was told to keep
+        // sessions in (environment, settings), each scanned flat.
+        let extra =
+            crate::native::extra_dirs(adapter, &root, request.env, &request.home, &worktrees);
+        if !root.is_dir() && extra.is_empty() {
             report.missing.push((agent.clone(), root));
             continue;
         }
@@ -179,13 +183,20 @@ pub fn capture_with(
         let _lock = store.lock_state(&format!("capture-{agent}"))?;
         let mut cursors = CursorIndex::load(store.state_dir(), agent.as_str());
         let written = Written::load(store.state_dir(), &agent);
-        let files = crate::native::discover(adapter, &root);
+        let mut sources = vec![(root.clone(), crate::native::discover(adapter, &root))];
+        for dir in extra {
+            let files = crate::native::discover_flat(adapter, &dir);
+            sources.push((dir, files));
+        }
         // Parents before sub-agents, older before newer: stable order.
-        for rel in files {
-            let abs = root.join(&rel);
+        for (root, rel) in sources
+            .iter()
+            .flat_map(|(root, files)| files.iter().map(move |rel| (root, rel)))
+        {
+            let abs = root.join(rel);
             let rel_text = rel.to_string_lossy().into_owned();
             let key = abs.to_string_lossy().into_owned();
-            if let Some(Source::Sqlite(decl)) = crate::native::source_for(adapter, &rel) {
+            if let Some(Source::Sqlite(decl)) = crate::native::source_for(adapter, rel) {
                 let mut job = rows::DbJob {
                     store,
                     clock,
@@ -208,7 +219,7 @@ pub fn capture_with(
                 continue;
             }
             let framed = matches!(
-                crate::native::source_for(adapter, &rel),
+                crate::native::source_for(adapter, rel),
                 Some(Source::ZstdJsonl { .. })
             );
             let mut job = FileJob {
@@ -216,7 +227,7 @@ pub fn capture_with(
                 store,
                 clock,
                 adapter,
-                root: &root,
+                root,
                 agent: &agent,
                 abs: &abs,
                 rel: &rel_text,

@@ -2,7 +2,8 @@
 //!
 //! An unchanged database costs two `stat`s (the file and its `-wal`). A
 //! changed one is read once, in one snapshot ([`crate::native::sqlite`]),
-//! and each session with new rows becomes one batch: a new session of
+//! session by session (each captured before the next is read), and each
+//! session with new rows becomes one batch: a new session of
 //! this repository is created, a known one appended to, another project's
 //! remembered and skipped from then on. Per session, the cursor keeps the
 //! highest rowid of each append-only table handed to the adapter, so rows
@@ -70,16 +71,41 @@ impl DbJob<'_> {
             return Ok(());
         }
         let known = cursor.sessions.clone();
-        let snapshot = match sqlite::read(
-            self.abs,
-            self.decl,
-            &cursor.tables,
-            &|key| !known.contains_key(key),
-            &|key| known.get(key).is_some_and(|s| s.session.is_none()),
-            &self.options,
-        ) {
+        let mut sessions = cursor.sessions.clone();
+        let mut failed = false;
+        let (abs, decl, options) = (self.abs, self.decl, self.options);
+        let scope = sqlite::Scope {
+            marks: &cursor.tables,
+            known: &known,
+            only: None,
+        };
+        // Each session is captured as soon as its rows are read: one
+        // session's rows in memory at a time.
+        let read = sqlite::read(abs, decl, scope, &options, &mut |s| {
+            let key = s.key.clone();
+            let entry = sessions.get(&key).cloned();
+            match self.session(s, entry, &sessions) {
+                Ok(Some(next)) => {
+                    sessions.insert(key, next);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    failed = true;
+                    self.report.skipped.push(SkippedFile {
+                        path: abs.to_owned(),
+                        reason: format!("session {key}: {e}"),
+                    });
+                }
+            }
+        });
+        let snapshot = match read {
             Ok(s) => s,
             Err(e) => {
+                // What was captured before the error stays captured; the
+                // database's marks and stamps stay, so the next capture
+                // reads the rest.
+                cursor.sessions = sessions;
+                self.cursors.databases.insert(self.rel.to_owned(), cursor);
                 self.report.skipped_sources.push(SkippedFile {
                     path: self.abs.to_owned(),
                     reason: source_reason(e),
@@ -87,29 +113,13 @@ impl DbJob<'_> {
                 return Ok(());
             }
         };
+        cursor.sessions = sessions;
         for w in &snapshot.warnings {
             self.report.warnings.push(CaptureWarning {
                 path: self.abs.to_owned(),
                 line: 0,
                 message: w.clone(),
             });
-        }
-        let mut failed = false;
-        for (key, rows) in snapshot.sessions {
-            let entry = cursor.sessions.get(&key).cloned();
-            match self.session(&key, rows, entry, &cursor.sessions) {
-                Ok(Some(next)) => {
-                    cursor.sessions.insert(key, next);
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    failed = true;
-                    self.report.skipped.push(SkippedFile {
-                        path: self.abs.to_owned(),
-                        reason: format!("session {key}: {e}"),
-                    });
-                }
-            }
         }
         if !failed {
             // Everything read was handed over: the next read starts after it.
@@ -125,6 +135,38 @@ impl DbJob<'_> {
 
     /// Captures one session's new rows; returns its new cursor entry.
     fn session(
+        &mut self,
+        read: sqlite::SessionRows,
+        entry: Option<RowSession>,
+        known: &BTreeMap<String, RowSession>,
+    ) -> OpResult<Option<RowSession>> {
+        let sqlite::SessionRows {
+            key,
+            rows,
+            token,
+            highs,
+        } = read;
+        let next = self.session_rows(&key, rows, entry.clone(), known)?;
+        if token.is_none() && highs.is_empty() {
+            return Ok(next);
+        }
+        // Everything read of the session was handed over: remember its
+        // change token and its own marks, even when nothing was new.
+        let Some(mut next) = next.or(entry) else {
+            return Ok(None);
+        };
+        for (table, high) in highs {
+            let m = next.seen.entry(table).or_insert(high);
+            *m = (*m).max(high);
+        }
+        if token.is_some() {
+            next.token = token;
+        }
+        Ok(Some(next))
+    }
+
+    /// Captures one session's new rows (see [`DbJob::session`]).
+    fn session_rows(
         &mut self,
         key: &str,
         rows: Vec<Row>,
@@ -172,6 +214,7 @@ impl DbJob<'_> {
                         events: 0,
                         seen,
                         whole: None,
+                        token: None,
                     }));
                 }
                 if let Some(parent) = probe.session.parent.as_ref().filter(|p| p.continues) {
@@ -203,12 +246,16 @@ impl DbJob<'_> {
                 if stored.is_none() {
                     let header = header_for(self.clock, self.agent, &id, &probe.session);
                     let mut parsed = None;
+                    // The probe is the first batch's parse (both from seq 0).
+                    let mut probe = Some(probe);
                     let outcome = self.store.create(
                         &header,
                         SeqMode::Exact,
                         &info,
                         |sink: &mut BatchSink<'_>| {
-                            let p = self.parse(key, &rows, 0, None);
+                            let p = probe
+                                .take()
+                                .unwrap_or_else(|| self.parse(key, &rows, 0, None));
                             push(sink, &p, None)?;
                             parsed = Some(p);
                             Ok::<_, OpError>(())
@@ -243,20 +290,18 @@ impl DbJob<'_> {
         } else {
             // Cursor lost or the log moved: read the whole session again and
             // keep only what is not stored yet.
-            let all = sqlite::read(
-                self.abs,
-                self.decl,
-                &BTreeMap::new(),
-                &|_| true,
-                &|k| k != key,
-                &self.options,
-            )
-            .map_err(OpError::from)?
-            .sessions
-            .into_iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, r)| r)
-            .unwrap_or_default();
+            let scope = sqlite::Scope {
+                marks: &BTreeMap::new(),
+                known: &BTreeMap::new(),
+                only: Some(key),
+            };
+            let all = sqlite::read_all(self.abs, self.decl, scope, &self.options)
+                .map_err(OpError::from)?
+                .1
+                .into_iter()
+                .find(|s| s.key == key)
+                .map(|s| s.rows)
+                .unwrap_or_default();
             let seen_all = seen_marks(self.decl, &all, None);
             let keys = stored_keys(self.store, &id)?;
             let outcome =
@@ -385,6 +430,7 @@ impl DbJob<'_> {
             events: outcome.events,
             seen,
             whole,
+            token: None,
         }))
     }
 }
