@@ -53,12 +53,24 @@ pub enum CodecError {
 pub fn encode_event(event: &Event, out: &mut Vec<u8>) {
     event.write_content(out);
     if let Some(sum) = &event.checksum {
-        debug_assert_eq!(out.last(), Some(&b'}'));
-        out.pop();
-        out.extend_from_slice(CHECKSUM_KEY);
-        out.extend_from_slice(sum.as_bytes());
-        out.extend_from_slice(b"\"}");
+        splice_checksum(out, sum);
     }
+}
+
+/// Appends the stored form of an event whose content (what
+/// [`Event::write_content`] wrote, and its checksum covers) is `content`:
+/// the same bytes as [`encode_event`] without serializing the event again.
+pub fn encode_sealed(content: &[u8], checksum: &str, out: &mut Vec<u8>) {
+    out.extend_from_slice(content);
+    splice_checksum(out, checksum);
+}
+
+fn splice_checksum(out: &mut Vec<u8>, sum: &str) {
+    debug_assert_eq!(out.last(), Some(&b'}'));
+    out.pop();
+    out.extend_from_slice(CHECKSUM_KEY);
+    out.extend_from_slice(sum.as_bytes());
+    out.extend_from_slice(b"\"}");
 }
 
 /// Parses one event line.
@@ -186,8 +198,21 @@ fn first_key(line: &[u8]) -> Option<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::{Agent, Level, SessionId};
     use serde_json::json;
+
+    #[test]
+    fn sealed_content_encodes_like_the_event() {
+        let mut e = sample();
+        let mut content = Vec::new();
+        e.seal(Some("sha256:00"), &mut content);
+        let mut a = Vec::new();
+        encode_event(&e, &mut a);
+        let mut b = Vec::new();
+        encode_sealed(&content, e.checksum.as_deref().unwrap(), &mut b);
+        assert_eq!(a, b);
+    }
 
     fn sample() -> Event {
         let mut e = Event::new(

@@ -12,12 +12,17 @@ use crate::hooks;
 /// the agents' sessions after each commit (between marker lines, keeping
 /// any hook content you have, honouring core.hooksPath); and adds glob fetch
 /// refspecs to the sessions remote (session.remote, else origin) so a plain
-/// `git fetch` also brings session refs. What a plain `git push` sends is
+/// `git fetch` also brings session refs; and adds `events/*/*/*.jsonl
+/// -delta` to the repository's own info/attributes (never committed), so
+/// push and gc do not search deltas through event chunks (the first
+/// capture adds it too). Every session.packBatches batches (default 100,
+/// 0 for never) and before a push, session objects are packed, so loose
+/// objects never pile up to git's gc.auto. What a plain `git push` sends is
 /// not changed, and sessions are pushed only to the remote chosen for them
 /// (`git session push --to NAME`). Safe to run again.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Remove exactly what init added (hook blocks, fetch refspecs).
+    /// Remove exactly what init added (hook blocks, fetch refspecs, the attribute line).
     #[arg(long)]
     uninstall: bool,
 }
@@ -37,6 +42,12 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 )?;
             }
         }
+        if store.remove_delta_attribute()? {
+            writeln!(
+                out,
+                "Removed the git-session lines from the repository's info/attributes"
+            )?;
+        }
         if store.has_remote(&remote) {
             store.remove_fetch_refspecs(&remote)?;
             writeln!(
@@ -53,6 +64,13 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         "Already initialized"
     };
     writeln!(out, "{verb} git-session in {}", store.state_dir().display())?;
+    if store.ensure_delta_attribute()? {
+        writeln!(
+            out,
+            "Added `{}` to the repository's info/attributes (event chunks are stored whole in packs)",
+            crate::store::DELTA_ATTRIBUTE
+        )?;
+    }
     let binary = std::env::current_exe()
         .map_err(|e| CommandError::failure(format!("cannot locate git-session itself: {e}")))?;
     // A hooks folder inside the work tree (core.hooksPath=.husky, say) is

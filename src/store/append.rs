@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use git_session_schema::codec::{encode_event, split_checksum};
+use git_session_schema::codec::{encode_sealed, split_checksum};
 use git_session_schema::event::chain_checksum;
 use git_session_schema::{ArtifactId, Event, Lineage, SessionHeader, SessionId};
 use gix::ObjectId;
@@ -256,14 +256,22 @@ impl<'r> BatchSink<'r> {
         Ok(())
     }
 
+    /// Stores `event`, whose content the caller left in `scratch` (it
+    /// computed `sum` over those bytes): serialized once, hashed and
+    /// stored as the same bytes.
     fn store(&mut self, event: &mut Event, sum: String) -> StoreResult<u64> {
-        event.checksum = Some(sum);
+        debug_assert!({
+            let mut content = Vec::new();
+            event.write_content(&mut content);
+            content == self.scratch
+        });
         if self.chunk.is_empty() {
             self.chunk_first = event.seq;
         }
-        encode_event(event, &mut self.chunk);
+        encode_sealed(&self.scratch, &sum, &mut self.chunk);
         self.chunk.push(b'\n');
-        self.prev = event.checksum.clone();
+        self.prev = Some(sum.clone());
+        event.checksum = Some(sum);
         self.next_seq += 1;
         if self.chunk.len() >= CHUNK_BYTES {
             self.seal_chunk()?;
@@ -306,7 +314,9 @@ impl Store {
         info: &CommitInfo,
         produce: impl FnMut(&mut BatchSink<'_>) -> Result<(), E>,
     ) -> Result<AppendOutcome, E> {
-        self.write_batch(&header.id, Some(header), mode, info, produce)
+        let out = self.write_batch(&header.id, Some(header), mode, info, produce)?;
+        self.after_batch();
+        Ok(out)
     }
 
     /// Appends one batch from `produce` to an existing session.
@@ -322,7 +332,11 @@ impl Store {
         info: &CommitInfo,
         produce: impl FnMut(&mut BatchSink<'_>) -> Result<(), E>,
     ) -> Result<AppendOutcome, E> {
-        self.write_batch(id, None, mode, info, produce)
+        let out = self.write_batch(id, None, mode, info, produce)?;
+        if out.commit.is_some() {
+            self.after_batch();
+        }
+        Ok(out)
     }
 
     fn write_batch<E: From<StoreError>>(

@@ -41,14 +41,24 @@ const GRACE: Duration = Duration::from_secs(2);
 /// Runs `cmd` to completion in its own process group, ending the group if
 /// this process is told to stop; with `record`, also leaves the record that
 /// lets a later run end it after a SIGKILL.
-pub(crate) fn run(mut cmd: Command, record: Option<&Path>) -> StoreResult<Output> {
+pub(crate) fn run(cmd: Command, record: Option<&Path>) -> StoreResult<Output> {
+    run_with_stdin(cmd, record, Stdio::null())
+}
+
+/// Like [`run`], with `stdin` as the child's standard input (a file the
+/// caller wrote, say).
+pub(crate) fn run_with_stdin(
+    mut cmd: Command,
+    record: Option<&Path>,
+    stdin: Stdio,
+) -> StoreResult<Output> {
     install_waiter();
     if let Some(dir) = record {
         end_orphans(dir);
     }
     use std::os::unix::process::CommandExt;
     cmd.process_group(0)
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let io = |source| StoreError::Io {

@@ -12,7 +12,9 @@
 mod append;
 mod child;
 mod gitcli;
+mod index;
 mod lock;
+mod pack;
 mod purge;
 mod read;
 pub mod refs;
@@ -28,7 +30,9 @@ use gix::ObjectId;
 
 pub use append::{AppendOutcome, BatchSink, CommitInfo, Scrubbed, Scrubber, SeqMode};
 pub use gitcli::WorkTreeFacts;
+pub use index::LIST_INDEX_FILE;
 pub use lock::SessionLock as StateLock;
+pub use pack::{DEFAULT_PACK_BATCHES, DELTA_ATTRIBUTE, PackOutcome};
 pub use read::{BatchInfo, LineIter, StoredLine};
 pub use sync::{PushRejection, Reconciled, tracking_name};
 pub use trailers::Trailers;
@@ -525,6 +529,11 @@ impl Store {
     /// Returns header and counts without reading any event.
     pub fn stat(&self, id: &SessionId) -> StoreResult<SessionStat> {
         let tip = self.existing_tip(id)?;
+        self.stat_at(id, tip)
+    }
+
+    /// Like [`Store::stat`], for the session's tip `tip`.
+    fn stat_at(&self, id: &SessionId, tip: ObjectId) -> StoreResult<SessionStat> {
         let commit = self
             .repo
             .find_commit(tip)
@@ -546,20 +555,6 @@ impl Store {
             updated,
             code_commit: trailers.code_commit,
         })
-    }
-
-    /// Returns the stat of every session, sorted by the id in its ref name;
-    /// a session that cannot be read is listed with its error, so one bad
-    /// ref never hides the others.
-    pub fn list(&self) -> StoreResult<Vec<(SessionId, StoreResult<SessionStat>)>> {
-        Ok(self
-            .session_ids()?
-            .into_iter()
-            .map(|id| {
-                let stat = self.stat(&id);
-                (id, stat)
-            })
-            .collect())
     }
 }
 

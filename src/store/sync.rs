@@ -127,6 +127,10 @@ impl Store {
     /// remote's copies of purged histories, replaced with a lease: see
     /// `purge.rs`); returns the refs the remote refused.
     pub fn push_sessions(&self, remote: &str) -> StoreResult<Vec<PushRejection>> {
+        // Loose session objects are packed first (see `pack.rs`): the push
+        // then sends that pack's data as it is instead of compressing every
+        // chunk again. A failed pack only makes the push slower.
+        let _ = self.pack_pending();
         let mut args = vec![
             "push".to_owned(),
             "--porcelain".to_owned(),

@@ -22,6 +22,7 @@ mod pi;
 mod purge;
 mod redaction;
 mod resume;
+mod scale;
 mod surface;
 mod sync;
 mod tamper;

@@ -1,0 +1,311 @@
+//! Keeping the repository's own git fast as sessions grow.
+//!
+//! Two things, both local to this clone (nothing here is pushed or
+//! changes the stored format):
+//!
+//! - **No delta search through event chunks.** Chunks are written once and
+//!   share no content with each other, yet git's `pack-objects` (run by
+//!   `git push`, `git gc`, `git repack`) tries to delta every blob against
+//!   its neighbours, which for 4 MiB chunks is most of a push's time. The
+//!   repository's own attributes file (`info/attributes`, never committed)
+//!   gets the line [`DELTA_ATTRIBUTE`], written at `init` and by the first
+//!   batch; git then stores chunks whole.
+//! - **A bounded number of loose objects.** gix writes loose objects (about
+//!   five per batch); left alone, thousands of captures pass git's
+//!   `gc.auto` threshold and the user's next `git commit` starts a gc.
+//!   Every `session.packBatches` batches (default
+//!   [`DEFAULT_PACK_BATCHES`]; 0 turns it off) and before a push, the
+//!   session objects written since the last pack go into one pack (zlib
+//!   level 1, no delta search), and loose copies of packed objects are
+//!   removed (`git prune-packed`). Packs are then reused as they are by
+//!   push and gc. The walk starts from the session tips and stops at the
+//!   tips of the last pack, so its cost does not grow with history.
+//!   git-session never runs `git gc` itself.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use gix::ObjectId;
+
+use super::{Store, StoreError, StoreResult, git, refs};
+
+/// The attribute line that keeps chunk blobs out of git's delta search.
+pub const DELTA_ATTRIBUTE: &str = "events/*/*/*.jsonl -delta";
+
+const ATTRIBUTE_COMMENT: &str = "# git-session: session event chunks share no content; no delta search (see git session init --help)";
+
+/// How many batches are written between two packs, by default.
+pub const DEFAULT_PACK_BATCHES: u64 = 100;
+
+/// Under the state directory: batches written since the last pack, then
+/// the tips that pack started from, one per line.
+const PENDING_FILE: &str = "pack-pending";
+
+/// The ref prefixes whose objects the store writes loose.
+const PACKED_PREFIXES: [&str; 3] = [
+    refs::SESSIONS_PREFIX,
+    refs::TOMBSTONES_PREFIX,
+    "refs/notes/git-session/",
+];
+
+/// Reports one pack of session objects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackOutcome {
+    /// The new pack's file, or `None` when every object was packed already.
+    pub pack: Option<PathBuf>,
+    /// Objects it holds.
+    pub objects: u64,
+}
+
+struct Pending {
+    batches: u64,
+    packed_tips: Vec<ObjectId>,
+}
+
+impl Store {
+    /// Makes sure the repository's own attributes file keeps event chunks
+    /// out of git's delta search; returns whether the line was added.
+    /// Whatever else the file holds is kept.
+    pub fn ensure_delta_attribute(&self) -> StoreResult<bool> {
+        let dir = self.repo.common_dir().join("info");
+        let path = dir.join("attributes");
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| StoreError::Io { path, source }
+        };
+        let mut text = match std::fs::read(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(io(&path)(e)),
+        };
+        if text
+            .split(|b| *b == b'\n')
+            .any(|l| l.trim_ascii() == DELTA_ATTRIBUTE.as_bytes())
+        {
+            return Ok(false);
+        }
+        if !text.is_empty() && !text.ends_with(b"\n") {
+            text.push(b'\n');
+        }
+        text.extend_from_slice(format!("{ATTRIBUTE_COMMENT}\n{DELTA_ATTRIBUTE}\n").as_bytes());
+        std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+        let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io(&dir))?;
+        std::io::Write::write_all(&mut tmp, &text).map_err(io(tmp.path()))?;
+        tmp.persist(&path).map_err(|e| io(&path)(e.error))?;
+        Ok(true)
+    }
+
+    /// Removes what [`Store::ensure_delta_attribute`] added; returns
+    /// whether there was anything to remove.
+    pub fn remove_delta_attribute(&self) -> StoreResult<bool> {
+        let dir = self.repo.common_dir().join("info");
+        let path = dir.join("attributes");
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| StoreError::Io { path, source }
+        };
+        let text = match std::fs::read(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(io(&path)(e)),
+        };
+        let ours = |l: &[u8]| {
+            let l = l.trim_ascii();
+            l == DELTA_ATTRIBUTE.as_bytes() || l == ATTRIBUTE_COMMENT.as_bytes()
+        };
+        let lines: Vec<&[u8]> = text.split_inclusive(|b| *b == b'\n').collect();
+        let kept: Vec<u8> = lines
+            .iter()
+            .filter(|l| !ours(l))
+            .flat_map(|l| l.iter().copied())
+            .collect();
+        if kept.len() == text.len() {
+            return Ok(false);
+        }
+        let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io(&dir))?;
+        std::io::Write::write_all(&mut tmp, &kept).map_err(io(tmp.path()))?;
+        tmp.persist(&path).map_err(|e| io(&path)(e.error))?;
+        Ok(true)
+    }
+
+    /// Called after each published batch (outside the session lock):
+    /// keeps the attribute line in place and packs every
+    /// `session.packBatches` batches. Never fails the batch, which is
+    /// already stored: a pack that fails is tried again at the next count.
+    pub(crate) fn after_batch(&self) {
+        let _ = self.ensure_delta_attribute();
+        let every = self.pack_batches();
+        if every == 0 {
+            return;
+        }
+        let Ok(_lock) = self.lock_state("pack") else {
+            return;
+        };
+        let mut pending = self.read_pending();
+        pending.batches += 1;
+        if pending.batches >= every {
+            let _ = self.pack_locked(&mut pending);
+        }
+        self.write_pending(&pending);
+    }
+
+    /// Packs the session objects written since the last pack, if any batch
+    /// was written since (`git session push` does this first, so that the
+    /// push sends packed data as it is).
+    pub fn pack_pending(&self) -> StoreResult<Option<PackOutcome>> {
+        let _lock = self.lock_state("pack")?;
+        let mut pending = self.read_pending();
+        if pending.batches == 0 {
+            return Ok(None);
+        }
+        let outcome = self.pack_locked(&mut pending);
+        self.write_pending(&pending);
+        outcome.map(Some)
+    }
+
+    /// Returns `session.packBatches`, else [`DEFAULT_PACK_BATCHES`].
+    fn pack_batches(&self) -> u64 {
+        self.repo
+            .config_snapshot()
+            .integer("session.packBatches")
+            .and_then(|v| u64::try_from(v).ok())
+            .unwrap_or(DEFAULT_PACK_BATCHES)
+    }
+
+    fn pack_locked(&self, pending: &mut Pending) -> StoreResult<PackOutcome> {
+        let tips = self.packed_ref_tips()?;
+        // Tips of the last pack that still exist bound the walk (a removed
+        // session's objects may be gone).
+        let mut input = String::new();
+        for t in &tips {
+            input.push_str(&format!("{t}\n"));
+        }
+        for t in pending
+            .packed_tips
+            .iter()
+            .filter(|t| self.repo.has_object(**t))
+        {
+            input.push_str(&format!("^{t}\n"));
+        }
+        let outcome = if tips.is_empty() {
+            PackOutcome {
+                pack: None,
+                objects: 0,
+            }
+        } else {
+            self.pack_objects(&input)?
+        };
+        pending.batches = 0;
+        pending.packed_tips = tips;
+        Ok(outcome)
+    }
+
+    fn pack_objects(&self, input: &str) -> StoreResult<PackOutcome> {
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| StoreError::Io { path, source }
+        };
+        self.ensure_state_dir()?;
+        let mut list =
+            tempfile::NamedTempFile::new_in(&self.state_dir).map_err(io(&self.state_dir))?;
+        std::io::Write::write_all(&mut list, input.as_bytes()).map_err(io(list.path()))?;
+        let stdin = list.reopen().map_err(io(list.path()))?;
+        let pack_dir = self.repo.common_dir().join("objects").join("pack");
+        let mut cmd = self.git_command();
+        cmd.args([
+            "-c",
+            "pack.compression=1",
+            "pack-objects",
+            "-q",
+            "--revs",
+            "--unpacked",
+            "--window=0",
+        ])
+        .arg(pack_dir.join("pack"));
+        let out = super::child::run_with_stdin(cmd, None, Stdio::from(stdin))?;
+        if !out.status.success() {
+            return Err(StoreError::Remote(format!(
+                "git pack-objects failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        let name = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let base = pack_dir.join(format!("pack-{name}"));
+        let objects = idx_object_count(&base.with_extension("idx")).unwrap_or(u64::MAX);
+        if objects == 0 {
+            // Nothing was loose: git still wrote an empty pack.
+            for ext in ["pack", "idx", "rev"] {
+                let _ = std::fs::remove_file(base.with_extension(ext));
+            }
+            return Ok(PackOutcome {
+                pack: None,
+                objects: 0,
+            });
+        }
+        let out = self.run_git(&["prune-packed".into(), "-q".into()])?;
+        if !out.status.success() {
+            return Err(StoreError::Remote(format!(
+                "git prune-packed failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(PackOutcome {
+            pack: Some(base.with_extension("pack")),
+            objects,
+        })
+    }
+
+    fn packed_ref_tips(&self) -> StoreResult<Vec<ObjectId>> {
+        let platform = self.repo.references().map_err(git)?;
+        let mut tips = Vec::new();
+        for prefix in PACKED_PREFIXES {
+            for r in platform.prefixed(prefix).map_err(git)? {
+                let Ok(mut r) = r else { continue };
+                if let Ok(id) = r.peel_to_id() {
+                    tips.push(id.detach());
+                }
+            }
+        }
+        tips.sort();
+        tips.dedup();
+        Ok(tips)
+    }
+
+    fn read_pending(&self) -> Pending {
+        // Local, rebuildable state: anything unreadable counts as nothing
+        // pending and no earlier pack (the next walk is then a full one).
+        let text = std::fs::read_to_string(self.state_dir.join(PENDING_FILE)).unwrap_or_default();
+        let mut lines = text.lines();
+        let batches = lines.next().and_then(|l| l.parse().ok()).unwrap_or(0);
+        let packed_tips = lines
+            .filter_map(|l| ObjectId::from_hex(l.as_bytes()).ok())
+            .collect();
+        Pending {
+            batches,
+            packed_tips,
+        }
+    }
+
+    fn write_pending(&self, pending: &Pending) {
+        let mut text = format!("{}\n", pending.batches);
+        for t in &pending.packed_tips {
+            text.push_str(&format!("{t}\n"));
+        }
+        let _ = std::fs::write(self.state_dir.join(PENDING_FILE), text);
+    }
+}
+
+/// Reads the object count of a version-2 pack index (the last fan-out entry).
+fn idx_object_count(path: &Path) -> Option<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut head = [0u8; 8];
+    f.read_exact(&mut head).ok()?;
+    if head != [0xff, b't', b'O', b'c', 0, 0, 0, 2] {
+        return None;
+    }
+    f.seek(SeekFrom::Start(8 + 255 * 4)).ok()?;
+    let mut n = [0u8; 4];
+    f.read_exact(&mut n).ok()?;
+    Some(u64::from(u32::from_be_bytes(n)))
+}

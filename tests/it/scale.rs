@@ -1,0 +1,222 @@
+//! Storage at scale: what keeps the user's own git fast as sessions grow
+//! (the `-delta` attribute for event chunks, packs every N batches and
+//! before a push, never more than a bounded number of loose objects).
+
+use crate::support::*;
+
+/// Loose objects as `git count-objects` counts them.
+fn loose(repo: &Repo) -> u64 {
+    let out = repo.git(&["count-objects", "-v"]);
+    out.lines()
+        .find_map(|l| l.strip_prefix("count: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+fn packs(repo: &Repo) -> usize {
+    std::fs::read_dir(repo.root.join(".git/objects/pack"))
+        .map(|d| {
+            d.filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "pack"))
+            })
+            .count()
+        })
+        .unwrap_or(0)
+}
+
+fn append_batches(repo: &Repo, id: &str, n: usize) {
+    for round in 0..n {
+        let file = repo.write_jsonl(&format!("batch-{round}.jsonl"), &[event(0), event(1)]);
+        repo.ok(&["append", id, file.to_str().unwrap()]);
+    }
+}
+
+#[test]
+fn captures_pack_every_n_batches_so_loose_objects_stay_bounded() {
+    let repo = Repo::new();
+    repo.git(&["config", "session.packBatches", "10"]);
+    repo.import(&repo.write_jsonl("a.jsonl", &session_lines("s-pack", 3)));
+    append_batches(&repo, "s-pack", 44);
+    // 45 batches of about five objects each: without packing 200+ loose
+    // objects; with a pack every 10 batches at most 10 batches' worth
+    // (plus the code commit's few) are ever loose.
+    let count = loose(&repo);
+    assert!(count <= 60, "{count} loose objects after 45 batches");
+    assert!(packs(&repo) >= 4, "{} packs", packs(&repo));
+    // Everything is still there and reads back.
+    repo.fsck();
+    repo.ok(&["verify", "s-pack"]);
+    assert_eq!(repo.events("s-pack").len(), 3 + 44 * 2);
+    // An empty pack is never left behind when everything was packed already.
+    let before = packs(&repo);
+    repo.git(&["gc", "-q"]);
+    let after_gc = packs(&repo);
+    append_batches(&repo, "s-pack", 10);
+    assert!(packs(&repo) <= after_gc + 1, "{before} -> {}", packs(&repo));
+}
+
+#[test]
+fn zero_pack_batches_leaves_objects_loose() {
+    let repo = Repo::new();
+    repo.git(&["config", "session.packBatches", "0"]);
+    repo.import(&repo.write_jsonl("a.jsonl", &session_lines("s-loose", 3)));
+    append_batches(&repo, "s-loose", 12);
+    assert_eq!(packs(&repo), 0);
+    assert!(loose(&repo) > 50);
+}
+
+#[test]
+fn a_garbled_pack_state_file_is_rebuilt() {
+    let repo = Repo::new();
+    repo.git(&["config", "session.packBatches", "3"]);
+    repo.import(&repo.write_jsonl("a.jsonl", &session_lines("s-state", 3)));
+    let state = repo.root.join(".git/session/pack-pending");
+    std::fs::write(&state, b"\xff\xfenot a count\nzzzz\n\x1b[31m\n").unwrap();
+    append_batches(&repo, "s-state", 3);
+    assert!(packs(&repo) >= 1);
+    let text = std::fs::read_to_string(&state).unwrap();
+    assert!(text.starts_with("0\n"), "{text:?}");
+    repo.fsck();
+    repo.ok(&["verify", "s-state"]);
+}
+
+#[test]
+fn the_first_batch_keeps_chunks_out_of_delta_search_and_init_undoes_it() {
+    let repo = Repo::new();
+    let attributes = repo.root.join(".git/info/attributes");
+    // The user's own lines, without a final newline, are kept.
+    std::fs::write(&attributes, "*.bin binary").unwrap();
+    repo.import(&repo.write_jsonl("a.jsonl", &session_lines("s-attr", 3)));
+    let chunk = repo.git(&["ls-tree", "-r", "--name-only", "refs/sessions/s-attr"]);
+    let chunk = chunk.lines().find(|p| p.starts_with("events/")).unwrap();
+    assert_eq!(
+        repo.git(&["check-attr", "delta", "--", chunk]).trim(),
+        format!("{chunk}: delta: unset")
+    );
+    // Pathnames that are not chunks keep git's default.
+    assert_eq!(
+        repo.git(&["check-attr", "delta", "--", "events/notes.jsonl"])
+            .trim(),
+        "events/notes.jsonl: delta: unspecified"
+    );
+    let text = std::fs::read_to_string(&attributes).unwrap();
+    assert!(text.starts_with("*.bin binary\n"), "{text:?}");
+    append_batches(&repo, "s-attr", 2);
+    repo.ok(&["init"]);
+    let text = std::fs::read_to_string(&attributes).unwrap();
+    assert_eq!(
+        text.matches("events/*/*/*.jsonl -delta").count(),
+        1,
+        "{text}"
+    );
+    repo.ok(&["init", "--uninstall"]);
+    assert_eq!(
+        std::fs::read_to_string(&attributes).unwrap(),
+        "*.bin binary\n"
+    );
+}
+
+#[test]
+fn push_sends_packed_session_objects() {
+    let repo = Repo::new();
+    let remote = repo.outside("remote.git");
+    repo.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
+    repo.git(&[
+        "remote",
+        "add",
+        "origin",
+        &format!("file://{}", remote.display()),
+    ]);
+    repo.import(&repo.write_jsonl("a.jsonl", &session_lines("s-push", 50)));
+    assert!(loose(&repo) >= 4);
+    repo.ok(&["push", "--to", "origin"]);
+    // The session's objects were packed before the push: none is loose.
+    let tip = repo.git(&["rev-parse", "refs/sessions/s-push"]);
+    let objects = repo.git(&["rev-list", "--objects", "refs/sessions/s-push"]);
+    for line in objects.lines() {
+        let oid = line.split(' ').next().unwrap();
+        let path = repo
+            .root
+            .join(".git/objects")
+            .join(&oid[..2])
+            .join(&oid[2..]);
+        assert!(!path.exists(), "{oid} ({line}) is still loose");
+    }
+    let theirs = repo.git(&[
+        "--git-dir",
+        remote.to_str().unwrap(),
+        "rev-parse",
+        "refs/sessions/s-push",
+    ]);
+    assert_eq!(theirs.trim(), tip.trim());
+}
+
+fn list_json(repo: &Repo) -> serde_json::Value {
+    serde_json::from_str(&repo.ok(&["list", "--json"])).unwrap()
+}
+
+#[test]
+fn list_uses_a_local_index_that_follows_the_refs() {
+    let repo = Repo::new();
+    for id in ["s-one", "s-two", "s-three"] {
+        repo.import(&repo.write_jsonl(&format!("{id}.jsonl"), &session_lines(id, 3)));
+    }
+    let index = repo.root.join(".git/session/list-index.json");
+    let _ = std::fs::remove_file(&index);
+    let first = list_json(&repo);
+    assert_eq!(first.as_array().unwrap().len(), 3);
+    assert!(index.is_file(), "list leaves its summary index");
+    // Unchanged refs: the same answer.
+    assert_eq!(list_json(&repo), first);
+    // A moved ref is read from git again.
+    append_batches(&repo, "s-two", 1);
+    let moved = list_json(&repo);
+    let two = moved
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == "s-two")
+        .unwrap();
+    assert_eq!(two["events"], 5);
+    // A removed session disappears even though the index still names it.
+    repo.git(&["update-ref", "-d", "refs/sessions/s-one"]);
+    let names: Vec<String> = list_json(&repo)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["s-three", "s-two"]);
+    // Missing, it is rebuilt with the same answer.
+    let truth = list_json(&repo);
+    std::fs::remove_file(&index).unwrap();
+    assert_eq!(list_json(&repo), truth);
+    assert!(index.is_file());
+}
+
+#[test]
+fn a_hostile_list_index_never_adds_or_breaks_sessions() {
+    let repo = Repo::new();
+    repo.import(&repo.write_jsonl("a.jsonl", &session_lines("s-real", 3)));
+    let truth = list_json(&repo);
+    let index = repo.root.join(".git/session/list-index.json");
+    let hdr = |id: &str| header(id)["header"].clone();
+    for garbage in [
+        b"\xff\xfe\x00not json".to_vec(),
+        br#"{"version":1,"sessions":[{"id":"../../etc","tip":"x"}]}"#.to_vec(),
+        serde_json::to_vec(&serde_json::json!({"version": 1, "sessions": [
+            {"id": "s-phantom", "tip": "0000000000000000000000000000000000000001",
+             "events": 9, "updated": 0, "code_commit": null, "header": hdr("s-phantom")},
+            {"id": "s-real", "tip": "0000000000000000000000000000000000000002",
+             "events": 999, "updated": 0, "code_commit": "zz", "header": hdr("s-real")},
+        ]}))
+        .unwrap(),
+        serde_json::to_vec(&serde_json::json!({"version": 99, "sessions": []})).unwrap(),
+    ] {
+        std::fs::write(&index, &garbage).unwrap();
+        assert_eq!(list_json(&repo), truth, "with index {:?}", text(&garbage));
+    }
+}
