@@ -24,6 +24,7 @@ use git_session_schema::{Agent, ArtifactId, Event, SessionHeader};
 use serde_json::Value;
 
 pub mod codex;
+pub mod dsh;
 
 /// Adapter-owned memory carried from one parse of a file to the next.
 ///
@@ -328,14 +329,14 @@ pub trait Adapter: Sync {
 }
 
 /// Returns the shell command a tool call runs, whichever agent's shell tool
-/// it is: Claude Code's `Bash {command}`, Codex's `exec_command {cmd}`,
+/// it is: Claude Code's `Bash {command}`, dsh's `bash {command}`, Codex's `exec_command {cmd}`,
 /// `shell {command: [argv]}` (a `sh -c SCRIPT` argv gives the script), or
 /// `shell_command` / `local_shell`. Renders use it to map a shell call to
 /// the target's own shell tool.
 pub fn shell_command(name: &str, arguments: &Value) -> Option<String> {
     if !matches!(
         name,
-        "Bash" | "exec_command" | "shell" | "shell_command" | "local_shell"
+        "Bash" | "bash" | "exec_command" | "shell" | "shell_command" | "local_shell"
     ) {
         return None;
     }
@@ -360,11 +361,7 @@ pub fn adapter(agent: &Agent) -> Option<&'static dyn Adapter> {
     match agent {
         Agent::Claude => Some(&claude::Claude),
         Agent::Codex => Some(&codex::Codex),
-        Agent::Pi
-        | Agent::Hermes
-        | Agent::Opencode
-        | Agent::Dsh
-        | Agent::GitSession
-        | Agent::Other(_) => None,
+        Agent::Dsh => Some(&dsh::Dsh),
+        Agent::Pi | Agent::Hermes | Agent::Opencode | Agent::GitSession | Agent::Other(_) => None,
     }
 }

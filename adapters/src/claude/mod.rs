@@ -63,7 +63,7 @@
 //! `derived_from: {call_seq, result_seq}` (origin `<tool id>/<type>`); the
 //! renderer skips them.
 
-mod derive;
+pub(crate) mod derive;
 mod parse;
 mod render;
 mod uuids;
