@@ -1,27 +1,38 @@
 //! Native agent session formats to and from the canonical model.
 //!
 //! An adapter knows one agent's format and nothing else. It never opens a
-//! file, reads the environment or looks at a clock: the `ops` layer of the
-//! root crate reads the native bytes, hands them to [`Adapter::parse`], and
-//! appends what comes back; for write-back it asks [`Adapter::render`] for a
-//! [`ChangeSet`] and applies that atomically. That keeps every adapter
-//! testable with bytes from `fixtures/` alone.
+//! file, reads the environment or looks at a clock. It declares, as data,
+//! where its sessions live ([`source::Source`]: JSONL files, zstd-framed
+//! JSONL files, SQLite tables) and what the agent is ([`registry::AgentSpec`]:
+//! names, store, tools, tokenizer, resume command). The root crate
+//! (`src/native/`) reads the declared sources, hands complete records with
+//! their native positions ([`source::Records`]) to [`Adapter::parse`], and
+//! appends what comes back; for write-back it asks [`Adapter::render_to`]
+//! for a [`ChangeSet`] (files and database rows) and applies it atomically.
+//! That keeps every adapter testable with bytes from `fixtures/` alone.
 //!
-//! The agent list lives once, in [`git_session_schema::Agent`]; [`adapter`]
-//! is the one `match` from an agent to its adapter.
+//! The agent list lives once, in [`registry::ADAPTERS`]; [`adapter`] finds
+//! an agent's adapter there. `docs/adding-an-adapter.md` walks through
+//! adding one.
 //!
-//! Incremental capture: `ops` keeps a cursor per native file (byte offset,
-//! a hash of the consumed prefix, and the adapter's own [`ParseState`]) and
-//! passes only the complete new lines. An adapter that needs memory across
-//! calls (tool calls waiting for their results, native ids already mapped to
-//! seqs) keeps it in the state it returns, never in `self`.
+//! Incremental capture: the root crate keeps a cursor per source (byte
+//! offset, frame offset, or row id per table) and, per session, the
+//! adapter's own [`ParseState`], and passes only complete new records. An
+//! adapter that needs memory across calls (tool calls waiting for their
+//! results, native ids already mapped to seqs) keeps it in the state it
+//! returns, never in `self`.
 
 pub mod claude;
+pub mod registry;
+pub mod source;
 
 use std::path::PathBuf;
 
 use git_session_schema::{Agent, ArtifactId, Event, SessionHeader};
 use serde_json::Value;
+
+pub use registry::{AgentSpec, TokenizerFamily, ToolKind, adapter, by_name};
+pub use source::{Position, Record, Records, Source};
 
 pub mod codex;
 pub mod dsh;
@@ -32,23 +43,25 @@ pub mod dsh;
 /// capture cursor (local state, rebuildable by re-reading the file).
 pub type ParseState = Value;
 
-/// Holds one slice of a native session file to parse.
+/// Holds a batch of new records of one native session to parse.
 #[derive(Clone, Debug)]
 pub struct ParseInput<'a> {
-    /// Complete records only: `ops` cuts the bytes after the last newline, so
-    /// a line the agent is still writing is left for the next capture.
-    pub bytes: &'a [u8],
-    /// Zero-based line number of the first line in `bytes`, for
-    /// `origin.native_seq` and warnings.
-    pub first_line: u64,
+    /// Complete records only, with their native positions: a line the agent
+    /// is still writing, or a torn last frame, is left for the next capture.
+    pub records: Records<'a>,
     /// The seq the first event produced must get. Events are numbered
     /// contiguously from here; `parent_seq` may point at earlier seqs.
     pub next_seq: u64,
     /// What the previous call for this file returned, or `None` on the first.
     pub state: Option<ParseState>,
-    /// The file's path relative to the agent's store root, used to tell
-    /// sub-agent transcripts apart and in warnings.
+    /// The source's path relative to the agent's store root (the file, or
+    /// the database), used to tell sub-agent transcripts apart and in
+    /// warnings.
     pub source: &'a str,
+    /// For a source holding many sessions (a database), the native session
+    /// the root crate grouped these records under ([`source::Table::session`]);
+    /// `None` for a file that is one session.
+    pub session: Option<&'a str>,
     /// The bytes of the file [`Adapter::sidecar`] names for this session
     /// file, when it exists (e.g. Claude Code's `agent-<id>.meta.json`,
     /// which names the spawning tool call); `ops` passes it when it needs
@@ -99,7 +112,8 @@ pub struct NativeParent {
 /// Describes one record that was kept as a warning instead of an event.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Warning {
-    /// Zero-based line (or row) number in the native source.
+    /// Where: the record's [`Position::ordinal`] (zero-based line number,
+    /// or `rowid`).
     pub line: u64,
     /// What was wrong and what happened to the record.
     pub message: String,
@@ -134,7 +148,23 @@ pub trait FileSink {
     /// Starts the file `path` (relative to the agent's store root); the
     /// following writes go to it.
     fn begin(&mut self, path: &std::path::Path) -> Result<(), String>;
-    /// Appends bytes to the current file.
+    /// Starts a file of concatenated zstd frames ([`Source::ZstdJsonl`]):
+    /// the writes up to each [`FileSink::end_frame`] (or the end of the
+    /// file) become one checksummed frame. The adapter writes plain JSONL;
+    /// the sink compresses.
+    fn begin_framed(&mut self, path: &std::path::Path) -> Result<(), String> {
+        Err(format!(
+            "{}: this sink cannot write zstd-framed files",
+            path.display()
+        ))
+    }
+    /// Closes the current frame of a framed file; the next write starts a
+    /// new one. On a plain file it does nothing.
+    fn end_frame(&mut self) -> Result<(), String> {
+        Ok(())
+    }
+    /// Appends bytes to the current file (plain bytes; for a framed file,
+    /// content of the current frame).
     fn write(&mut self, bytes: &[u8]) -> Result<(), String>;
 }
 
@@ -150,7 +180,27 @@ impl FileSink for MemorySink {
         self.files.push(FileWrite {
             path: path.to_owned(),
             bytes: Vec::new(),
+            frames: None,
         });
+        Ok(())
+    }
+
+    fn begin_framed(&mut self, path: &std::path::Path) -> Result<(), String> {
+        self.files.push(FileWrite {
+            path: path.to_owned(),
+            bytes: Vec::new(),
+            frames: Some(Vec::new()),
+        });
+        Ok(())
+    }
+
+    fn end_frame(&mut self) -> Result<(), String> {
+        let f = self.files.last_mut().ok_or("end_frame before begin")?;
+        if let Some(ends) = &mut f.frames
+            && ends.last().copied() != Some(f.bytes.len())
+        {
+            ends.push(f.bytes.len());
+        }
         Ok(())
     }
 
@@ -192,7 +242,8 @@ pub struct ChangeSet {
     /// in-memory [`Adapter::render`]; a streaming render leaves it empty
     /// and sends the files to its [`FileSink`].
     pub files: Vec<FileWrite>,
-    /// The command that resumes the session, e.g. `claude --resume <id>`.
+    /// The command that resumes the session, e.g. `claude --resume <id>`
+    /// (from [`AgentSpec::resume_command`]).
     pub resume_command: String,
     /// What the target cannot hold, one line each (the loss report). Each
     /// line starts with a stable code and a colon: `thinking-dropped`,
@@ -209,18 +260,34 @@ pub struct ChangeSet {
     /// rewrites what the file already holds (e.g. Codex's
     /// `session_index.jsonl`, where the newest entry for an id wins).
     pub appends: Vec<FileWrite>,
-    /// Database rows the target needs to list the session (e.g. the Codex
-    /// `threads` row of `state_5.sqlite`); see [`RowWrite`].
+    /// Database rows to insert (a SQLite agent's session and message rows,
+    /// or the Codex `threads` index row of `state_5.sqlite`), in order; see
+    /// [`RowWrite`]. All rows of one database go in one transaction, after
+    /// one backup of that database.
     pub rows: Vec<RowWrite>,
 }
 
 /// Holds one database row a render wants inserted; the adapter never opens
 /// the database itself.
 ///
-/// `ops` inserts the row only when the database file and the table already
-/// exist (otherwise the agent builds its index from the files on first use)
-/// and no row with the same `key` values is there; it never updates or
-/// deletes rows, and backs the database up before writing.
+/// The root crate inserts rows only when the database file and the table
+/// already exist (otherwise the agent builds its index from the files on
+/// first use, or the write is refused for a store that has only a
+/// database), never while the agent holds the database, and never updates
+/// or deletes rows. A row whose `key` values are already there is skipped.
+/// All rows of one database are inserted in one transaction, in the order
+/// of [`ChangeSet::rows`], after one backup of the database.
+///
+/// Rows whose key the database assigns (an `INTEGER PRIMARY KEY
+/// AUTOINCREMENT` id): leave the key column out of `columns` (and `key`
+/// empty: such a row is always inserted), set `assigns` to a label, and
+/// let later rows name that label in `refs` (column -> label): they get
+/// the `rowid` the insert produced (or the existing row's `rowid`, when the
+/// labelled row was skipped as present).
+///
+/// Values: null is NULL, booleans are 0/1, numbers are INTEGER or REAL,
+/// strings are TEXT, `{"$blob": "<base64>"}` is a BLOB, any other object
+/// or array is stored as its JSON text.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RowWrite {
     /// The SQLite database, relative to the agent's store root.
@@ -233,8 +300,19 @@ pub struct RowWrite {
     /// table's defaults. Objects and arrays are stored as JSON text.
     pub columns: serde_json::Map<String, Value>,
     /// Columns whose string value is a path relative to the store root,
-    /// which `ops` must make absolute (the agent stores absolute paths).
+    /// which the root crate makes absolute (the agent stores absolute paths).
     pub root_relative: Vec<String>,
+    /// A label under which later rows refer to the `rowid` this insert gets.
+    pub assigns: Option<String>,
+    /// Columns that take the `rowid` of an earlier row: column -> label.
+    pub refs: Vec<(String, String)>,
+    /// Marks the row that holds the session itself (a `sessions` row, not
+    /// an index entry). When a row with its `key` already exists, the
+    /// session is already there: with the same values in `columns` the
+    /// database's rows are left alone (resuming twice is a no-op); with
+    /// different values the write-back is refused, as for a different file
+    /// in the way, and `--fork` writes under a new id.
+    pub session_row: bool,
 }
 
 /// Holds one file of a [`ChangeSet`].
@@ -242,8 +320,22 @@ pub struct RowWrite {
 pub struct FileWrite {
     /// Path relative to the agent's store root.
     pub path: PathBuf,
-    /// The complete file content.
+    /// The complete file content (for a framed file, the plain content).
     pub bytes: Vec<u8>,
+    /// For a file of zstd frames: the end offset in `bytes` of each frame
+    /// (the last frame ends at `bytes.len()`); `None` for a plain file.
+    pub frames: Option<Vec<usize>>,
+}
+
+impl FileWrite {
+    /// Returns a plain file.
+    pub fn plain(path: impl Into<PathBuf>, bytes: Vec<u8>) -> FileWrite {
+        FileWrite {
+            path: path.into(),
+            bytes,
+            frames: None,
+        }
+    }
 }
 
 /// Says why a session could not be rendered.
@@ -274,16 +366,34 @@ pub enum RenderError {
 /// Implementations are stateless values; all per-file memory travels in
 /// [`ParseState`].
 pub trait Adapter: Sync {
+    /// Returns the agent's row of the registry: names, store, sources,
+    /// tools, tokenizer, resume command.
+    fn spec(&self) -> &'static AgentSpec;
+
     /// Returns the agent this adapter speaks for.
-    fn agent(&self) -> Agent;
+    fn agent(&self) -> Agent {
+        self.spec().agent.clone()
+    }
 
     /// Returns the agent's store root given its environment: `env` looks up
     /// a variable (like `CLAUDE_CONFIG_DIR`), `home` is the user's home.
     fn store_root(&self, env: &dyn Fn(&str) -> Option<String>, home: &std::path::Path) -> PathBuf;
 
-    /// Returns whether `relative` (a path under the store root) is a session
-    /// file this adapter parses.
-    fn is_session_file(&self, relative: &std::path::Path) -> bool;
+    /// Returns whether `relative` (a path under the store root) is a file of
+    /// one of the adapter's sources: by default, whether one of the
+    /// [`AgentSpec::sources`] globs matches it. An adapter overrides it to
+    /// check more than a glob can (e.g. a uuid in the name).
+    fn is_session_file(&self, relative: &std::path::Path) -> bool {
+        let Some(text) = relative.to_str() else {
+            return false;
+        };
+        let text = text.replace('\\', "/");
+        self.spec()
+            .sources
+            .iter()
+            .flat_map(|s| s.globs().iter())
+            .any(|g| source::glob_match(g, &text))
+    }
 
     /// Returns a file next to a session file (relative to the store root)
     /// whose content completes the session facts, if the agent keeps one.
@@ -329,15 +439,12 @@ pub trait Adapter: Sync {
 }
 
 /// Returns the shell command a tool call runs, whichever agent's shell tool
-/// it is: Claude Code's `Bash {command}`, dsh's `bash {command}`, Codex's `exec_command {cmd}`,
-/// `shell {command: [argv]}` (a `sh -c SCRIPT` argv gives the script), or
-/// `shell_command` / `local_shell`. Renders use it to map a shell call to
-/// the target's own shell tool.
+/// it is (any tool the registry lists as [`ToolKind::Shell`]), from its
+/// `cmd` or `command` argument (a string, or an argv where `sh -c SCRIPT`
+/// gives the script). Renders use it to map a shell call to the target's
+/// own shell tool.
 pub fn shell_command(name: &str, arguments: &Value) -> Option<String> {
-    if !matches!(
-        name,
-        "Bash" | "bash" | "exec_command" | "shell" | "shell_command" | "local_shell"
-    ) {
+    if registry::tool_kind_anywhere(name) != ToolKind::Shell {
         return None;
     }
     let arg = arguments.get("cmd").or_else(|| arguments.get("command"))?;
@@ -353,15 +460,5 @@ pub fn shell_command(name: &str, arguments: &Value) -> Option<String> {
             }
         }
         _ => None,
-    }
-}
-
-/// Returns the adapter for `agent`, or `None` for agents without one yet.
-pub fn adapter(agent: &Agent) -> Option<&'static dyn Adapter> {
-    match agent {
-        Agent::Claude => Some(&claude::Claude),
-        Agent::Codex => Some(&codex::Codex),
-        Agent::Dsh => Some(&dsh::Dsh),
-        Agent::Pi | Agent::Hermes | Agent::Opencode | Agent::GitSession | Agent::Other(_) => None,
     }
 }

@@ -23,7 +23,9 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use git_session_adapters::claude::{Claude, NATIVE_KEY, project_dir_name};
-use git_session_adapters::{Adapter, FileSink, ParseInput, Parsed, RenderHead, RenderRequest};
+use git_session_adapters::{
+    Adapter, FileSink, ParseInput, Parsed, Records, RenderHead, RenderRequest,
+};
 use git_session_schema::{Agent, ArtifactId, Event, Level, SessionHeader, SessionId, codec, kinds};
 use serde_json::{Value, json};
 
@@ -108,11 +110,11 @@ fn transcripts() -> Vec<Transcript> {
 
 fn parse(source: &str, bytes: &[u8]) -> Parsed {
     Claude.parse(ParseInput {
-        bytes,
-        first_line: 0,
+        records: Records::lines(bytes, 0, 0),
         next_seq: 0,
         state: None,
         source,
+        session: None,
         sidecar: None,
     })
 }
@@ -197,11 +199,11 @@ fn parsing_in_pieces_equals_parsing_whole() {
         for (line, &cut) in ends.iter().enumerate().step_by(step) {
             let first = parse(&t.source, &t.bytes[..cut]);
             let second = Claude.parse(ParseInput {
-                bytes: &t.bytes[cut..],
-                first_line: line as u64 + 1,
+                records: Records::lines(&t.bytes[cut..], line as u64 + 1, 0),
                 next_seq: first.events.len() as u64,
                 state: Some(first.state.clone()),
                 source: &t.source,
+                session: None,
                 sidecar: None,
             });
             let mut events = first.events.clone();
@@ -666,11 +668,11 @@ fn seqs_are_contiguous_from_next_seq_and_parents_point_back() {
     let name = "5f0c1a2b-3c4d-4e5f-8a6b-7c8d9e0f1a2b.jsonl";
     let bytes = std::fs::read(fixture.join(name)).expect("fixture");
     let parsed = Claude.parse(ParseInput {
-        bytes: &bytes,
-        first_line: 40,
+        records: Records::lines(&bytes, 40, 0),
         next_seq: 100,
         state: None,
         source: &format!("projects/-home-dev-proj/{name}"),
+        session: None,
         sidecar: None,
     });
     for (i, e) in parsed.events.iter().enumerate() {
@@ -1074,11 +1076,11 @@ fn far_back_parents_are_found_across_incremental_parses() {
             .map(|(i, _)| i + 1)
             .expect("line end");
         let parsed = Claude.parse(ParseInput {
-            bytes: &bytes[start..end],
-            first_line,
+            records: Records::lines(&bytes[start..end], first_line, 0),
             next_seq: events.len() as u64,
             state: state.take(),
             source,
+            session: None,
             sidecar: None,
         });
         let text = serde_json::to_string(&parsed.state).expect("state serializes");
@@ -1097,11 +1099,11 @@ fn far_back_parents_are_found_across_incremental_parses() {
         "message": {"role": "user", "content": "later"}});
     let bytes = format!("{line}\n");
     let parsed = Claude.parse(ParseInput {
-        bytes: bytes.as_bytes(),
-        first_line: 501,
+        records: Records::lines(bytes.as_bytes(), 501, 0),
         next_seq: 501,
         state: Some(old_state),
         source,
+        session: None,
         sidecar: None,
     });
     assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
@@ -1124,11 +1126,11 @@ fn a_sub_agent_names_its_meta_file_and_the_spawning_call_comes_from_it() {
     );
     let line = b"{\"type\":\"user\",\"uuid\":\"u1\",\"parentUuid\":null,\"isSidechain\":true,\"message\":{\"role\":\"user\",\"content\":\"go\"}}\n";
     let parsed = Claude.parse(ParseInput {
-        bytes: line,
-        first_line: 0,
+        records: Records::lines(line, 0, 0),
         next_seq: 0,
         state: None,
         source: "projects/-p/s1/subagents/agent-a1.jsonl",
+        session: None,
         sidecar: Some(br#"{"agentType":"general-purpose","toolUseId":"toolu_spawn_1"}"#),
     });
     let parent = parsed.session.parent.expect("a sub-agent has a parent");

@@ -21,9 +21,9 @@ use crate::ops::compile::CompileRequest;
 pub struct Args {
     /// Session id or unique prefix.
     session: String,
-    /// The agent the context is for: claude, codex.
-    #[arg(long = "for", value_name = "AGENT")]
-    target: String,
+    /// The agent the context is for.
+    #[arg(long = "for", value_name = "AGENT", value_parser = super::agent_parser())]
+    target: Agent,
     /// Token budget.
     #[arg(long, default_value_t = git_session_compiler::DEFAULT_BUDGET)]
     budget: usize,
@@ -53,7 +53,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let request = CompileRequest {
         id,
         request: Request {
-            target: Agent::parse(&args.target),
+            target: args.target,
             budget: args.budget,
             format,
             git: Default::default(),

@@ -41,17 +41,29 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         )?;
     }
     writeln!(out, "sessions   {}", store.session_ids()?.len())?;
-    for agent in git_session_schema::Agent::KNOWN
+    for agent in git_session_adapters::registry::ADAPTERS
         .iter()
-        .filter(|a| git_session_adapters::adapter(a).is_some())
+        .map(|a| a.agent())
     {
-        let index = ops::cursor::CursorIndex::load(store.state_dir(), agent.as_str());
+        let index = crate::native::cursor::CursorIndex::load(store.state_dir(), agent.as_str());
         let ours = index.files.values().filter(|c| c.session.is_some()).count();
         writeln!(
             out,
             "capture    {agent}: {ours} native files of this repository tracked, {} others skipped",
             index.files.len() - ours
         )?;
+        for (db, cursor) in &index.databases {
+            let ours = cursor
+                .sessions
+                .values()
+                .filter(|s| s.session.is_some())
+                .count();
+            writeln!(
+                out,
+                "capture    {agent}: {db}: {ours} sessions of this repository tracked, {} others skipped",
+                cursor.sessions.len() - ours
+            )?;
+        }
     }
     let recent = ops::hook::recent(store.state_dir(), args.lines);
     if recent.is_empty() {

@@ -22,9 +22,9 @@ use crate::sign::KeySource;
 pub struct Args {
     /// Session id or unique prefix.
     session: String,
-    /// The agent to hand to: claude, codex.
-    #[arg(long, value_name = "AGENT")]
-    to: String,
+    /// The agent to hand to.
+    #[arg(long, value_name = "AGENT", value_parser = super::agent_parser())]
+    to: Agent,
     /// A note for the receiving agent, kept in the log and the receipt.
     #[arg(long, value_name = "TEXT")]
     note: Option<String>,
@@ -46,13 +46,7 @@ pub struct Args {
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
     let store = env.store()?;
     let id = store.resolve(&args.session)?;
-    let to = Agent::parse(&args.to);
-    if git_session_adapters::adapter(&to).is_none() {
-        return Err(
-            CommandError::usage(format!("no adapter can write {to} sessions yet"))
-                .hint("agents with an adapter: claude, codex"),
-        );
-    }
+    let to = args.to;
     let user_home = std::env::var_os("HOME").map(PathBuf::from);
     let home = env.agent_home(args.home)?;
     let key = match args.key {

@@ -12,8 +12,8 @@ use crate::ops::capture::CaptureRequest;
 /// Capture the agent sessions that ran in this repository, or import a
 /// canonical file.
 ///
-/// Without --canonical, reads each agent's own session store (Claude Code:
-/// $CLAUDE_CONFIG_DIR or ~/.claude; Codex: $CODEX_HOME or ~/.codex), picks
+/// Without --canonical, reads each agent's own session store (see
+/// `git session doctor` for where each is looked for here), picks
 /// the sessions whose working directory is this repository, a subdirectory
 /// or a linked worktree, and appends what is new since the last capture:
 /// one batch commit per changed session. Agent stores are only read. Running
@@ -24,9 +24,9 @@ use crate::ops::capture::CaptureRequest;
 /// file:line, and importing it again is a no-op.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Only capture these agents (repeatable): claude, codex.
-    #[arg(long = "agent", value_name = "AGENT", conflicts_with = "canonical")]
-    agents: Vec<String>,
+    /// Only capture these agents (repeatable).
+    #[arg(long = "agent", value_name = "AGENT", conflicts_with = "canonical", value_parser = super::agent_parser())]
+    agents: Vec<Agent>,
     /// Home directory whose agent stores are read (default: $HOME).
     #[arg(long, value_name = "DIR", conflicts_with = "canonical")]
     home: Option<PathBuf>,
@@ -59,17 +59,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         writeln!(out, "{}", s.id)?;
         return Ok(());
     }
-    let mut agents = Vec::new();
-    for name in &args.agents {
-        let agent = Agent::parse(name);
-        if git_session_adapters::adapter(&agent).is_none() {
-            return Err(
-                CommandError::usage(format!("no adapter for agent {name:?} yet"))
-                    .hint("agents with an adapter: claude, codex"),
-            );
-        }
-        agents.push(agent);
-    }
+    let agents = args.agents;
     let home = env.agent_home(args.home)?;
     let lookup = |name: &str| std::env::var(name).ok();
     let report = ops::capture::capture(

@@ -203,3 +203,13 @@ pub(crate) fn format_time(seconds: i64) -> String {
 pub(crate) fn short(id: &gix::ObjectId) -> String {
     id.to_hex_with_len(12).to_string()
 }
+
+/// Parses an `AGENT` argument (`--agent`, `--to`, `--for`): one of the
+/// agents in the adapter registry, so an unknown name is a usage error
+/// that lists the accepted ones, the same for every command.
+pub(crate) fn agent_parser()
+-> impl clap::builder::TypedValueParser<Value = git_session_schema::Agent> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(git_session_adapters::registry::names())
+        .map(|name| git_session_schema::Agent::parse(&name))
+}

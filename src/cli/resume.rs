@@ -11,19 +11,19 @@ use crate::ops::resume::ResumeRequest;
 
 /// Write a session into an agent's own store so the agent resumes it.
 ///
-/// Renders the canonical session in the agent's native format (Claude Code:
-/// a transcript under ~/.claude/projects; Codex: a rollout under
-/// ~/.codex/sessions plus its index entries) with this machine's repository
-/// as the working directory, and prints the command that continues it.
+/// Renders the canonical session in the agent's native format (its files,
+/// index entries or database rows, in the agent's own store) with this
+/// machine's repository as the working directory, and prints the command
+/// that continues it.
 /// Never overwrites a native session: one that exists with other content is
 /// refused unless --fork writes it under a new id, recorded as a fork.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Session id or unique prefix.
     session: String,
-    /// Agent to write for (default: the session's own agent): claude, codex.
-    #[arg(long, value_name = "AGENT")]
-    agent: Option<String>,
+    /// Agent to write for (default: the session's own agent).
+    #[arg(long, value_name = "AGENT", value_parser = super::agent_parser())]
+    agent: Option<Agent>,
     /// Home directory whose agent store is written (default: $HOME).
     #[arg(long, value_name = "DIR")]
     home: Option<PathBuf>,
@@ -39,7 +39,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let lookup = |name: &str| std::env::var(name).ok();
     let request = ResumeRequest {
         id,
-        agent: args.agent.as_deref().map(Agent::parse),
+        agent: args.agent,
         home,
         env: &lookup,
         fork: args.fork,

@@ -10,28 +10,23 @@
 //! so nothing is appended twice.
 
 use std::collections::HashSet;
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use git_session_adapters::{Adapter, NativeSession, ParseInput, Warning};
+use git_session_adapters::{Adapter, NativeSession, ParseInput, Records, Warning};
 use git_session_schema::{Agent, Event, SessionHeader, SessionId, SpawnedBy};
 use gix::ObjectId;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::canonical::commit_info;
-use super::cursor::{CursorIndex, FileCursor, tail_hash};
 use super::{OpError, OpResult};
 use crate::clock::Clock;
+use crate::native::cursor::{CursorIndex, FileCursor, tail_hash};
+use crate::native::jsonl::{JsonlReader, RecordReader};
 use crate::store::{BatchSink, SeqMode, Store, StoreError};
 
 /// How much of a new file is read to learn which project it belongs to.
 const PEEK_BYTES: u64 = 1 << 20;
-/// Native bytes handed to the adapter per parse call (whole lines).
-const BLOCK_BYTES: usize = 1 << 20;
-/// How deep under an agent's store root session files are looked for.
-const MAX_DEPTH: usize = 8;
 
 /// Says what to capture.
 pub struct CaptureRequest<'a> {
@@ -39,7 +34,7 @@ pub struct CaptureRequest<'a> {
     pub agents: Vec<Agent>,
     /// The user's home directory (agent stores default to it).
     pub home: PathBuf,
-    /// Looks up an environment variable (e.g. `CLAUDE_CONFIG_DIR`).
+    /// Looks up an environment variable (an agent's store override).
     pub env: &'a dyn Fn(&str) -> Option<String>,
     /// Whether secrets are redacted before anything is stored (the default;
     /// `git config session.redact false` turns it off).
@@ -107,7 +102,10 @@ pub fn capture(
     request: &CaptureRequest<'_>,
 ) -> OpResult<CaptureReport> {
     let agents: Vec<Agent> = if request.agents.is_empty() {
-        Agent::KNOWN.to_vec()
+        git_session_adapters::registry::ADAPTERS
+            .iter()
+            .map(|a| a.agent())
+            .collect()
     } else {
         request.agents.clone()
     };
@@ -116,7 +114,7 @@ pub fn capture(
     // Compiled only when some file has new records to read.
     let redactor = std::sync::OnceLock::new();
     for agent in agents {
-        let Some(adapter) = git_session_adapters::adapter(&agent) else {
+        let Some(adapter) = git_session_adapters::registry::adapter(&agent) else {
             continue;
         };
         let root = adapter.store_root(request.env, &request.home);
@@ -129,7 +127,7 @@ pub fn capture(
         // around the appends.
         let _lock = store.lock_state(&format!("capture-{agent}"))?;
         let mut cursors = CursorIndex::load(store.state_dir(), agent.as_str());
-        let files = session_files(adapter, &root);
+        let files = crate::native::discover(adapter, &root);
         // Parents before sub-agents, older before newer: stable order.
         for rel in files {
             let abs = root.join(&rel);
@@ -159,35 +157,8 @@ pub fn capture(
     Ok(report)
 }
 
-/// Returns the session files under `root`, relative, sorted.
-fn session_files(adapter: &dyn Adapter, root: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![(root.to_owned(), 0)];
-    while let Some((dir, depth)) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let path = entry.path();
-            if kind.is_dir() && depth < MAX_DEPTH {
-                stack.push((path, depth + 1));
-            } else if kind.is_file()
-                && let Ok(rel) = path.strip_prefix(root)
-                && adapter.is_session_file(rel)
-            {
-                out.push(rel.to_owned());
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// Returns the canonical id of a native session: the native id itself when
-/// it is a valid session id (so `claude --resume <id>` and `git session show
+/// it is a valid session id (so the agent's resume command and `git session show
 /// <id>` name the same thing), else a stable hash of agent and native id.
 pub fn canonical_id(agent: &Agent, native_id: &str) -> SessionId {
     if let Ok(id) = SessionId::new(native_id) {
@@ -363,6 +334,7 @@ impl FileJob<'_> {
                 mtime_ns,
                 offset: fed.offset,
                 lines: fed.lines,
+                frames: 0,
                 tail: tail_hash(self.abs, fed.offset)?,
                 session: Some(id.to_string()),
                 events: outcome.events,
@@ -409,25 +381,20 @@ impl FileJob<'_> {
 
     /// Parses the first complete lines of the file for its session facts.
     fn peek(&self, size: u64) -> OpResult<Option<NativeSession>> {
-        let mut file = File::open(self.abs).map_err(OpError::io(self.abs))?;
-        let mut buf = Vec::new();
-        (&mut file)
-            .take(size.min(PEEK_BYTES))
-            .read_to_end(&mut buf)
-            .map_err(OpError::io(self.abs))?;
-        let Some(end) = buf.iter().rposition(|&b| b == b'\n') else {
+        let buf = JsonlReader::head(self.abs, size.min(PEEK_BYTES))?;
+        if buf.is_empty() {
             return Ok(None);
-        };
+        }
         let sidecar = self
             .adapter
             .sidecar(Path::new(self.rel))
             .and_then(|rel| std::fs::read(self.root.join(rel)).ok());
         let parsed = self.adapter.parse(ParseInput {
-            bytes: &buf[..=end],
-            first_line: 0,
+            records: Records::lines(&buf, 0, 0),
             next_seq: 0,
             state: None,
             source: self.rel,
+            session: None,
             sidecar: sidecar.as_deref(),
         });
         let s = parsed.session;
@@ -573,35 +540,17 @@ impl BlockReader<'_> {
         tx: std::sync::mpsc::SyncSender<git_session_adapters::Parsed>,
         spent: std::sync::mpsc::Receiver<git_session_adapters::Parsed>,
     ) -> OpResult<(u64, u64, Value)> {
-        let mut file = File::open(self.path).map_err(OpError::io(self.path))?;
-        file.seek(SeekFrom::Start(self.offset))
-            .map_err(OpError::io(self.path))?;
-        let mut consumed = self.offset;
-        let mut lines = self.first_line;
+        let mut reader = JsonlReader::open(self.path, self.offset, self.first_line)?;
         let mut next_seq = self.first_seq;
-        let mut buf: Vec<u8> = Vec::with_capacity(BLOCK_BYTES);
-        let mut eof = false;
-        while !eof {
-            let want = BLOCK_BYTES.saturating_sub(buf.len()).max(1 << 16);
-            let n = (&mut file)
-                .take(want as u64)
-                .read_to_end(&mut buf)
-                .map_err(OpError::io(self.path))?;
-            eof = n == 0;
-            let Some(end) = buf.iter().rposition(|&b| b == b'\n') else {
-                continue;
-            };
-            let block = &buf[..=end];
+        while let Some(records) = reader.next_batch()? {
             let mut parsed = self.adapter.parse(ParseInput {
-                bytes: block,
-                first_line: lines,
+                records,
                 next_seq,
                 state: state.take(),
                 source: self.rel,
+                session: None,
                 sidecar: None,
             });
-            lines += block.iter().filter(|&&b| b == b'\n').count() as u64;
-            consumed += block.len() as u64;
             next_seq += parsed.events.len() as u64;
             if let Some(r) = self.redactor {
                 for event in &mut parsed.events {
@@ -609,7 +558,6 @@ impl BlockReader<'_> {
                 }
             }
             state = Some(std::mem::take(&mut parsed.state));
-            buf.drain(..=end);
             if tx.send(parsed).is_err() {
                 // The writer stopped; its error is the one reported.
                 break;
@@ -624,7 +572,8 @@ impl BlockReader<'_> {
         for done in spent.iter() {
             drop(done);
         }
-        Ok((consumed, lines, state.unwrap_or(Value::Null)))
+        let pos = reader.position();
+        Ok((pos.offset, pos.lines, state.unwrap_or(Value::Null)))
     }
 }
 

@@ -5,7 +5,6 @@
 pub mod canonical;
 pub mod capture;
 pub mod compile;
-pub mod cursor;
 pub mod fork;
 pub mod handoff;
 pub mod hook;
@@ -63,6 +62,18 @@ pub enum OpError {
         /// What the user can do about it.
         hint: Option<String>,
     },
+}
+
+impl From<crate::native::NativeError> for OpError {
+    fn from(e: crate::native::NativeError) -> OpError {
+        match e {
+            crate::native::NativeError::Io { path, source } => OpError::Io { path, source },
+            other => OpError::Conflict {
+                message: other.to_string(),
+                hint: None,
+            },
+        }
+    }
 }
 
 /// Shorthand for operation results.

@@ -6,9 +6,8 @@
 //! is refused unless the caller asks for a fork, which writes the session
 //! under a new id and records that fork in the canonical log. Files are
 //! written through a temporary file and a rename that refuses to replace.
-//! Database rows (Codex's `threads`) go only into an existing database, not
-//! while another process has it open, after a backup, and never replace a
-//! row.
+//! Database rows go only into an existing database, not while another
+//! process has it open, after a backup, and never replace a row.
 
 use std::path::{Path, PathBuf};
 
@@ -28,7 +27,7 @@ pub struct ResumeRequest<'a> {
     pub agent: Option<Agent>,
     /// The user's home directory (agent stores default to it).
     pub home: PathBuf,
-    /// Looks up an environment variable (e.g. `CODEX_HOME`).
+    /// Looks up an environment variable (an agent's store override).
     pub env: &'a dyn Fn(&str) -> Option<String>,
     /// Write under a new native id, recorded as a fork.
     pub fork: bool,
@@ -158,9 +157,12 @@ pub(crate) fn new_native_id(clock: &Clock) -> String {
 }
 
 pub(crate) fn adapter_for(agent: &Agent) -> OpResult<&'static dyn git_session_adapters::Adapter> {
-    git_session_adapters::adapter(agent).ok_or_else(|| OpError::Conflict {
+    git_session_adapters::registry::adapter(agent).ok_or_else(|| OpError::Conflict {
         message: format!("no adapter can write {agent} sessions yet"),
-        hint: Some("agents with an adapter: claude, codex".into()),
+        hint: Some(format!(
+            "agents with an adapter: {}",
+            git_session_adapters::registry::names().join(", ")
+        )),
     })
 }
 

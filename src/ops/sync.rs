@@ -8,10 +8,10 @@
 //! Push never forces. Sync repeats fetch-then-push until the remote accepts
 //! everything, so two clones that both sync end with identical refs.
 
-use git_session_schema::{Agent, SessionId};
+use git_session_schema::SessionId;
 
-use super::cursor::CursorIndex;
 use super::{OpError, OpResult};
+use crate::native::cursor::CursorIndex;
 use crate::store::{PushRejection, Reconciled, StateLock, Store};
 
 /// How many fetch-and-push rounds sync tries before giving up.
@@ -83,9 +83,9 @@ pub fn sync(store: &Store, remote: &str) -> OpResult<SyncReport> {
 }
 
 fn capture_locks(store: &Store) -> OpResult<Vec<StateLock>> {
-    Agent::KNOWN
+    git_session_adapters::registry::ADAPTERS
         .iter()
-        .filter(|a| git_session_adapters::adapter(a).is_some())
+        .map(|a| a.agent())
         .map(|a| {
             store
                 .lock_state(&format!("capture-{a}"))
@@ -96,15 +96,21 @@ fn capture_locks(store: &Store) -> OpResult<Vec<StateLock>> {
 
 /// Points every capture cursor that fed `from` at `to`.
 fn repoint_cursors(store: &Store, from: &SessionId, to: &SessionId) -> OpResult<()> {
-    for agent in Agent::KNOWN
+    for agent in git_session_adapters::registry::ADAPTERS
         .iter()
-        .filter(|a| git_session_adapters::adapter(a).is_some())
+        .map(|a| a.agent())
     {
         let mut index = CursorIndex::load(store.state_dir(), agent.as_str());
         let mut changed = false;
-        for cursor in index.files.values_mut() {
-            if cursor.session.as_deref() == Some(from.as_str()) {
-                cursor.session = Some(to.to_string());
+        let sessions = index.files.values_mut().map(|c| &mut c.session).chain(
+            index
+                .databases
+                .values_mut()
+                .flat_map(|d| d.sessions.values_mut().map(|s| &mut s.session)),
+        );
+        for session in sessions {
+            if session.as_deref() == Some(from.as_str()) {
+                *session = Some(to.to_string());
                 changed = true;
             }
         }

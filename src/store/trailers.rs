@@ -91,7 +91,7 @@ mod tests {
     fn message_round_trips() {
         let t = Trailers {
             session: "s1".into(),
-            agent: "claude".into(),
+            agent: "some-agent".into(),
             seq: Some((10, 19)),
             events: 20,
             chunks: 2,

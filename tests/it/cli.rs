@@ -19,6 +19,25 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
+fn every_agent_argument_takes_the_registry_names() {
+    let repo = Repo::new();
+    // One value parser for --agent, --to and --for: an unknown agent is a
+    // usage error naming the accepted ones, before anything else happens.
+    for args in [
+        &["compile", "x", "--for", "foo"][..],
+        &["handoff", "x", "--to", "foo"],
+        &["resume", "x", "--agent", "foo"],
+        &["import", "--agent", "foo"],
+    ] {
+        let err = repo.fails(args, 2);
+        assert!(
+            err.contains("invalid value 'foo'") && err.contains("claude") && err.contains("codex"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
 fn ids_accept_unique_prefixes_and_unknown_ids_suggest_close_ones() {
     let repo = Repo::new();
     repo.import(&repo.write_jsonl("a.jsonl", &session_lines("abc-111", 1)));

@@ -69,10 +69,12 @@ mod render;
 mod uuids;
 pub mod wire;
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use git_session_schema::{Agent, Event};
 
+use crate::registry::{AgentSpec, TokenizerFamily, ToolKind};
+use crate::source::Source;
 use crate::{Adapter, ChangeSet, FileSink, ParseInput, Parsed, RenderError, RenderHead};
 
 /// The payload key under which events keep Claude's own record data.
@@ -85,9 +87,39 @@ pub const SESSION_TITLE: &str = "session.title";
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Claude;
 
+/// Claude Code's row of the registry.
+pub static SPEC: AgentSpec = AgentSpec {
+    agent: Agent::Claude,
+    display: "Claude Code",
+    env: &["CLAUDE_CONFIG_DIR"],
+    default_store: ".claude",
+    sources: &[Source::Jsonl {
+        files: &[
+            "projects/?*/?*.jsonl",
+            "projects/?*/?*/subagents/agent-*.jsonl",
+        ],
+    }],
+    tools: &[
+        (ToolKind::Shell, "Bash"),
+        (ToolKind::Read, "Read"),
+        (ToolKind::Write, "Write"),
+        (ToolKind::Edit, "Edit"),
+        (ToolKind::Edit, "MultiEdit"),
+        (ToolKind::Search, "Grep"),
+        (ToolKind::Search, "Glob"),
+        (ToolKind::Todo, "TodoWrite"),
+        (ToolKind::Web, "WebFetch"),
+        (ToolKind::Web, "WebSearch"),
+        (ToolKind::SubAgent, "Task"),
+        (ToolKind::SubAgent, "Agent"),
+    ],
+    tokenizer: TokenizerFamily::ClaudeEstimate,
+    resume: "claude --resume {id}",
+};
+
 impl Adapter for Claude {
-    fn agent(&self) -> Agent {
-        Agent::Claude
+    fn spec(&self) -> &'static AgentSpec {
+        &SPEC
     }
 
     /// Returns `$CLAUDE_CONFIG_DIR` when set and not empty, else `~/.claude`.
@@ -98,10 +130,10 @@ impl Adapter for Claude {
         }
     }
 
-    /// Accepts `projects/<dir>/<id>.jsonl` and
-    /// `projects/<dir>/<id>/subagents/agent-<agent>.jsonl`; nothing else
-    /// under the store (history, memory, backups) is a transcript.
-    /// A sub-agent transcript `agent-<id>.jsonl` has `agent-<id>.meta.json`
+    /// Sessions are `projects/<dir>/<id>.jsonl` and
+    /// `projects/<dir>/<id>/subagents/agent-<agent>.jsonl` ([`SPEC`]);
+    /// nothing else under the store (history, memory, backups) is a
+    /// transcript. A sub-agent transcript `agent-<id>.jsonl` has `agent-<id>.meta.json`
     /// beside it, whose `toolUseId` is the parent's spawning tool call.
     fn sidecar(&self, relative: &Path) -> Option<PathBuf> {
         let name = relative.file_name()?.to_str()?;
@@ -110,26 +142,6 @@ impl Adapter for Claude {
             .strip_suffix(".jsonl")
             .filter(|s| s.starts_with("agent-") && in_subagents)?;
         Some(relative.with_file_name(format!("{stem}.meta.json")))
-    }
-
-    fn is_session_file(&self, relative: &Path) -> bool {
-        let parts: Vec<&str> = relative
-            .components()
-            .map(|c| match c {
-                Component::Normal(s) => s.to_str().unwrap_or(""),
-                _ => "",
-            })
-            .collect();
-        match parts.as_slice() {
-            ["projects", dir, file] => !dir.is_empty() && is_jsonl(file),
-            ["projects", dir, session, "subagents", file] => {
-                !dir.is_empty()
-                    && !session.is_empty()
-                    && file.starts_with("agent-")
-                    && is_jsonl(file)
-            }
-            _ => false,
-        }
     }
 
     fn parse(&self, input: ParseInput<'_>) -> Parsed {
@@ -144,10 +156,6 @@ impl Adapter for Claude {
     ) -> Result<ChangeSet, RenderError> {
         render::render_to(head, events, out)
     }
-}
-
-fn is_jsonl(file: &str) -> bool {
-    file.len() > ".jsonl".len() && file.ends_with(".jsonl")
 }
 
 /// Returns the project directory name the client uses for `cwd`.

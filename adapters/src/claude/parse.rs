@@ -86,7 +86,7 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
                 }
                 Err(e) => {
                     warnings.push(Warning {
-                        line: input.first_line,
+                        line: input.records.first_ordinal(),
                         message: format!(
                             "previous parse state unreadable ({e}); starting from empty state"
                         ),
@@ -111,19 +111,32 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
     // One UTF-8 check of the whole block lets the JSON parser skip checking
     // every string again and lets the lines be cut with a vectorized search;
     // a block with invalid UTF-8 is read line by line, each line on its own.
-    match std::str::from_utf8(input.bytes) {
-        Ok(text) => {
-            for (this, line) in (input.first_line..).zip(text.split('\n')) {
-                if !is_blank(line.as_bytes()) {
-                    p.line(this, line.as_bytes(), serde_json::from_str(line));
+    match input.records {
+        crate::Records::Lines {
+            bytes, first_line, ..
+        } => match std::str::from_utf8(bytes) {
+            Ok(text) => {
+                for (this, line) in (first_line..).zip(text.split('\n')) {
+                    if !is_blank(line.as_bytes()) {
+                        p.line(this, line.as_bytes(), serde_json::from_str(line));
+                    }
                 }
             }
-        }
-        Err(_) => {
-            for (this, line) in (input.first_line..).zip(input.bytes.split(|&b| b == b'\n')) {
-                if !is_blank(line) {
-                    p.line(this, line, serde_json::from_slice(line));
+            Err(_) => {
+                for (this, line) in (first_line..).zip(bytes.split(|&b| b == b'\n')) {
+                    if !is_blank(line) {
+                        p.line(this, line, serde_json::from_slice(line));
+                    }
                 }
+            }
+        },
+        other => {
+            for record in other.iter() {
+                p.line(
+                    record.pos.ordinal(),
+                    record.bytes,
+                    serde_json::from_slice(record.bytes),
+                );
             }
         }
     }

@@ -174,7 +174,7 @@ pub(super) fn render_to(
         );
     }
     Ok(ChangeSet {
-        resume_command: format!("claude --resume {session_id}"),
+        resume_command: super::SPEC.resume_command(&session_id),
         losses,
         ..Default::default()
     })

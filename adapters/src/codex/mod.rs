@@ -109,6 +109,8 @@ use git_session_schema::{Agent, Event, Level, Origin, kinds};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::registry::{AgentSpec, TokenizerFamily, ToolKind};
+use crate::source::Source;
 use crate::{
     Adapter, ChangeSet, FileSink, FileWrite, NativeParent, NativeSession, ParseInput, Parsed,
     RenderError, RenderHead, RowWrite, Warning,
@@ -190,9 +192,34 @@ struct Call {
     reported: bool,
 }
 
+/// Codex CLI's row of the registry.
+pub static SPEC: AgentSpec = AgentSpec {
+    agent: Agent::Codex,
+    display: "Codex CLI",
+    env: &["CODEX_HOME"],
+    default_store: ".codex",
+    sources: &[Source::Jsonl {
+        files: &[
+            "sessions/**/rollout-*.jsonl",
+            "archived_sessions/**/rollout-*.jsonl",
+        ],
+    }],
+    tools: &[
+        (ToolKind::Shell, "exec_command"),
+        (ToolKind::Shell, "shell"),
+        (ToolKind::Shell, "shell_command"),
+        (ToolKind::Shell, "local_shell"),
+        (ToolKind::Edit, "apply_patch"),
+        (ToolKind::Todo, "update_plan"),
+        (ToolKind::Web, "web_search"),
+    ],
+    tokenizer: TokenizerFamily::O200kBase,
+    resume: "codex resume {id}",
+};
+
 impl Adapter for Codex {
-    fn agent(&self) -> Agent {
-        Agent::Codex
+    fn spec(&self) -> &'static AgentSpec {
+        &SPEC
     }
 
     fn store_root(&self, env: &dyn Fn(&str) -> Option<String>, home: &Path) -> PathBuf {
@@ -203,14 +230,16 @@ impl Adapter for Codex {
     }
 
     fn is_session_file(&self, relative: &Path) -> bool {
-        let mut parts = relative.components();
-        let top = parts.next().and_then(|c| c.as_os_str().to_str());
-        let in_store = matches!(top, Some("sessions" | "archived_sessions"));
+        let text = relative.to_string_lossy().replace('\\', "/");
+        let in_store = SPEC
+            .sources
+            .iter()
+            .flat_map(|s| s.globs().iter())
+            .any(|g| crate::source::glob_match(g, &text));
         let name = relative.file_name().and_then(|n| n.to_str()).unwrap_or("");
         // The client looks threads up by this exact shape: `rollout-` prefix,
         // the id as the last 36 characters before `.jsonl`.
         in_store
-            && name.starts_with("rollout-")
             && name
                 .strip_suffix(".jsonl")
                 .is_some_and(|stem| stem.len() >= 36 && is_uuid(&stem[stem.len() - 36..]))
@@ -247,7 +276,7 @@ fn parse(input: ParseInput<'_>) -> Parsed {
         None | Some(Value::Null) => State::default(),
         Some(value) => serde_json::from_value(value).unwrap_or_else(|e| {
             warnings.push(Warning {
-                line: input.first_line,
+                line: input.records.first_ordinal(),
                 message: format!("parse state unreadable ({e}); starting without it"),
             });
             State::default()
@@ -262,13 +291,8 @@ fn parse(input: ParseInput<'_>) -> Parsed {
     };
     // A trailing piece without a newline is still a line: a whole file that
     // does not end in '\n' must parse the same as its incremental slices.
-    for (i, raw) in input.bytes.split(|&b| b == b'\n').enumerate() {
-        let line_no = input.first_line + i as u64;
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        if raw.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        p.line(line_no, raw);
+    for record in input.records.iter() {
+        p.line(record.pos.ordinal(), record.bytes);
     }
     let state = serde_json::to_value(&p.state).expect("the parse state always serializes");
     Parsed {
@@ -1474,7 +1498,7 @@ impl Writer<'_> {
         };
         let native_id = self.head.native_id;
         let mut changes = ChangeSet {
-            resume_command: format!("codex resume {native_id}"),
+            resume_command: SPEC.resume_command(native_id),
             losses: self
                 .losses
                 .iter()
@@ -1492,10 +1516,9 @@ impl Writer<'_> {
             }))
             .expect("JSON values always serialize");
             entry.push(b'\n');
-            changes.appends.push(FileWrite {
-                path: PathBuf::from("session_index.jsonl"),
-                bytes: entry,
-            });
+            changes
+                .appends
+                .push(FileWrite::plain("session_index.jsonl", entry));
         }
         changes.rows.push(self.thread_row(rollout));
         Ok(changes)
@@ -1711,6 +1734,7 @@ impl Writer<'_> {
             key: vec!["id".into()],
             columns,
             root_relative: vec!["rollout_path".into()],
+            ..RowWrite::default()
         }
     }
 }

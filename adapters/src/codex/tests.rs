@@ -13,7 +13,7 @@ use git_session_schema::{Agent, Event, Level, SessionHeader, SessionId, kinds};
 use serde_json::{Value, json};
 
 use super::*;
-use crate::RenderRequest;
+use crate::{Records, RenderRequest};
 
 const NOW: &str = "2026-12-01T10:00:00.000Z";
 
@@ -90,11 +90,11 @@ fn cases() -> Vec<Case> {
 
 fn parse_bytes(bytes: &[u8], first_line: u64, next_seq: u64, state: Option<Value>) -> Parsed {
     Codex.parse(ParseInput {
-        bytes,
-        first_line,
+        records: Records::lines(bytes, first_line, 0),
         next_seq,
         state,
         source: "sessions/test.jsonl",
+        session: None,
         sidecar: None,
     })
 }

@@ -46,7 +46,6 @@
 //! layer), and format migration (dsh migrates older generations itself).
 
 mod derive;
-pub mod frames;
 mod parse;
 mod render;
 pub mod wire;
@@ -56,6 +55,8 @@ use std::path::{Path, PathBuf};
 use git_session_schema::{Agent, Event};
 use serde_json::Value;
 
+use crate::registry::{AgentSpec, TokenizerFamily, ToolKind};
+use crate::source::Source;
 use crate::{Adapter, ChangeSet, FileSink, ParseInput, Parsed, RenderError, RenderHead};
 
 pub use render::{PRIVACY_NOTE, log_path, resume_command};
@@ -79,9 +80,60 @@ pub fn inherited_records(state: &Value) -> Option<u64> {
     parse::inherited(state)
 }
 
+/// The registry row of DeepSeek Harness.
+///
+/// Sources: the current generation, compressed (the default) or raw (a
+/// deployment with `compression: none`), and every other generation name,
+/// so that a log this build does not read is refused with a reason rather
+/// than passed over (its header is checked before any record is mapped).
+pub static SPEC: AgentSpec = AgentSpec {
+    agent: Agent::Dsh,
+    display: "DeepSeek Harness",
+    env: &["DSH_HOME"],
+    default_store: ".dsh",
+    sources: &[
+        Source::ZstdJsonl {
+            files: &["sessions/*/*/session*.jsonl.zstd"],
+        },
+        Source::Jsonl {
+            files: &["sessions/*/*/session*.jsonl"],
+        },
+    ],
+    // dsh 0.2.1-rc.2's tools, from a real session's `request/header`.
+    tools: &[
+        (ToolKind::Shell, "bash"),
+        (ToolKind::Read, "read"),
+        (ToolKind::Write, "write"),
+        (ToolKind::Edit, "edit"),
+        (ToolKind::Search, "grep"),
+        (ToolKind::Search, "glob"),
+        (ToolKind::Web, "web_fetch"),
+        (ToolKind::Web, "web_search"),
+        (ToolKind::SubAgent, "subagent"),
+        (ToolKind::SubAgent, "subagent_fork"),
+        (ToolKind::Todo, "todo_write"),
+        (ToolKind::Read, "read_image"),
+        (ToolKind::Other, "create_goal"),
+        (ToolKind::Other, "get_goal"),
+        (ToolKind::Other, "update_goal"),
+        (ToolKind::Other, "exit_plan_mode"),
+        (ToolKind::Other, "interrupt_agent"),
+        (ToolKind::Other, "job_kill"),
+        (ToolKind::Other, "job_list"),
+        (ToolKind::Other, "job_output"),
+        (ToolKind::Other, "list_agents"),
+        (ToolKind::Other, "send_message"),
+        (ToolKind::Other, "skill"),
+        (ToolKind::Other, "workflow"),
+        (ToolKind::Other, "working_directory"),
+    ],
+    tokenizer: TokenizerFamily::ClaudeEstimate,
+    resume: "dsh headless --session-id {id} \"<prompt>\"  (interactive: dsh tui --resume {id})",
+};
+
 impl Adapter for Dsh {
-    fn agent(&self) -> Agent {
-        Agent::Dsh
+    fn spec(&self) -> &'static AgentSpec {
+        &SPEC
     }
 
     fn store_root(&self, env: &dyn Fn(&str) -> Option<String>, home: &Path) -> PathBuf {

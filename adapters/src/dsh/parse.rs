@@ -91,7 +91,7 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
         None | Some(Value::Null) => State::default(),
         Some(value) => serde_json::from_value(value).unwrap_or_else(|e| {
             warnings.push(Warning {
-                line: input.first_line,
+                line: input.records.first_ordinal(),
                 message: format!("parse state unreadable ({e}); starting without it"),
             });
             State::default()
@@ -104,12 +104,8 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
         warnings,
         source: input.source,
     };
-    for (i, raw) in input.bytes.split(|&b| b == b'\n').enumerate() {
-        let line_no = input.first_line + i as u64;
-        if raw.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        p.line(line_no, raw);
+    for record in input.records.iter() {
+        p.line(record.pos.ordinal(), record.bytes);
     }
     let session = p.session();
     let state = serde_json::to_value(&p.state).expect("the parse state always serializes");

@@ -22,7 +22,8 @@
 //!   with `ignorable: true`, which dsh keeps and never sends to the model.
 //!
 //! The render streams: records are written as they come, in frames of up
-//! to [`FRAME_PLAINTEXT`]; only the assistant reply being assembled (its
+//! to [`FRAME_PLAINTEXT`] (the sink compresses each into one checksummed
+//! zstd frame); only the assistant reply being assembled (its
 //! thinking, text and tool calls become one `assistant/message`) is held.
 
 use std::collections::HashSet;
@@ -32,10 +33,13 @@ use git_session_schema::{Agent, Event, kinds};
 use serde_json::{Map, Value, json};
 
 use super::NATIVE_KEY;
-use super::frames::{FRAME_PLAINTEXT, encode_frame};
 use super::parse::unix_ms;
 use super::wire;
 use crate::{ChangeSet, FileSink, RenderError, RenderHead};
+
+/// Largest plaintext render puts in one frame. dsh's own batches are 88 B
+/// to 8 KB; any size works, and a line never spans two frames.
+pub const FRAME_PLAINTEXT: usize = 64 * 1024;
 
 /// The system prompt of a session git-session writes for dsh. dsh sends it
 /// as the request's `system` and adds its own prompt in the history.
@@ -45,36 +49,6 @@ const SYSTEM_PROMPT: &str = "You are a coding agent. This session was written by
 /// dsh requires both, and these are the ones it was observed to replay.
 const PROVIDER: &str = "deepseek-official";
 const MODEL: &str = "deepseek-flash";
-
-/// dsh's tools (0.2.1-rc.2, the `request/header` of a real session), for
-/// the loss report on calls it does not have.
-const DSH_TOOLS: [&str; 25] = [
-    "bash",
-    "create_goal",
-    "edit",
-    "exit_plan_mode",
-    "get_goal",
-    "glob",
-    "grep",
-    "interrupt_agent",
-    "job_kill",
-    "job_list",
-    "job_output",
-    "list_agents",
-    "read",
-    "read_image",
-    "send_message",
-    "skill",
-    "subagent",
-    "subagent_fork",
-    "todo_write",
-    "update_goal",
-    "web_fetch",
-    "web_search",
-    "workflow",
-    "working_directory",
-    "write",
-];
 
 /// Returns the store-root-relative path of a session's log.
 pub fn log_path(native_id: &str, cwd: &str) -> PathBuf {
@@ -345,7 +319,8 @@ impl Writer<'_, '_> {
         line.push(b'\n');
         self.begin()?;
         // Frame 0 is the header line alone: dsh lists sessions from it.
-        self.write(&encode_frame(&line))?;
+        self.write(&line)?;
+        self.out.end_frame().map_err(RenderError::Sink)?;
         self.header_done = true;
         Ok(())
     }
@@ -438,7 +413,7 @@ impl Writer<'_, '_> {
             let args = json!({"command": cmd, "description": format!("{name} call")});
             return ("bash".into(), args.to_string());
         }
-        if !DSH_TOOLS.contains(&name) {
+        if !super::SPEC.has_tool(name) {
             self.losses.push(format!(
                 "tool-unmapped: dsh has no tool {name:?}; the call is written under its own name"
             ));
@@ -681,15 +656,17 @@ impl Writer<'_, '_> {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let frame = encode_frame(&self.buf);
+        let buf = std::mem::take(&mut self.buf);
+        self.write(&buf)?;
+        self.buf = buf;
         self.buf.clear();
-        self.write(&frame)
+        self.out.end_frame().map_err(RenderError::Sink)
     }
 
     fn begin(&mut self) -> Result<(), RenderError> {
         if !self.begun {
             let path = log_path(self.head.native_id, self.head.cwd);
-            self.out.begin(&path).map_err(RenderError::Sink)?;
+            self.out.begin_framed(&path).map_err(RenderError::Sink)?;
             self.begun = true;
         }
         Ok(())

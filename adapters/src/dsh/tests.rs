@@ -39,11 +39,11 @@ fn logs(case: &str) -> Vec<(String, Vec<u8>)> {
 
 fn parse_bytes(bytes: &[u8], first_line: u64, next_seq: u64, state: Option<Value>) -> Parsed {
     Dsh.parse(ParseInput {
-        bytes,
-        first_line,
+        records: crate::Records::lines(bytes, first_line, 0),
         next_seq,
         state,
         source: "test.jsonl",
+        session: None,
         sidecar: None,
     })
 }
@@ -213,6 +213,7 @@ fn header(agent: Agent, id: &str) -> SessionHeader {
     h
 }
 
+/// Renders in memory; returns the change set, the plain log and its path.
 fn render(events: &[Event], native_id: &str, cwd: &str) -> (ChangeSet, Vec<u8>, PathBuf) {
     let h = header(Agent::Dsh, "s-1");
     let changes = Dsh
@@ -227,27 +228,22 @@ fn render(events: &[Event], native_id: &str, cwd: &str) -> (ChangeSet, Vec<u8>, 
         .unwrap();
     assert_eq!(changes.files.len(), 1);
     let file = &changes.files[0];
-    (changes.clone(), file.bytes.clone(), file.path.clone())
-}
-
-/// Returns the records of a rendered log, checking the frame layout.
-fn records(bytes: &[u8]) -> Vec<Value> {
-    let plain = zstd::decode_all(bytes).unwrap();
-    // Frame 0 is the header line alone.
-    let first_len = {
-        let mut dec = zstd::stream::read::Decoder::new(bytes)
-            .unwrap()
-            .single_frame();
-        let mut out = Vec::new();
-        std::io::Read::read_to_end(&mut dec, &mut out).unwrap();
-        out.len()
-    };
-    let first_nl = plain.iter().position(|&b| b == b'\n').unwrap();
+    // A framed file whose frame 0 is the header line alone.
+    let ends = file.frames.as_ref().expect("a framed file");
+    let first_nl = file.bytes.iter().position(|&b| b == b'\n').unwrap();
     assert_eq!(
-        first_len,
+        ends[0],
         first_nl + 1,
         "frame 0 holds exactly the header line"
     );
+    for end in ends {
+        assert_eq!(file.bytes[end - 1], b'\n', "a line never spans frames");
+    }
+    (changes.clone(), file.bytes.clone(), file.path.clone())
+}
+
+/// Returns the records of a rendered (plain) log.
+fn records(plain: &[u8]) -> Vec<Value> {
     plain
         .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
@@ -282,7 +278,7 @@ fn native_logs_render_back_record_for_record() {
                 ))
             );
             // Parsing the render gives the same events again.
-            let again = parse_bytes(&zstd::decode_all(&out[..]).unwrap(), 0, 0, None);
+            let again = parse_bytes(&out, 0, 0, None);
             assert_eq!(again.events.len(), parsed.events.len());
         }
     }
@@ -512,7 +508,7 @@ fn foreign_sessions_become_logs_dsh_accepts() {
             .contains("dsh headless --session-id session-new")
     );
     // Parsed back, the conversation is the same.
-    let back = parse_bytes(&zstd::decode_all(&out[..]).unwrap(), 0, 0, None);
+    let back = parse_bytes(&out, 0, 0, None);
     assert!(back.warnings.is_empty(), "{:?}", back.warnings);
     let users: Vec<&Value> = back
         .events

@@ -1,0 +1,167 @@
+//! The one list of agents and what each declares.
+//!
+//! Everything agent-specific that the root crate needs comes from here: the
+//! names the command line accepts (`--agent`, `--to`, `--for`), where an
+//! agent keeps its store and which environment variables move it, which
+//! sources to read ([`crate::source::Source`]), the native tool vocabulary,
+//! the tokenizer family, and the resume command to print. Adding an agent is
+//! its folder under `adapters/src/` and one line in [`ADAPTERS`].
+
+use git_session_schema::Agent;
+
+use crate::Adapter;
+use crate::source::Source;
+
+/// Every agent with an adapter, in the order they are documented and
+/// listed in help texts. Adding an agent adds one line here.
+pub static ADAPTERS: &[&dyn Adapter] = &[
+    &crate::claude::Claude,
+    &crate::codex::Codex,
+    &crate::dsh::Dsh,
+];
+
+/// Declares what an agent is, in data: the registry's row for it.
+#[derive(Debug)]
+pub struct AgentSpec {
+    /// The agent (its id is the name the command line accepts).
+    pub agent: Agent,
+    /// The product name for messages, e.g. "Claude Code".
+    pub display: &'static str,
+    /// Environment variables that move the store, for help and `doctor`
+    /// (the adapter's [`Adapter::store_root`] applies them).
+    pub env: &'static [&'static str],
+    /// The default store location, relative to the home directory, for
+    /// help and `doctor` (e.g. `.claude`).
+    pub default_store: &'static str,
+    /// Where the agent's sessions live under the store root.
+    pub sources: &'static [Source],
+    /// The native tool names by kind. The first name of a kind is the one a
+    /// render uses when it maps a foreign call of that kind.
+    pub tools: &'static [(ToolKind, &'static str)],
+    /// Which tokenizer budgets context for this agent.
+    pub tokenizer: TokenizerFamily,
+    /// The command that resumes a native session, `{id}` standing for the
+    /// native session id (e.g. `claude --resume {id}`).
+    pub resume: &'static str,
+}
+
+impl AgentSpec {
+    /// Returns the agent's command-line name.
+    pub fn name(&self) -> &str {
+        self.agent.as_str()
+    }
+
+    /// Returns the resume command for native session `id`.
+    pub fn resume_command(&self, id: &str) -> String {
+        self.resume.replace("{id}", id)
+    }
+
+    /// Returns the kind of the native tool `name`, [`ToolKind::Other`] when
+    /// the agent has no tool of that name.
+    pub fn tool_kind(&self, name: &str) -> ToolKind {
+        self.tools
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map_or(ToolKind::Other, |(k, _)| *k)
+    }
+
+    /// Returns whether the agent has a tool named `name`.
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.tools.iter().any(|(_, n)| *n == name)
+    }
+
+    /// Returns the agent's own tool for `kind`, if it has one.
+    pub fn tool_for(&self, kind: ToolKind) -> Option<&'static str> {
+        self.tools.iter().find(|(k, _)| *k == kind).map(|(_, n)| *n)
+    }
+}
+
+/// Says what a native tool does, across agents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ToolKind {
+    /// Runs a shell command.
+    Shell,
+    /// Reads a file.
+    Read,
+    /// Writes a whole file.
+    Write,
+    /// Edits or patches a file.
+    Edit,
+    /// Searches files or names (grep, glob, ls).
+    Search,
+    /// Fetches or searches the web.
+    Web,
+    /// Starts a sub-agent.
+    SubAgent,
+    /// Keeps a todo list.
+    Todo,
+    /// Anything else.
+    Other,
+}
+
+/// Names the tokenizer family that budgets context for an agent; the names
+/// are the compiler's `Tokenizer` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TokenizerFamily {
+    /// OpenAI `o200k_base`, exact for the models Codex runs.
+    O200kBase,
+    /// A conservative estimate for models whose tokenizer is not public.
+    ClaudeEstimate,
+}
+
+impl TokenizerFamily {
+    /// Returns the compiler's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TokenizerFamily::O200kBase => "o200k_base",
+            TokenizerFamily::ClaudeEstimate => "claude_estimate",
+        }
+    }
+}
+
+/// Returns the adapter for `agent`, or `None` for agents without one yet.
+pub fn adapter(agent: &Agent) -> Option<&'static dyn Adapter> {
+    ADAPTERS.iter().copied().find(|a| a.spec().agent == *agent)
+}
+
+/// Returns the adapter whose command-line name is `name`.
+pub fn by_name(name: &str) -> Option<&'static dyn Adapter> {
+    ADAPTERS.iter().copied().find(|a| a.spec().name() == name)
+}
+
+/// Returns the command-line names of every agent with an adapter.
+pub fn names() -> Vec<&'static str> {
+    ADAPTERS.iter().map(|a| a.spec().agent.as_str()).collect()
+}
+
+/// Returns what the tool `name` does in whichever agent has it (the first
+/// agent in [`ADAPTERS`] that knows the name), for foreign tool calls.
+pub fn tool_kind_anywhere(name: &str) -> ToolKind {
+    ADAPTERS
+        .iter()
+        .map(|a| a.spec().tool_kind(name))
+        .find(|k| *k != ToolKind::Other)
+        .unwrap_or(ToolKind::Other)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_adapter_is_listed_once_under_its_agent() {
+        let names = names();
+        let mut sorted = names.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len(), "duplicate agent in the registry");
+        for a in ADAPTERS {
+            assert_eq!(a.agent(), a.spec().agent);
+            assert!(adapter(&a.agent()).is_some());
+            assert!(by_name(a.spec().name()).is_some());
+            assert!(!a.spec().sources.is_empty(), "{} reads nothing", a.agent());
+            assert!(a.spec().resume.contains("{id}"));
+        }
+        assert!(by_name("foo").is_none());
+    }
+}
