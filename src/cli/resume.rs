@@ -64,6 +64,9 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     for skipped in &outcome.skipped_rows {
         status(format!("warning: {skipped}"));
     }
+    for notice in &outcome.notices {
+        status(format!("note: {notice}"));
+    }
     status("Continue with:");
     writeln!(
         out,
@@ -74,13 +77,4 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     Ok(())
 }
 
-pub(crate) fn shell_quote(text: &str) -> String {
-    if text
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b))
-    {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
-}
+pub(crate) use crate::ops::shell_quote;

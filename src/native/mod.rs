@@ -9,7 +9,7 @@
 //! * one reader per source kind yields complete records with their native
 //!   positions and a new cursor: [`jsonl`] (byte offsets, complete lines
 //!   only), `zstd` (frame by frame, checksum-verified, a torn last frame
-//!   left for the next capture) and `sqlite` (read-only, one snapshot,
+//!   left for the next capture: [`zstd`]) and `sqlite` (read-only, one snapshot,
 //!   incremental by row id or column, rows grouped by session);
 //! * [`cursor`] keeps how far each source was read, as local rebuildable
 //!   state (an unchanged source costs one `stat`);
@@ -22,10 +22,13 @@
 
 pub mod cursor;
 pub mod jsonl;
+pub mod zstd;
 
 use std::path::{Path, PathBuf};
 
-use git_session_adapters::Adapter;
+use git_session_adapters::{Adapter, Source};
+
+use jsonl::{JsonlReader, RecordReader};
 
 /// Says why a native source could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -92,4 +95,48 @@ pub fn discover(adapter: &dyn Adapter, root: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// Says how a source file is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// Newline-delimited JSON.
+    Jsonl,
+    /// Concatenated zstd frames of JSONL.
+    Zstd,
+}
+
+/// Returns how the adapter's source file `rel` is read: the kind of the
+/// first declared source whose globs match it (JSONL when none does, the
+/// case of an adapter that overrides [`Adapter::is_session_file`]).
+pub fn file_kind(adapter: &dyn Adapter, rel: &Path) -> FileKind {
+    let text = rel.to_string_lossy().replace('\\', "/");
+    for source in adapter.spec().sources {
+        if source
+            .globs()
+            .iter()
+            .any(|g| git_session_adapters::source::glob_match(g, &text))
+        {
+            return match source {
+                Source::ZstdJsonl { .. } => FileKind::Zstd,
+                _ => FileKind::Jsonl,
+            };
+        }
+    }
+    FileKind::Jsonl
+}
+
+/// Opens the reader for a source file at a cursor (`frames` is ignored for
+/// JSONL).
+pub fn open_reader(
+    kind: FileKind,
+    path: &Path,
+    offset: u64,
+    frames: u64,
+    lines: u64,
+) -> NativeResult<Box<dyn RecordReader>> {
+    Ok(match kind {
+        FileKind::Jsonl => Box::new(JsonlReader::open(path, offset, lines)?),
+        FileKind::Zstd => Box::new(zstd::ZstdReader::open(path, offset, frames, lines)?),
+    })
 }

@@ -21,8 +21,10 @@ use sha2::{Digest, Sha256};
 use super::canonical::commit_info;
 use super::{OpError, OpResult};
 use crate::clock::Clock;
+use crate::native::FileKind;
 use crate::native::cursor::{CursorIndex, FileCursor, tail_hash};
-use crate::native::jsonl::{JsonlReader, RecordReader};
+use crate::native::jsonl::JsonlReader;
+use crate::native::zstd::ZstdReader;
 use crate::store::{BatchSink, SeqMode, Store, StoreError};
 
 /// How much of a new file is read to learn which project it belongs to.
@@ -141,6 +143,7 @@ pub fn capture(
                 agent: &agent,
                 abs: &abs,
                 rel: &rel_text,
+                kind: crate::native::file_kind(adapter, &rel),
                 worktrees: &worktrees,
                 cursors: &mut cursors,
                 report: &mut report,
@@ -197,6 +200,8 @@ struct FileJob<'a> {
     agent: &'a Agent,
     abs: &'a Path,
     rel: &'a str,
+    /// How the file is read (JSONL lines or zstd frames).
+    kind: FileKind,
     worktrees: &'a [PathBuf],
     cursors: &'a mut CursorIndex,
     report: &'a mut CaptureReport,
@@ -206,6 +211,7 @@ struct FileJob<'a> {
 struct Fed {
     offset: u64,
     lines: u64,
+    frames: u64,
     state: Value,
     warnings: Vec<Warning>,
 }
@@ -271,7 +277,12 @@ impl FileJob<'_> {
             let outcome =
                 self.store
                     .append(&id, SeqMode::Exact, &info, |sink: &mut BatchSink<'_>| {
-                        fed = Some(self.feed(sink, c.offset, c.lines, state.clone(), None)?);
+                        fed = Some(self.feed(
+                            sink,
+                            (c.offset, c.frames, c.lines),
+                            state.clone(),
+                            None,
+                        )?);
                         Ok::<_, OpError>(())
                     })?;
             (outcome, fed)
@@ -293,7 +304,7 @@ impl FileJob<'_> {
             let outcome =
                 self.store
                     .append(&id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
-                        fed = Some(self.feed(sink, 0, 0, None, Some(&known))?);
+                        fed = Some(self.feed(sink, (0, 0, 0), None, Some(&known))?);
                         Ok::<_, OpError>(())
                     })?;
             (outcome, fed)
@@ -312,7 +323,7 @@ impl FileJob<'_> {
                 SeqMode::Exact,
                 &info,
                 |sink: &mut BatchSink<'_>| {
-                    fed = Some(self.feed(sink, 0, 0, None, None)?);
+                    fed = Some(self.feed(sink, (0, 0, 0), None, None)?);
                     Ok::<_, OpError>(())
                 },
             )?;
@@ -334,7 +345,7 @@ impl FileJob<'_> {
                 mtime_ns,
                 offset: fed.offset,
                 lines: fed.lines,
-                frames: 0,
+                frames: fed.frames,
                 tail: tail_hash(self.abs, fed.offset)?,
                 session: Some(id.to_string()),
                 events: outcome.events,
@@ -360,7 +371,8 @@ impl FileJob<'_> {
     /// Decides from the head of a new file whether it ran in this
     /// repository, and if so returns its canonical id.
     fn identify(&self, size: u64) -> OpResult<Option<SessionId>> {
-        let Some(session) = self.peek(size)? else {
+        let (session, refused) = self.peek_facts(size)?;
+        let Some(session) = session else {
             return Ok(None);
         };
         let inside = session
@@ -369,6 +381,14 @@ impl FileJob<'_> {
             .is_some_and(|cwd| self.worktrees.iter().any(|w| Path::new(cwd).starts_with(w)));
         if !inside {
             return Ok(None);
+        }
+        // A session of this repository that this build cannot read is
+        // skipped with the adapter's reason, never read half-way.
+        if let Some(reason) = refused {
+            return Err(OpError::Conflict {
+                message: reason,
+                hint: None,
+            });
         }
         let native = session.native_id.clone().unwrap_or_else(|| {
             Path::new(self.rel)
@@ -381,16 +401,42 @@ impl FileJob<'_> {
 
     /// Parses the first complete lines of the file for its session facts.
     fn peek(&self, size: u64) -> OpResult<Option<NativeSession>> {
-        let buf = JsonlReader::head(self.abs, size.min(PEEK_BYTES))?;
-        if buf.is_empty() {
-            return Ok(None);
-        }
+        Ok(self.peek_facts(size)?.0)
+    }
+
+    /// Parses the first complete records of the file (the first frame of a
+    /// framed file) for its session facts, and says whether the adapter
+    /// refuses the file.
+    fn peek_facts(&self, size: u64) -> OpResult<(Option<NativeSession>, Option<String>)> {
+        let frames;
+        let buf;
+        let records = match self.kind {
+            FileKind::Jsonl => {
+                buf = JsonlReader::head(self.abs, size.min(PEEK_BYTES))?;
+                if buf.is_empty() {
+                    return Ok((None, None));
+                }
+                Records::lines(&buf, 0, 0)
+            }
+            FileKind::Zstd => {
+                let Some(bytes) = ZstdReader::head(self.abs)? else {
+                    return Ok((None, None));
+                };
+                frames = [git_session_adapters::source::Frame {
+                    index: 0,
+                    offset: 0,
+                    first_line: 0,
+                    bytes,
+                }];
+                Records::Frames(&frames)
+            }
+        };
         let sidecar = self
             .adapter
             .sidecar(Path::new(self.rel))
             .and_then(|rel| std::fs::read(self.root.join(rel)).ok());
         let parsed = self.adapter.parse(ParseInput {
-            records: Records::lines(&buf, 0, 0),
+            records,
             next_seq: 0,
             state: None,
             source: self.rel,
@@ -398,7 +444,10 @@ impl FileJob<'_> {
             sidecar: sidecar.as_deref(),
         });
         let s = parsed.session;
-        Ok((s.cwd.is_some() || s.native_id.is_some()).then_some(s))
+        Ok((
+            (s.cwd.is_some() || s.native_id.is_some()).then_some(s),
+            parsed.refused,
+        ))
     }
 
     fn header(&self, id: &SessionId, session: &NativeSession) -> SessionHeader {
@@ -443,8 +492,7 @@ impl FileJob<'_> {
     fn feed(
         &self,
         sink: &mut BatchSink<'_>,
-        offset: u64,
-        first_line: u64,
+        (offset, first_frame, first_line): (u64, u64, u64),
         state: Option<Value>,
         skip: Option<&HashSet<String>>,
     ) -> OpResult<Fed> {
@@ -459,7 +507,9 @@ impl FileJob<'_> {
                 .map(|r| r.get_or_init(crate::redact::Redactor::new)),
             path: self.abs,
             rel: self.rel,
+            kind: self.kind,
             offset,
+            first_frame,
             first_line,
             first_seq,
         };
@@ -487,10 +537,11 @@ impl FileJob<'_> {
             if let Some(e) = failed {
                 return Err(e);
             }
-            let (offset, lines, state) = read?;
+            let (pos, state) = read?;
             Ok(Fed {
-                offset,
-                lines,
+                offset: pos.offset,
+                lines: pos.lines,
+                frames: pos.frames,
                 state,
                 warnings,
             })
@@ -526,7 +577,9 @@ struct BlockReader<'a> {
     redactor: Option<&'a crate::redact::Redactor>,
     path: &'a Path,
     rel: &'a str,
+    kind: FileKind,
     offset: u64,
+    first_frame: u64,
     first_line: u64,
     first_seq: u64,
 }
@@ -539,8 +592,14 @@ impl BlockReader<'_> {
         mut state: Option<Value>,
         tx: std::sync::mpsc::SyncSender<git_session_adapters::Parsed>,
         spent: std::sync::mpsc::Receiver<git_session_adapters::Parsed>,
-    ) -> OpResult<(u64, u64, Value)> {
-        let mut reader = JsonlReader::open(self.path, self.offset, self.first_line)?;
+    ) -> OpResult<(crate::native::jsonl::ReadPosition, Value)> {
+        let mut reader = crate::native::open_reader(
+            self.kind,
+            self.path,
+            self.offset,
+            self.first_frame,
+            self.first_line,
+        )?;
         let mut next_seq = self.first_seq;
         while let Some(records) = reader.next_batch()? {
             let mut parsed = self.adapter.parse(ParseInput {
@@ -551,6 +610,12 @@ impl BlockReader<'_> {
                 session: None,
                 sidecar: None,
             });
+            if let Some(reason) = parsed.refused.take() {
+                return Err(OpError::Conflict {
+                    message: format!("{}: {reason}", self.path.display()),
+                    hint: None,
+                });
+            }
             next_seq += parsed.events.len() as u64;
             if let Some(r) = self.redactor {
                 for event in &mut parsed.events {
@@ -572,8 +637,7 @@ impl BlockReader<'_> {
         for done in spent.iter() {
             drop(done);
         }
-        let pos = reader.position();
-        Ok((pos.offset, pos.lines, state.unwrap_or(Value::Null)))
+        Ok((reader.position(), state.unwrap_or(Value::Null)))
     }
 }
 
@@ -585,7 +649,9 @@ pub(crate) fn native_keys(adapter: &dyn Adapter, path: &Path, rel: &str) -> OpRe
         redactor: None,
         path,
         rel,
+        kind: crate::native::file_kind(adapter, Path::new(rel)),
         offset: 0,
+        first_frame: 0,
         first_line: 0,
         first_seq: 0,
     };

@@ -76,6 +76,18 @@ impl From<crate::native::NativeError> for OpError {
     }
 }
 
+/// Returns `text` as one shell word (single-quoted unless it needs nothing).
+pub fn shell_quote(text: &str) -> String {
+    if text
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b))
+    {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
 /// Shorthand for operation results.
 pub type OpResult<T> = Result<T, OpError>;
 

@@ -52,6 +52,8 @@ pub struct ResumeOutcome {
     pub command: String,
     /// What the target cannot hold.
     pub losses: Vec<String>,
+    /// What the user must know about the target (said once).
+    pub notices: Vec<String>,
     /// Database rows skipped, with the reason (the session still resumes by id).
     pub skipped_rows: Vec<String>,
 }
@@ -129,6 +131,7 @@ pub fn resume(
         cwd,
         command: changes.resume_command.clone(),
         losses: changes.losses.clone(),
+        notices: changes.notices.clone(),
         skipped_rows,
     })
 }
@@ -209,7 +212,7 @@ pub(crate) fn write_native(
         now: &now,
     };
     let mut files = TempFiles::new(target.root);
-    let changes = target
+    let mut changes = target
         .adapter
         .render_to(head, events, &mut files)
         .map_err(|e| OpError::Conflict {
@@ -220,6 +223,15 @@ pub(crate) fn write_native(
             ),
             hint: None,
         })?;
+    // A command that names the store root (an agent that needs its home
+    // in the environment) gets this one.
+    changes.resume_command = changes.resume_command.replace(
+        "{root}",
+        &super::shell_quote(&target.root.to_string_lossy()),
+    );
+    // The agent's own write lock on the session, held while the files go
+    // into place: never write what a running agent owns.
+    let _locks = take_locks(target.root, &changes.locks)?;
     // Bytes can differ while the records are the same (the agent's file
     // and our render of it order keys differently, or lack a field the
     // render adds): the adapter decides whether it is the same session.
@@ -267,6 +279,39 @@ pub(crate) fn write_native(
     })
 }
 
+/// Takes the agent's lock files (exclusive, non-blocking, created when
+/// missing); refuses when the agent holds one. The locks are released
+/// when the returned files are dropped.
+fn take_locks(root: &Path, locks: &[PathBuf]) -> OpResult<Vec<std::fs::File>> {
+    let mut held = Vec::new();
+    for rel in locks {
+        let path = root.join(rel);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(OpError::io(dir))?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(OpError::io(&path))?;
+        match file.try_lock() {
+            Ok(()) => held.push(file),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(OpError::Conflict {
+                    message: format!(
+                        "the agent is running on this session (it holds {}); nothing was written",
+                        path.display()
+                    ),
+                    hint: Some("close the agent, then run the command again".into()),
+                });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(OpError::io(&path)(e)),
+        }
+    }
+    Ok(held)
+}
+
 /// Decodes stored lines one at a time; the first error ends the stream and
 /// is kept for the caller.
 struct StoredEvents<'s> {
@@ -306,6 +351,10 @@ impl Iterator for StoredEvents<'_> {
 struct TempFiles {
     root: PathBuf,
     files: Vec<(PathBuf, tempfile::NamedTempFile)>,
+    /// The plain content of the open frame, while the current file is a
+    /// framed one (`begin_framed`); each closed frame is compressed into
+    /// the temporary file.
+    frame: Option<Vec<u8>>,
     /// Targets whose existing file already holds the session.
     kept: Vec<PathBuf>,
 }
@@ -315,13 +364,30 @@ impl TempFiles {
         TempFiles {
             root: root.to_owned(),
             files: Vec::new(),
+            frame: None,
             kept: Vec::new(),
         }
+    }
+
+    /// Compresses the open frame, if any, into the current file.
+    fn close_frame(&mut self) -> Result<(), String> {
+        let Some(buf) = self.frame.as_mut().filter(|b| !b.is_empty()) else {
+            return Ok(());
+        };
+        let frame = crate::native::zstd::encode_frame(buf);
+        buf.clear();
+        let (path, tmp) = self.files.last_mut().ok_or("write before begin")?;
+        std::io::Write::write_all(tmp, &frame).map_err(|e| format!("{}: {e}", path.display()))
     }
 
     /// Returns the targets that exist with different bytes, each with the
     /// temporary file holding what the render wanted there.
     fn conflicting(&mut self) -> OpResult<Vec<(PathBuf, PathBuf)>> {
+        self.close_frame().map_err(|message| OpError::Conflict {
+            message,
+            hint: None,
+        })?;
+        self.frame = None;
         let mut out = Vec::new();
         for (path, tmp) in &mut self.files {
             if !path.exists() {
@@ -364,6 +430,8 @@ impl TempFiles {
 
 impl FileSink for TempFiles {
     fn begin(&mut self, path: &Path) -> Result<(), String> {
+        self.close_frame()?;
+        self.frame = None;
         let target = self.root.join(path);
         let dir = target.parent().ok_or("a native file needs a directory")?;
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -375,7 +443,21 @@ impl FileSink for TempFiles {
         Ok(())
     }
 
+    fn begin_framed(&mut self, path: &Path) -> Result<(), String> {
+        self.begin(path)?;
+        self.frame = Some(Vec::new());
+        Ok(())
+    }
+
+    fn end_frame(&mut self) -> Result<(), String> {
+        self.close_frame()
+    }
+
     fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
+        if let Some(buf) = &mut self.frame {
+            buf.extend_from_slice(bytes);
+            return Ok(());
+        }
         let (path, tmp) = self.files.last_mut().ok_or("write before begin")?;
         std::io::Write::write_all(tmp, bytes).map_err(|e| format!("{}: {e}", path.display()))
     }

@@ -6,6 +6,7 @@ mod support;
 mod capture;
 mod cli;
 mod concurrency;
+mod dsh;
 mod fork;
 mod handoff;
 mod hooks;

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::support::*;
 
-fn shared_oracle() -> PathBuf {
+pub(crate) fn shared_oracle() -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/oracle");
     assert!(
         dir.join("install-all.sh").is_file(),
@@ -27,7 +27,7 @@ fn shared_oracle() -> PathBuf {
 }
 
 /// Returns the prefix holding the pinned clients, installing them once.
-fn prefix() -> &'static Path {
+pub(crate) fn prefix() -> &'static Path {
     static PREFIX: OnceLock<PathBuf> = OnceLock::new();
     PREFIX.get_or_init(|| {
         let prefix = std::env::var_os("GIT_SESSION_ORACLE_PREFIX")
@@ -45,7 +45,7 @@ fn prefix() -> &'static Path {
         let out = Command::new("bash")
             .arg(shared_oracle().join("install-all.sh"))
             .arg(&prefix)
-            .args(["claude", "codex"])
+            .args(["claude", "codex", "dsh"])
             .output()
             .unwrap();
         assert!(
@@ -60,7 +60,7 @@ fn prefix() -> &'static Path {
 }
 
 /// Runs `<agent>-resume-check.sh` and returns its report.
-fn resume_check(agent: &str, home: &Path, session: &str, project: &Path) -> Value {
+pub(crate) fn resume_check(agent: &str, home: &Path, session: &str, project: &Path) -> Value {
     let out = Command::new("bash")
         .arg(shared_oracle().join(format!("{agent}-resume-check.sh")))
         .arg(home)
@@ -84,7 +84,7 @@ fn resume_check(agent: &str, home: &Path, session: &str, project: &Path) -> Valu
 }
 
 /// Returns the turns of a check, comparable across locations.
-fn turns(report: &Value, roots: &[&Path]) -> Vec<String> {
+pub(crate) fn turns(report: &Value, roots: &[&Path]) -> Vec<String> {
     report["turns"]
         .as_array()
         .expect("a report has turns")

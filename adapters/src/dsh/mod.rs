@@ -128,7 +128,8 @@ pub static SPEC: AgentSpec = AgentSpec {
         (ToolKind::Other, "working_directory"),
     ],
     tokenizer: TokenizerFamily::ClaudeEstimate,
-    resume: "dsh headless --session-id {id} \"<prompt>\"  (interactive: dsh tui --resume {id})",
+    // dsh refuses to start without DSH_HOME; `{root}` is the store root.
+    resume: "DSH_HOME={root} dsh headless --session-id {id} \"<prompt>\"  (interactive: DSH_HOME={root} dsh tui --resume {id})",
 };
 
 impl Adapter for Dsh {

@@ -15,6 +15,7 @@
 //! duplicates.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use git_session_schema::{Agent, Event, Level, Origin, kinds};
 use serde::{Deserialize, Serialize};
@@ -78,6 +79,8 @@ impl From<&Header> for HeaderFacts {
 
 struct Parser<'a> {
     state: State,
+    /// Why this build cannot read the log, once known.
+    refused: Option<String>,
     next_seq: u64,
     events: Vec<Event>,
     warnings: Vec<Warning>,
@@ -99,6 +102,7 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
     };
     let mut p = Parser {
         state,
+        refused: None,
         next_seq: input.next_seq,
         events: Vec::new(),
         warnings,
@@ -106,6 +110,9 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
     };
     for record in input.records.iter() {
         p.line(record.pos.ordinal(), record.bytes);
+        if p.refused.is_some() {
+            break;
+        }
     }
     let session = p.session();
     let state = serde_json::to_value(&p.state).expect("the parse state always serializes");
@@ -114,6 +121,7 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
         events: p.events,
         warnings: p.warnings,
         state,
+        refused: p.refused,
         ..Default::default()
     }
 }
@@ -265,7 +273,22 @@ impl Parser<'_> {
     }
 
     fn header(&mut self, line_no: u64, raw: &[u8], record: Map<String, Value>) {
-        match wire::check_header(raw) {
+        // The file name states the generation too, and dsh refuses a log
+        // whose name and header disagree.
+        let named = Path::new(self.source)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(wire::log_name);
+        let checked = wire::check_header(raw).and_then(|h| match named {
+            Some(wire::LogName::Log { version, .. }) if version != h.version => {
+                Err(wire::HeaderError::Generation {
+                    named: version,
+                    header: h.version,
+                })
+            }
+            _ => Ok(h),
+        });
+        match checked {
             Ok(h) => {
                 self.state.last_time = h.created_at;
                 self.state.header = Some(HeaderFacts::from(&h));
@@ -297,7 +320,18 @@ impl Parser<'_> {
                     payload,
                 );
             }
-            Err(e) => self.unparsed(line_no, raw, e.to_string()),
+            Err(e) => {
+                // Facts still count, so capture can tell whether the log
+                // belongs to this repository before refusing it.
+                let str_of = |k: &str| record.get(k).and_then(Value::as_str).map(str::to_owned);
+                self.state.header = Some(HeaderFacts {
+                    id: str_of("id").unwrap_or_default(),
+                    cwd: str_of("cwd"),
+                    ..HeaderFacts::default()
+                });
+                self.warn(line_no, e.to_string());
+                self.refused = Some(format!("dsh session log refused: {e}"));
+            }
         }
     }
 

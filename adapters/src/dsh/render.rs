@@ -59,10 +59,11 @@ pub fn log_path(native_id: &str, cwd: &str) -> PathBuf {
 }
 
 /// Returns the commands that resume a session with dsh.
+///
+/// `{root}` stands for the store root, which dsh needs as `DSH_HOME`; the
+/// root crate fills it in.
 pub fn resume_command(native_id: &str) -> String {
-    format!(
-        "dsh headless --session-id {native_id} \"<prompt>\"  (interactive: dsh tui --resume {native_id})"
-    )
+    super::SPEC.resume_command(native_id)
 }
 
 /// Says what dsh does with a session it resumes (gotcha 4).
@@ -103,6 +104,7 @@ pub(super) fn render(
         draft: None,
         open_calls: Vec::new(),
         turn_call_ids: HashSet::new(),
+        renamed_from: None,
         foreign: 0,
         unmapped: 0,
         losses: Vec::new(),
@@ -145,6 +147,8 @@ struct Writer<'a, 'o> {
     open_calls: Vec<String>,
     /// Call ids used in the open turn (dsh wants them unique per turn).
     turn_call_ids: HashSet<String>,
+    /// The captured id, when the log is written under another one (a fork).
+    renamed_from: Option<String>,
     /// Events from other agents written.
     foreign: u64,
     /// Events from other agents with no dsh record.
@@ -181,6 +185,11 @@ impl Writer<'_, '_> {
                 // A later header (a parent's, in a canonical fork) is not a record.
                 return Ok(());
             }
+            self.renamed_from = record
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|id| *id != self.head.native_id)
+                .map(str::to_owned);
             return self.header(Some(record));
         }
         self.ensure_header()?;
@@ -211,6 +220,9 @@ impl Writer<'_, '_> {
             self.losses.push(format!(
                 "event-unmapped: seq {seq}: dsh record type {kind:?} is unknown to dsh 0.2.1, written with ignorable: true"
             ));
+        }
+        if let Some(old) = &self.renamed_from {
+            rename_session(&kind, &mut record, old, self.head.native_id);
         }
         self.track(&kind, &record);
         if let Some(t) = record.get("time").and_then(Value::as_u64) {
@@ -702,11 +714,35 @@ impl Writer<'_, '_> {
             ));
         }
         self.cut()?;
+        let lock = log_path(self.head.native_id, self.head.cwd).with_file_name(wire::LOCK_FILE);
         Ok(ChangeSet {
             resume_command: resume_command(self.head.native_id),
             losses: self.losses,
+            notices: vec![PRIVACY_NOTE.to_owned()],
+            locks: vec![lock],
             ..Default::default()
         })
+    }
+}
+
+/// Points the records that name their own session at its new id, for a
+/// log written under another id than it was captured with.
+///
+/// dsh refuses a log whose `delivery-accepted` receipt names another
+/// session ("current-generation delivery marker names the wrong Session",
+/// observed on a `--fork` copy); receipts naming a *parent* (inherited by a
+/// seeded fork) are left alone, as dsh writes them. Jobs name their owner
+/// the same way.
+fn rename_session(kind: &str, record: &mut Map<String, Value>, old: &str, new: &str) {
+    let key = match kind {
+        "session-log-deepseek/delivery-accepted" => "sessionId",
+        "job/registered" | "job/settled" => "owner",
+        _ => return,
+    };
+    if let Some(v) = record.get_mut("data").and_then(|d| d.get_mut(key))
+        && v == old
+    {
+        *v = Value::String(new.to_owned());
     }
 }
 

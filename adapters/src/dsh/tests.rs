@@ -528,6 +528,29 @@ fn foreign_sessions_become_logs_dsh_accepts() {
 }
 
 #[test]
+fn a_log_written_under_a_new_id_names_itself_in_its_receipts() {
+    let (_, bytes) = logs_of("01-roundtrip", "afae3098");
+    let events = parse_bytes(&bytes, 0, 0, None).events;
+    let (_, out, path) = render(&events, "fork-1", "/p");
+    assert!(path.to_string_lossy().contains("/fork-1/"));
+    let recs = records(&out);
+    assert_eq!(recs[0]["id"], "fork-1");
+    let receipts: Vec<&Value> = recs
+        .iter()
+        .filter(|r| r["type"] == "session-log-deepseek/delivery-accepted")
+        .map(|r| &r["data"]["sessionId"])
+        .collect();
+    assert_eq!(receipts.len(), 3);
+    assert!(receipts.iter().all(|id| *id == "fork-1"), "{receipts:?}");
+    // A seeded fork's inherited receipts name its parent and stay so.
+    let (_, child) = logs_of("05-fork", "6ee32dd4");
+    let events = parse_bytes(&child, 0, 0, None).events;
+    let (_, out, _) = render(&events, "6ee32dd4-c950-4642-b03c-e0afa213a72f", "/p");
+    let original: Vec<Value> = records(&child);
+    assert_eq!(records(&out)[1..], original[1..]);
+}
+
+#[test]
 fn foreign_events_continue_a_native_log() {
     let (_, bytes) = logs_of("01-roundtrip", "afae3098");
     let mut events = parse_bytes(&bytes, 0, 0, None).events;
@@ -629,24 +652,50 @@ fn render_err(events: &[Event]) -> RenderError {
 #[test]
 fn newer_and_older_headers_are_refused_with_a_direction() {
     let p = parse_bytes(
-        b"{\"type\":\"session\",\"version\":5,\"id\":\"s\"}\n",
+        b"{\"type\":\"session\",\"version\":5,\"id\":\"s\",\"cwd\":\"/p\"}\n{\"type\":\"x\"}\n",
         0,
         0,
         None,
     );
-    assert!(
-        p.warnings[0].message.contains("upgrade"),
-        "{:?}",
-        p.warnings
-    );
-    assert_eq!(p.session, crate::NativeSession::default());
+    let refused = p.refused.expect("a newer version is refused");
+    assert!(refused.contains("upgrade"), "{refused}");
+    assert!(p.events.is_empty());
+    // The facts still say where it ran, so capture can tell whose it is.
+    assert_eq!(p.session.cwd.as_deref(), Some("/p"));
     let p = parse_bytes(
         b"{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":1}\n",
         0,
         0,
         None,
     );
-    assert!(p.warnings[0].message.contains("no upgrade path"));
+    assert!(p.refused.unwrap().contains("no upgrade path"));
+}
+
+#[test]
+fn a_file_name_that_contradicts_the_header_is_refused() {
+    let header = b"{\"type\":\"session\",\"version\":4,\"id\":\"s\",\"createdAt\":1,\"cwd\":\"/p\",\"isSeeded\":false,\"delegationDepth\":0}\n";
+    let p = Dsh.parse(ParseInput {
+        records: crate::Records::lines(header, 0, 0),
+        next_seq: 0,
+        state: None,
+        source: "sessions/--p--/s/session.jsonl.zstd",
+        session: None,
+        sidecar: None,
+    });
+    let refused = p.refused.unwrap();
+    assert!(
+        refused.contains("filename identifies v0, but its header identifies v4"),
+        "{refused}"
+    );
+    let ok = Dsh.parse(ParseInput {
+        records: crate::Records::lines(header, 0, 0),
+        next_seq: 0,
+        state: None,
+        source: "sessions/--p--/s/session.v4.jsonl.zstd",
+        session: None,
+        sidecar: None,
+    });
+    assert!(ok.refused.is_none());
 }
 
 #[test]

@@ -178,6 +178,16 @@ pub enum HeaderError {
     /// Not a JSON object with `"type": "session"` and a numeric version.
     #[error("not a session header: {0}")]
     Malformed(String),
+    /// The file name states another generation than the header (dsh:
+    /// "session generation filename identifies vN, but its header
+    /// identifies vM").
+    #[error("session generation filename identifies v{named}, but its header identifies v{header}")]
+    Generation {
+        /// The generation the file name states.
+        named: u64,
+        /// The header's version.
+        header: u64,
+    },
     /// Written by a newer dsh.
     #[error(
         "session format v{0} was written by a newer DeepSeek Harness than this build reads (v4); upgrade git-session"
