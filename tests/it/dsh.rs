@@ -397,3 +397,107 @@ fn malformed_dsh_logs_are_captured_as_dsh_reads_them() {
     assert!(stderr.contains("upgrade"), "{stderr}");
     assert!(stderr.contains("hc-v0-name"), "{stderr}");
 }
+
+/// Writes a log of `frames` (each a list of record lines) for the
+/// authentic sample's records, moved into `cwd`; returns the path, the
+/// offsets of the frames, and all records.
+fn authentic_records(cwd: &Path) -> (String, Vec<String>) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/dsh/01-roundtrip/native");
+    let (_, plain) = logs_under(&fixture).remove(0);
+    let text = String::from_utf8(plain).unwrap();
+    let (head, rest) = text.split_once('\n').unwrap();
+    let header: Value = serde_json::from_str(head).unwrap();
+    let old = header["cwd"].as_str().unwrap();
+    let new = cwd.to_string_lossy();
+    let id = header["id"].as_str().unwrap().to_owned();
+    let mut lines = vec![head.replace(old, &new)];
+    lines.extend(rest.lines().map(|l| l.replace(old, &new)));
+    (id, lines)
+}
+
+fn frames_of(groups: &[&[String]]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for g in groups {
+        let mut plain = String::new();
+        for l in *g {
+            plain.push_str(l);
+            plain.push('\n');
+        }
+        out.extend(encode_frame(plain.as_bytes()));
+    }
+    out
+}
+
+#[test]
+fn dsh_capture_is_incremental_by_frame_and_survives_crash_repair() {
+    let repo = Repo::new();
+    let home = repo.outside("dsh-home");
+    let (id, lines) = authentic_records(&repo.root);
+    let dir = home
+        .join(".dsh/sessions")
+        .join(wire::project_dir(Some(&repo.root.to_string_lossy())))
+        .join(wire::encode_segment(&id));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join(wire::LOG_FILE);
+    let import = || repo.ok(&["import", "--agent", "dsh", "--home", home.to_str().unwrap()]);
+    let (head, a, b) = (&lines[..1], &lines[1..15], &lines[15..]);
+
+    std::fs::write(&log, frames_of(&[head, a])).unwrap();
+    import();
+    let first = repo.events(&id).len();
+    // A frame being written (torn) waits; once complete it is read.
+    let whole = frames_of(&[head, a, b]);
+    let torn_at = frames_of(&[head, a]).len() + 7;
+    std::fs::write(&log, &whole[..torn_at]).unwrap();
+    assert!(!import().contains(&id), "a torn frame gave events");
+    assert_eq!(repo.events(&id).len(), first);
+    std::fs::write(&log, &whole).unwrap();
+    assert!(import().contains(&id));
+    let all = repo.events(&id);
+    assert!(all.len() > first);
+
+    // dsh's crash repair: the last frame is cut off at its first byte and
+    // its records written again in a new frame, with closers after them.
+    let mut repaired_tail = b.to_vec();
+    let last_seq = b.len() as u64 + 13;
+    repaired_tail.push(format!(
+        "{{\"type\":\"session/end-seed\",\"seq\":{},\"time\":1795939070700,\"data\":{{}}}}",
+        last_seq + 1
+    ));
+    std::fs::write(&log, frames_of(&[head, a, &repaired_tail])).unwrap();
+    import();
+    let after = repo.events(&id);
+    assert_eq!(after.len(), all.len() + 1, "records are not captured twice");
+    let ids: Vec<&str> = after
+        .iter()
+        .filter_map(|e| e["origin"]["native_id"].as_str())
+        .collect();
+    let unique: std::collections::HashSet<&str> = ids.iter().copied().collect();
+    assert_eq!(unique.len(), ids.len(), "an origin repeats: {ids:?}");
+}
+
+#[test]
+fn dsh_raw_jsonl_logs_are_captured_too() {
+    let repo = Repo::new();
+    let home = repo.outside("dsh-home");
+    let (id, lines) = authentic_records(&repo.root);
+    let dir = home
+        .join(".dsh/sessions")
+        .join(wire::project_dir(Some(&repo.root.to_string_lossy())))
+        .join(wire::encode_segment(&id));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut plain = lines.join("\n");
+    plain.push('\n');
+    // The last line still being written is left for later.
+    plain.push_str("{\"type\":\"step/start\",\"seq\":");
+    std::fs::write(dir.join(wire::RAW_LOG_FILE), plain).unwrap();
+    let out = repo.ok(&["import", "--agent", "dsh", "--home", home.to_str().unwrap()]);
+    assert!(out.contains(&id), "{out}");
+    let events = repo.events(&id);
+    let native: Vec<u64> = events
+        .iter()
+        .filter(|e| e["payload"].get("native").is_some())
+        .filter_map(|e| e["origin"]["native_seq"].as_u64())
+        .collect();
+    assert_eq!(native.len(), lines.len() - 1);
+}
