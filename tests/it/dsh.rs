@@ -501,3 +501,47 @@ fn dsh_raw_jsonl_logs_are_captured_too() {
         .collect();
     assert_eq!(native.len(), lines.len() - 1);
 }
+
+/// A Claude Code session handed to dsh: the log git-session writes from
+/// another agent's events is resumed by the real dsh, three times.
+#[test]
+fn dsh_handoff_from_claude_resumes_three_times() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let fresh = repo.outside("dsh-home");
+    std::fs::create_dir_all(&fresh).unwrap();
+    let out = repo
+        .session()
+        .args([
+            "handoff",
+            "d05046d2-74b1-4451-90dc-37fbd42c25e6",
+            "--to",
+            "dsh",
+            "--home",
+            fresh.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stderr.matches("uploads").count(), 1, "{stderr}");
+    let id = stdout
+        .split_whitespace()
+        .skip_while(|w| *w != "--session-id")
+        .nth(1)
+        .unwrap()
+        .to_owned();
+    let roots = [repo.root.as_path()];
+    let got = checks(&fresh, &id, &repo.root, 3);
+    let first = turns(&got[0], &roots);
+    let said = first.join("\n");
+    assert!(said.contains("Please write hello into note.txt"), "{said}");
+    assert!(
+        said.contains("echo hello > note.txt") && said.contains("bash"),
+        "{said}"
+    );
+    assert!(said.contains("Done: the note was written."), "{said}");
+    for later in &got[1..] {
+        assert!(turns(later, &roots).starts_with(&first));
+    }
+}
