@@ -545,3 +545,29 @@ fn dsh_handoff_from_claude_resumes_three_times() {
         assert!(turns(later, &roots).starts_with(&first));
     }
 }
+
+#[test]
+fn dsh_write_back_waits_for_dsh_to_let_go_of_the_session() {
+    let repo = Repo::new();
+    let home = repo.outside("dsh-home");
+    craft(&home, &repo.root, "hc-locked", &[]);
+    repo.ok(&["import", "--agent", "dsh", "--home", home.to_str().unwrap()]);
+    let fresh = repo.outside("fresh-home");
+    let dir = fresh
+        .join(".dsh/sessions")
+        .join(wire::project_dir(Some(&repo.root.to_string_lossy())))
+        .join("hc-locked");
+    std::fs::create_dir_all(&dir).unwrap();
+    // dsh holds the session's lock while it runs on it.
+    let lock = std::fs::File::create(dir.join(wire::LOCK_FILE)).unwrap();
+    lock.lock().unwrap();
+    let err = repo.fails(
+        &["resume", "hc-locked", "--home", fresh.to_str().unwrap()],
+        1,
+    );
+    assert!(err.contains("is running on this session"), "{err}");
+    assert!(!dir.join(wire::LOG_FILE).exists(), "nothing written");
+    drop(lock);
+    repo.ok(&["resume", "hc-locked", "--home", fresh.to_str().unwrap()]);
+    assert!(dir.join(wire::LOG_FILE).is_file());
+}
