@@ -188,8 +188,28 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
 }
 
 /// Prints a status line on stderr (not data, so never on stdout).
+///
+/// Control characters other than newline and tab are escaped: messages
+/// carry paths and names from agent stores, which are untrusted.
 pub(crate) fn status(message: impl std::fmt::Display) {
-    let _ = writeln!(std::io::stderr().lock(), "{message}");
+    let text = message.to_string();
+    let safe: String = if text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        text.chars()
+            .map(|c| {
+                if c.is_control() && c != '\n' && c != '\t' {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect()
+    } else {
+        text
+    };
+    let _ = writeln!(std::io::stderr().lock(), "{safe}");
 }
 
 /// Formats seconds since the epoch as RFC 3339 UTC.

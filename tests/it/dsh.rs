@@ -571,3 +571,33 @@ fn dsh_write_back_waits_for_dsh_to_let_go_of_the_session() {
     repo.ok(&["resume", "hc-locked", "--home", fresh.to_str().unwrap()]);
     assert!(dir.join(wire::LOG_FILE).is_file());
 }
+
+#[test]
+fn dsh_hostile_records_never_reach_the_terminal_raw() {
+    let repo = Repo::new();
+    let home = repo.outside("dsh-home");
+    let (id, lines) = authentic_records(&repo.root);
+    let dir = home
+        .join(".dsh/sessions")
+        .join(wire::project_dir(Some(&repo.root.to_string_lossy())))
+        .join(wire::encode_segment(&id));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut body = lines[1..].to_vec();
+    body.push(format!(
+        "{{\"type\":\"x\\u001b[2J\",\"seq\":{},\"time\":1,\"data\":{{}},\"\\u001b]0;owned\\u0007\":1}}",
+        body.len()
+    ));
+    std::fs::write(dir.join(wire::LOG_FILE), frames_of(&[&lines[..1], &body])).unwrap();
+    let out = repo
+        .session()
+        .args(["import", "--agent", "dsh", "--home", home.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("unknown to dsh"), "{stderr}");
+    assert!(
+        !stderr.contains('\u{1b}') && !stderr.contains('\u{7}'),
+        "{stderr:?}"
+    );
+}

@@ -256,7 +256,7 @@ impl Parser<'_> {
         {
             self.warn(
                 line_no,
-                format!("record seq {seq} has unexpected field {extra}; dsh refuses such a log"),
+                format!("record seq {seq} has unexpected field {extra:?}; dsh refuses such a log"),
             );
         }
         let ignorable = record.get("ignorable") == Some(&Value::Bool(true));
@@ -298,7 +298,9 @@ impl Parser<'_> {
                 }) {
                     self.warn(
                         line_no,
-                        format!("header has unknown key {extra}; dsh does not list such a session"),
+                        format!(
+                            "header has unknown key {extra:?}; dsh does not list such a session"
+                        ),
                     );
                 }
                 let payload = json!({

@@ -606,7 +606,11 @@ not json at all\n\
             .iter()
             .any(|w| w.contains("seq gap (expected 1, got 2)"))
     );
-    assert!(joined.iter().any(|w| w.contains("unexpected field uuid")));
+    assert!(
+        joined
+            .iter()
+            .any(|w| w.contains("unexpected field \"uuid\""))
+    );
     assert!(joined.iter().any(|w| w.contains("not a JSON object")));
     // Nothing is lost: every line is an event.
     assert_eq!(p.events.len(), 6);
