@@ -1,5 +1,6 @@
 //! Capture and write-back benchmarks on generated native sessions: a
-//! 100k-record Claude Code transcript and a 100k-line Codex rollout.
+//! 100k-record Claude Code transcript, a 100k-line Codex rollout and a
+//! 100k-event DeepSeek Harness log (zstd frames, see `dsh.rs`).
 //! Run with `cargo bench --bench capture` (`--quick` for 20k records).
 //!
 //! The files are made by replicating the records of real sessions in
@@ -13,6 +14,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod dsh;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -85,10 +87,11 @@ fn main() {
     std::fs::create_dir_all(&project).expect("mkdir");
     let file = project.join("d05046d2-74b1-4451-90dc-37fbd42c25e6.jsonl");
     std::fs::write(&file, lines.concat()).expect("write");
+    let mut claude_full = None;
     if generate.is_some() {
         std::fs::write(work_dir.join("claude-extra.jsonl"), extra.concat()).expect("write");
     } else {
-        run_all(
+        claude_full = run_all(
             &repo,
             &home,
             &file,
@@ -97,7 +100,11 @@ fn main() {
             "d05046d2-74b1-4451-90dc-37fbd42c25e6",
             records,
             &work_dir,
-        );
+        )
+        .into();
+    }
+    if generate.is_none() {
+        dsh::bench(&work_dir, manifest, records, claude_full);
     }
 
     // Codex CLI.
@@ -232,16 +239,16 @@ fn run_all(
     id: &str,
     records: usize,
     work: &Path,
-) {
+) -> Duration {
     let size = std::fs::metadata(file).expect("stat").len();
     let home_arg = home.to_str().expect("utf8");
-    let (t, rss) = measure(repo, &["import", "--agent", agent, "--home", home_arg]);
+    let (full, rss) = measure(repo, &["import", "--agent", agent, "--home", home_arg]);
     report(
         &format!(
             "{agent}: import {records} records ({:.0} MB), full",
             size as f64 / 1e6
         ),
-        t,
+        full,
         rss,
     );
     let (t, rss) = measure(repo, &["import", "--agent", agent, "--home", home_arg]);
@@ -275,6 +282,7 @@ fn run_all(
         t,
         rss,
     );
+    full
 }
 
 fn report(name: &str, t: Duration, rss_kib: u64) {
