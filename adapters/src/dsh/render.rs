@@ -103,6 +103,7 @@ pub(super) fn render(
         surface: false,
         draft: None,
         open_calls: Vec::new(),
+        call_seqs: Vec::new(),
         turn_call_ids: HashSet::new(),
         renamed_from: None,
         foreign: 0,
@@ -145,6 +146,8 @@ struct Writer<'a, 'o> {
     draft: Option<Draft>,
     /// Calls with a `tool/call` record and no result yet.
     open_calls: Vec<String>,
+    /// The `tool/call` record seq of each call of the open turn.
+    call_seqs: Vec<(String, u64)>,
     /// Call ids used in the open turn (dsh wants them unique per turn).
     turn_call_ids: HashSet<String>,
     /// The captured id, when the log is written under another one (a fork).
@@ -243,6 +246,7 @@ impl Writer<'_, '_> {
                 self.turn_open = true;
                 self.step = 0;
                 self.turn_call_ids.clear();
+                self.call_seqs.clear();
             }
             "turn/end" => {
                 self.turn_open = false;
@@ -258,6 +262,9 @@ impl Writer<'_, '_> {
             "assistant/message" => self.step_replied = true,
             "tool/call" => {
                 if let Some(id) = data.get("callId").and_then(Value::as_str) {
+                    if let Some(seq) = record.get("seq").and_then(Value::as_u64) {
+                        self.call_seqs.push((id.to_owned(), seq));
+                    }
                     self.open_calls.push(id.to_owned());
                     self.turn_call_ids.insert(id.to_owned());
                 }
@@ -496,6 +503,7 @@ impl Writer<'_, '_> {
         self.step_replied = true;
         for (id, name, arguments) in draft.calls {
             let data = json!({"turn": self.turn, "step": self.step, "callId": id, "name": name, "arguments": arguments});
+            self.call_seqs.push((id.clone(), self.next_seq));
             self.record("tool/call", draft.time, data, None, false)?;
             self.open_calls.push(id);
         }
@@ -533,10 +541,13 @@ impl Writer<'_, '_> {
         Ok(())
     }
 
-    /// The seq of a call's `tool/call` record is not kept; results cite
-    /// nothing then (dsh does not need `sourceEventSeqs`, verified).
-    fn call_record_seq(&self, _id: &str) -> Option<u64> {
-        None
+    /// Returns the seq of a call's `tool/call` record, which its result
+    /// cites in `sourceEventSeqs` (as dsh writes it).
+    fn call_record_seq(&self, id: &str) -> Option<u64> {
+        self.call_seqs
+            .iter()
+            .find(|(c, _)| c == id)
+            .map(|(_, s)| *s)
     }
 
     /// Answers every open call the way dsh's own crash repair does.
@@ -563,6 +574,7 @@ impl Writer<'_, '_> {
         self.turn_open = true;
         self.step = 0;
         self.turn_call_ids.clear();
+        self.call_seqs.clear();
         self.record("turn/start", time, json!({"turn": self.turn}), None, false)?;
         self.open_step(time)?;
         if !self.surface {

@@ -487,6 +487,8 @@ fn foreign_sessions_become_logs_dsh_accepts() {
     let args: Value = serde_json::from_str(reply[2]["arguments"].as_str().unwrap()).unwrap();
     assert_eq!(args["command"], "echo hello > note.txt");
     assert_eq!(recs[6]["data"]["arguments"], reply[2]["arguments"]);
+    // The result cites its tool/call, as dsh writes it.
+    assert_eq!(recs[7]["sourceEventSeqs"], json!([recs[6]["seq"]]));
     // The unanswered call got dsh's own repair result, and it is reported.
     assert_eq!(recs[18]["data"]["error"]["code"], "TOOL_OUTCOME_UNKNOWN");
     assert!(
