@@ -268,8 +268,7 @@ impl Parser<'_> {
                 ),
             );
         }
-        let data = record.get("data").cloned().unwrap_or(Value::Null);
-        self.record(seq, &kind, &data, record);
+        self.record(seq, &kind, record);
     }
 
     fn header(&mut self, line_no: u64, raw: &[u8], record: Map<String, Value>) {
@@ -338,8 +337,12 @@ impl Parser<'_> {
     }
 
     /// Maps one record; `record` moves into the primary event.
-    fn record(&mut self, seq: u64, kind: &str, data: &Value, record: Map<String, Value>) {
+    ///
+    /// The payload is read in place (`data` borrows the record), so a
+    /// record is never copied: it is parsed once and moves into the event.
+    fn record(&mut self, seq: u64, kind: &str, record: Map<String, Value>) {
         let native = Value::Object(record);
+        let data = native.get("data").unwrap_or(&Value::Null);
         match kind {
             "user/message" => {
                 let text = content_text(data.get("content"));
@@ -366,7 +369,7 @@ impl Parser<'_> {
                 };
                 self.primary(seq, actor, kind, level, body, native);
             }
-            "assistant/message" => self.assistant(seq, data, native),
+            "assistant/message" => self.assistant(seq, native),
             "tool/call" => {
                 let call_id = str_of(data, "callId").unwrap_or_default().to_owned();
                 let name = str_of(data, "name").unwrap_or_default().to_owned();
@@ -391,7 +394,7 @@ impl Parser<'_> {
                     },
                 );
             }
-            "tool/result" => self.tool_result(seq, data, native),
+            "tool/result" => self.tool_result(seq, native),
             "system/message" | "developer/message" => {
                 let message = data.get("message").unwrap_or(&Value::Null);
                 let body = json!({
@@ -473,7 +476,8 @@ impl Parser<'_> {
     /// Maps an assistant message: one event per reasoning block, then the
     /// text; the first event keeps the record. Tool-call blocks are not
     /// events here: the `tool/call` record that follows is the call.
-    fn assistant(&mut self, seq: u64, data: &Value, native: Value) {
+    fn assistant(&mut self, seq: u64, native: Value) {
+        let data = native.get("data").unwrap_or(&Value::Null);
         let message = data.get("message").unwrap_or(&Value::Null);
         let blocks = message
             .get("content")
@@ -528,7 +532,8 @@ impl Parser<'_> {
         }
     }
 
-    fn tool_result(&mut self, seq: u64, data: &Value, native: Value) {
+    fn tool_result(&mut self, seq: u64, native: Value) {
+        let data = native.get("data").unwrap_or(&Value::Null);
         let message = data.get("message").unwrap_or(&Value::Null);
         let call_id = str_of(message, "toolCallId")
             .or_else(|| message.pointer("/source/callId").and_then(Value::as_str))
