@@ -1,6 +1,9 @@
-//! Settings read from `git config`: `session.*` keys, and the git keys
-//! git-session honours (`user.signingKey` with `gpg.format=ssh`,
-//! `gpg.ssh.allowedSignersFile`, `user.email`).
+//! Settings read from `git config`: `session.*` keys (`session.remote`,
+//! `session.signingKey`, `session.signCommits`, `session.requireSigned`
+//! and `session.<remote>.requireSigned`, `session.redact`; the size
+//! limits are read by the store), and the git keys git-session honours
+//! (`user.signingKey` with `gpg.format=ssh`, `gpg.ssh.allowedSignersFile`,
+//! `user.email`).
 
 use std::path::Path;
 
@@ -16,9 +19,20 @@ fn get(store: &Store, key: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// Returns the remote sessions go to: `session.remote`, else `origin`.
+/// Returns the remote sessions are fetched from by default and init adds
+/// fetch refspecs to: `session.remote`, else `origin`. Pushes need a choice
+/// ([`chosen_remote`]).
 pub fn sessions_remote(store: &Store) -> String {
     get(store, "session.remote").unwrap_or_else(|| "origin".to_owned())
+}
+
+/// Returns the remote chosen for sessions (`session.remote`) and the URL
+/// it had when it was chosen (`session.remoteUrl`); pushes go nowhere else.
+pub fn chosen_remote(store: &Store) -> (Option<String>, Option<String>) {
+    (
+        get(store, "session.remote"),
+        get(store, "session.remoteUrl"),
+    )
 }
 
 /// Returns the key receipts are signed with: `session.signingKey`, else
@@ -49,11 +63,23 @@ pub fn allowed_signers(store: &Store, home: Option<&Path>) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
 
-/// Returns whether capture redacts secrets: `session.redact`, default true.
-pub fn redact(store: &Store) -> bool {
+/// Returns whether capture commits are signed when a signing key is
+/// configured: `session.signCommits`, default true.
+pub fn sign_commits(store: &Store) -> bool {
     store
         .repo()
         .config_snapshot()
-        .boolean("session.redact")
+        .boolean("session.signCommits")
         .unwrap_or(true)
+}
+
+/// Returns whether every batch must carry a good commit signature by an
+/// allowed signer: `session.<remote>.requireSigned` for that remote, else
+/// `session.requireSigned`, default false.
+pub fn require_signed(store: &Store, remote: Option<&str>) -> bool {
+    let config = store.repo().config_snapshot();
+    remote
+        .and_then(|r| config.boolean(format!("session.{r}.requireSigned").as_str()))
+        .or_else(|| config.boolean("session.requireSigned"))
+        .unwrap_or(false)
 }

@@ -3,8 +3,8 @@
 //!
 //! Layers, each depending only on the ones below it:
 //! `cli` (parse, call one op, print) → `ops` (use cases) → `store` (the only
-//! code that touches git) → `git_session_schema` (pure data). See
-//! `docs/ARCHITECTURE.md`.
+//! code that touches git; it redacts what it writes with `security`) →
+//! `git_session_schema` (pure data). See `docs/ARCHITECTURE.md`.
 
 pub mod cli;
 pub mod clock;
@@ -12,6 +12,6 @@ pub mod config;
 pub mod hooks;
 pub mod native;
 pub mod ops;
-pub mod redact;
+pub mod security;
 pub mod sign;
 pub mod store;

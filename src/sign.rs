@@ -68,8 +68,17 @@ impl KeySource {
     }
 }
 
-/// Signs `message` and returns the armored signature.
+/// The namespace git signs and verifies commits in (`gpg.format=ssh`).
+pub const GIT_NAMESPACE: &str = "git";
+
+/// Signs `message` (a receipt) and returns the armored signature.
 pub fn sign(key: &KeySource, message: &[u8]) -> Result<String, SignError> {
+    sign_in(key, SIGNATURE_NAMESPACE, message)
+}
+
+/// Signs `message` in `namespace` (`git-session` for receipts, `git` for
+/// commits, as `git commit -S` does with `gpg.format=ssh`).
+pub fn sign_in(key: &KeySource, namespace: &str, message: &[u8]) -> Result<String, SignError> {
     let path = match key {
         KeySource::Literal(public) => {
             let mut tmp = tempfile::NamedTempFile::new().map_err(|e| SignError::Key {
@@ -80,7 +89,7 @@ pub fn sign(key: &KeySource, message: &[u8]) -> Result<String, SignError> {
                 path: tmp.path().to_owned(),
                 message: e.to_string(),
             })?;
-            return ssh_keygen_sign(tmp.path(), message);
+            return ssh_keygen_sign(tmp.path(), namespace, message);
         }
         KeySource::File(path) => path,
     };
@@ -89,7 +98,7 @@ pub fn sign(key: &KeySource, message: &[u8]) -> Result<String, SignError> {
         message: e.to_string(),
     })?;
     if PublicKey::from_openssh(text.trim()).is_ok() {
-        return ssh_keygen_sign(path, message);
+        return ssh_keygen_sign(path, namespace, message);
     }
     let private = PrivateKey::from_openssh(&text).map_err(|e| SignError::Key {
         path: path.clone(),
@@ -98,13 +107,14 @@ pub fn sign(key: &KeySource, message: &[u8]) -> Result<String, SignError> {
     if private.is_encrypted() {
         let public = PathBuf::from(format!("{}.pub", path.display()));
         return if public.is_file() {
-            ssh_keygen_sign(&public, message).map_err(|_| SignError::Encrypted(path.clone()))
+            ssh_keygen_sign(&public, namespace, message)
+                .map_err(|_| SignError::Encrypted(path.clone()))
         } else {
             Err(SignError::Encrypted(path.clone()))
         };
     }
     let signature = private
-        .sign(SIGNATURE_NAMESPACE, HashAlg::Sha512, message)
+        .sign(namespace, HashAlg::Sha512, message)
         .map_err(|e| SignError::Key {
             path: path.clone(),
             message: e.to_string(),
@@ -115,13 +125,13 @@ pub fn sign(key: &KeySource, message: &[u8]) -> Result<String, SignError> {
 }
 
 /// Signs through `ssh-keygen -Y sign -f <public key>` (uses ssh-agent).
-fn ssh_keygen_sign(public: &Path, message: &[u8]) -> Result<String, SignError> {
+fn ssh_keygen_sign(public: &Path, namespace: &str, message: &[u8]) -> Result<String, SignError> {
     let fail = |message: String| SignError::Agent {
         path: public.to_owned(),
         message,
     };
     let mut child = Command::new("ssh-keygen")
-        .args(["-q", "-Y", "sign", "-n", SIGNATURE_NAMESPACE, "-f"])
+        .args(["-q", "-Y", "sign", "-n", namespace, "-f"])
         .arg(public)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -199,6 +209,69 @@ pub fn verify(
     }
 }
 
+/// Checks a commit signature `pem` over the commit bytes `message` the
+/// way `git verify-commit` does with `gpg.format=ssh`: valid in the `git`
+/// namespace, by a key the allowed-signers file lists (for any principal,
+/// with no `namespaces=` option or one naming `git`).
+pub fn verify_commit(pem: &str, message: &[u8], allowed_signers: Option<&str>) -> Verdict {
+    let signature = match SshSig::from_pem(pem) {
+        Ok(s) => s,
+        Err(e) => return Verdict::Bad(format!("unreadable signature: {e}")),
+    };
+    let key = PublicKey::from(signature.public_key().clone());
+    if let Err(e) = key.verify(GIT_NAMESPACE, message, &signature) {
+        return Verdict::Bad(e.to_string());
+    }
+    let fingerprint = key.fingerprint(HashAlg::Sha256).to_string();
+    let Some(allowed) = allowed_signers else {
+        return Verdict::ValidUnknownSigner { fingerprint };
+    };
+    let listed = allowed.lines().any(|line| {
+        allowed_entry(line).is_some_and(|(_, namespaces, listed_key)| {
+            listed_key.key_data() == key.key_data()
+                && namespaces.is_none_or(|ns| ns.iter().any(|n| n == GIT_NAMESPACE))
+        })
+    });
+    if listed {
+        Verdict::Good { fingerprint }
+    } else {
+        Verdict::NotAllowed { fingerprint }
+    }
+}
+
+/// Judges one session commit's signature (`signature` as the store
+/// returns it: armored signature and the bytes it covers): `Ok(true)` for
+/// a good one, `Ok(false)` for none when none is required, else what is
+/// wrong. A bad signature, or one by a key the allowed-signers file does
+/// not list, is always a problem; a missing one only when `required`.
+pub fn judge_commit(
+    signature: Option<&(String, Vec<u8>)>,
+    allowed_signers: Option<&str>,
+    required: bool,
+) -> Result<bool, String> {
+    let Some((pem, bytes)) = signature else {
+        return if required {
+            Err("is not signed (session.requireSigned is set)".into())
+        } else {
+            Ok(false)
+        };
+    };
+    match verify_commit(pem, bytes, allowed_signers) {
+        Verdict::Good { .. } => Ok(true),
+        Verdict::ValidUnknownSigner { fingerprint } if !required => {
+            let _ = fingerprint;
+            Ok(true)
+        }
+        Verdict::ValidUnknownSigner { fingerprint } => Err(format!(
+            "is signed by {fingerprint}, but no gpg.ssh.allowedSignersFile says whose key that is"
+        )),
+        Verdict::NotAllowed { fingerprint } => Err(format!(
+            "is signed by {fingerprint}, which the allowed-signers file does not list"
+        )),
+        Verdict::Bad(reason) => Err(format!("has a bad signature: {reason}")),
+    }
+}
+
 /// Parses one allowed-signers line (`principals [options] keytype key`).
 fn allowed_entry(line: &str) -> Option<(Vec<String>, Option<Vec<String>>, PublicKey)> {
     let line = line.trim();
@@ -213,7 +286,7 @@ fn allowed_entry(line: &str) -> Option<(Vec<String>, Option<Vec<String>>, Public
             rest
         } else {
             let (options, key) = rest.split_once(char::is_whitespace)?;
-            for option in options.split(',') {
+            for option in split_options(options) {
                 if let Some(value) = option.strip_prefix("namespaces=") {
                     namespaces = Some(
                         value
@@ -233,6 +306,25 @@ fn allowed_entry(line: &str) -> Option<(Vec<String>, Option<Vec<String>>, Public
         .map(str::to_owned)
         .collect();
     Some((principals, namespaces, key))
+}
+
+/// Splits an allowed-signers options field at commas outside quotes
+/// (`namespaces="git,git-session",valid-after=…`).
+fn split_options(options: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut start, mut quoted) = (0, false);
+    for (i, c) in options.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => {
+                out.push(&options[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&options[start..]);
+    out
 }
 
 /// Matches `*` and `?` wildcards like OpenSSH principal patterns.
@@ -261,6 +353,14 @@ fn glob_match(pattern: &str, text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quoted_namespaces_keep_their_commas() {
+        assert_eq!(
+            split_options("namespaces=\"git-session,git\",cert-authority"),
+            vec!["namespaces=\"git-session,git\"", "cert-authority"]
+        );
+    }
 
     #[test]
     fn principals_match_like_openssh() {

@@ -36,6 +36,8 @@ pub use source::{Position, Record, Records, Source};
 
 pub mod codex;
 pub mod dsh;
+pub mod hermes;
+pub mod opencode;
 
 /// Adapter-owned memory carried from one parse of a file to the next.
 ///
@@ -107,12 +109,17 @@ pub struct NativeSession {
 }
 
 /// Points from a child transcript to the session that spawned it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct NativeParent {
     /// The parent's native session id.
     pub native_id: String,
     /// The native id of the tool call that started the child, if known.
     pub spawned_by: Option<String>,
+    /// The child continues the parent's conversation rather than branching
+    /// off it (Hermes' compression split: the parent ended and the child
+    /// holds the rest): capture appends the child's events to the canonical
+    /// session the parent feeds, instead of making a session of its own.
+    pub continues: bool,
 }
 
 /// Describes one record that was kept as a warning instead of an event.
@@ -280,6 +287,9 @@ pub struct ChangeSet {
     /// [`RowWrite`]. All rows of one database go in one transaction, after
     /// one backup of that database.
     pub rows: Vec<RowWrite>,
+    /// The agent's own import of the session, tried before `rows`; see
+    /// [`NativeImport`].
+    pub import: Option<NativeImport>,
 }
 
 /// Holds one database row a render wants inserted; the adapter never opens
@@ -328,6 +338,48 @@ pub struct RowWrite {
     /// different values the write-back is refused, as for a different file
     /// in the way, and `--fork` writes under a new id.
     pub session_row: bool,
+    /// Columns the root crate fills with facts about the repository the
+    /// session is written for (an agent that keys sessions by project,
+    /// e.g. OpenCode's `project_id` = the root commit hash).
+    pub repo: Vec<(String, RepoFact)>,
+}
+
+/// Names a fact about the repository a session is written for, which only
+/// the root crate knows (see [`RowWrite::repo`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RepoFact {
+    /// The root commit hash (the smallest, when there are several); the
+    /// given text when the repository has no commit yet.
+    RootCommit(&'static str),
+    /// The work tree's root directory, absolute.
+    Worktree,
+    /// The session's directory relative to the work tree root (`""` at the
+    /// root).
+    RelativeCwd,
+}
+
+/// Holds a document the agent's own import command reads: the preferred
+/// way to write a session when the agent's program is available (e.g.
+/// `opencode import FILE`), with [`ChangeSet::rows`] as the fallback.
+///
+/// The root crate writes `document` to a temporary file named `file_name`,
+/// runs `program` (found on `PATH`) with `args` (`{file}` = the document's
+/// path) from the session's directory, with `env` set (`{home}` = the home
+/// directory, `{root}` = the agent's store root), and then checks that the
+/// session row of [`ChangeSet::rows`] is there. When the program is
+/// missing or fails, the rows are inserted instead.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NativeImport {
+    /// The program, looked up on `PATH`.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables to set for it.
+    pub env: Vec<(String, String)>,
+    /// The file name of the document (its directory is temporary).
+    pub file_name: String,
+    /// The document.
+    pub document: Vec<u8>,
 }
 
 /// Holds one file of a [`ChangeSet`].
@@ -394,6 +446,13 @@ pub trait Adapter: Sync {
     /// a variable (like `CLAUDE_CONFIG_DIR`), `home` is the user's home.
     fn store_root(&self, env: &dyn Fn(&str) -> Option<String>, home: &std::path::Path) -> PathBuf;
 
+    /// Checks that `native_id` is an id this agent can have, before it
+    /// becomes part of a path: write-back derives every file name from it,
+    /// and a session's native id comes from whoever pushed the session.
+    /// Ids must never hold separators beyond the agent's own layout, `..`,
+    /// or anything absolute; renders call it and `ops` calls it again.
+    fn validate_native_id(&self, native_id: &str) -> Result<(), String>;
+
     /// Returns whether `relative` (a path under the store root) is a file of
     /// one of the adapter's sources: by default, whether one of the
     /// [`AgentSpec::sources`] globs matches it. An adapter overrides it to
@@ -410,6 +469,14 @@ pub trait Adapter: Sync {
             .any(|g| source::glob_match(g, &text))
     }
 
+    /// Returns the native id for a session written under a new id (a fork,
+    /// or another agent's session), given a fresh uuid and the time in Unix
+    /// milliseconds; by default the uuid itself.
+    fn new_native_id(&self, uuid: &str, now_ms: i64) -> String {
+        let _ = now_ms;
+        uuid.to_owned()
+    }
+
     /// Returns a file next to a session file (relative to the store root)
     /// whose content completes the session facts, if the agent keeps one.
     fn sidecar(&self, relative: &std::path::Path) -> Option<PathBuf> {
@@ -419,6 +486,23 @@ pub trait Adapter: Sync {
 
     /// Maps native records to canonical events.
     fn parse(&self, input: ParseInput<'_>) -> Parsed;
+
+    /// Rewrites a native record the way a same-agent render under
+    /// `native_id` writes it back: the documented remaps of L2 fidelity.
+    /// The conformance suite compares rendered records with native ones
+    /// after this; an adapter whose render reproduces records exactly
+    /// keeps the default, which changes nothing.
+    fn l2_remap(&self, record: &mut Value, native_id: &str) {
+        let _ = (record, native_id);
+    }
+
+    /// Clears, on a parsed event, what legitimately differs between a
+    /// parse of the native session and a parse of its same-agent render
+    /// (L0 round trip), on both sides before they are compared. Default:
+    /// nothing differs.
+    fn l0_remap(&self, event: &mut Event) {
+        let _ = event;
+    }
 
     /// Renders a canonical session as native files, streaming: events are
     /// consumed once, in seq order, and files go to `out` as they are made.

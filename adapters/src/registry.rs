@@ -17,6 +17,8 @@ use crate::source::Source;
 pub static ADAPTERS: &[&dyn Adapter] = &[
     &crate::claude::Claude,
     &crate::codex::Codex,
+    &crate::opencode::Opencode,
+    &crate::hermes::Hermes,
     &crate::dsh::Dsh,
 ];
 
@@ -38,7 +40,8 @@ pub struct AgentSpec {
     /// The native tool names by kind. The first name of a kind is the one a
     /// render uses when it maps a foreign call of that kind.
     pub tools: &'static [(ToolKind, &'static str)],
-    /// Which tokenizer budgets context for this agent.
+    /// Which tokenizer budgets context for this agent (`compile --for`,
+    /// `handoff --to` count with it).
     pub tokenizer: TokenizerFamily,
     /// The command that resumes a native session, `{id}` standing for the
     /// native session id (e.g. `claude --resume {id}`).

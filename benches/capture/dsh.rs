@@ -12,12 +12,17 @@
 use std::path::Path;
 use std::time::Duration;
 
-use git_session::native::zstd::encode_frame;
+use git_session::native::apply::compress_frame;
 use git_session_adapters::dsh::wire;
 use serde_json::Value;
 
 use super::common::{fresh_repo, measure};
 use super::report;
+
+/// Returns one checksummed zstd frame of `plain`, as dsh writes them.
+fn encode_frame(plain: &[u8]) -> Vec<u8> {
+    compress_frame(plain).expect("compressing into memory")
+}
 
 const TEMPLATE: &str = "fixtures/dsh/01-roundtrip/native/sessions/--tmp-oracle-sample-dsh-project--/session-afae3098-de93-42e2-b9d2-348986bedfe1/session.v4.jsonl.zstd";
 

@@ -1,6 +1,7 @@
 //! Capture and write-back benchmarks on generated native sessions: a
-//! 100k-record Claude Code transcript, a 100k-line Codex rollout and a
-//! 100k-event DeepSeek Harness log (zstd frames, see `dsh.rs`).
+//! 100k-record Claude Code transcript, a 100k-line Codex rollout, a
+//! Hermes Agent `state.db` of 110k messages in 1,000 sessions (`hermes.rs`)
+//! and a 100k-event DeepSeek Harness log (zstd frames, `dsh.rs`).
 //! Run with `cargo bench --bench capture` (`--quick` for 20k records).
 //!
 //! The files are made by replicating the records of real sessions in
@@ -15,6 +16,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod dsh;
+mod hermes;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -57,6 +59,11 @@ fn main() {
     let work_dir = generate.clone().unwrap_or_else(|| work.path().to_owned());
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     println!("{:<64} {:>10} {:>12}", "benchmark", "ms", "peak RSS MB");
+    // `--hermes` runs the Hermes Agent database benchmarks alone.
+    if args.iter().any(|a| a == "--hermes") {
+        hermes::bench(&work_dir, manifest, records < 100_000);
+        return;
+    }
 
     // Claude Code.
     let repo = fresh_repo(&work_dir, "claude-repo");
@@ -146,6 +153,9 @@ fn main() {
             &work_dir,
         );
         hook_bench(&work_dir, manifest);
+    }
+    if generate.is_none() {
+        hermes::bench(&work_dir, manifest, records < 100_000);
     }
 }
 
@@ -242,14 +252,42 @@ fn run_all(
 ) -> Duration {
     let size = std::fs::metadata(file).expect("stat").len();
     let home_arg = home.to_str().expect("utf8");
-    let (full, rss) = measure(repo, &["import", "--agent", agent, "--home", home_arg]);
+    // Redaction on and off in the same run, alternating, each in a new
+    // repository at the same path (the sessions' cwd); the last one (on,
+    // the default) is kept for the benchmarks after it.
+    let mut on = Vec::new();
+    let mut off = Vec::new();
+    let mut rss = 0;
+    for round in 0..REDACTION_ROUNDS * 2 {
+        let redact = round % 2 == 1;
+        std::fs::remove_dir_all(repo).expect("rm repo");
+        let name = repo.file_name().expect("name").to_str().expect("utf8");
+        fresh_repo(repo.parent().expect("parent"), name);
+        if !redact {
+            common::git(repo, &["config", "session.redact", "false"]);
+        }
+        let (t, r) = measure(repo, &["import", "--agent", agent, "--home", home_arg]);
+        if redact {
+            on.push(t);
+            rss = r;
+        } else {
+            off.push(t);
+        }
+    }
+    let (on, off) = (median(&mut on), median(&mut off));
     report(
         &format!(
             "{agent}: import {records} records ({:.0} MB), full",
             size as f64 / 1e6
         ),
-        full,
+        on,
         rss,
+    );
+    report(&format!("{agent}: same, session.redact=false"), off, 0);
+    println!(
+        "{:<64} {:>10.3}",
+        format!("{agent}: redaction on / off (median of {REDACTION_ROUNDS})"),
+        on.as_secs_f64() / off.as_secs_f64()
     );
     let (t, rss) = measure(repo, &["import", "--agent", agent, "--home", home_arg]);
     report(&format!("{agent}: import again, nothing new"), t, rss);
@@ -282,7 +320,15 @@ fn run_all(
         t,
         rss,
     );
-    full
+    on
+}
+
+/// Full imports timed with redaction on and with it off.
+const REDACTION_ROUNDS: usize = 3;
+
+fn median(times: &mut [Duration]) -> Duration {
+    times.sort();
+    times[times.len() / 2]
 }
 
 fn report(name: &str, t: Duration, rss_kib: u64) {

@@ -89,6 +89,65 @@ fn main() {
         );
         results.push(row(&format!("export {n} events"), &[t], r, None));
 
+        // A session that grew by 100 events on the remote: fetch verifies
+        // the whole fetched history before it moves the local ref. The
+        // reference is a plain `git fetch` of the same refs.
+        {
+            let remote = work.path().join(format!("grow-{n}.git"));
+            git(
+                work.path(),
+                &["init", "-q", "--bare", remote.to_str().expect("utf8")],
+            );
+            let url = remote.to_str().expect("utf8");
+            measure(&repo, &["push", url]);
+            let clone = fresh_repo(work.path(), &format!("grow-clone-{n}"));
+            measure(&clone, &["fetch", url]);
+            let plain = fresh_repo(work.path(), &format!("grow-plain-{n}"));
+            git(
+                &plain,
+                &[
+                    "fetch",
+                    "-q",
+                    url,
+                    "+refs/sessions/*:refs/remotes/r/sessions/*",
+                ],
+            );
+            let mut rng = synth::Rng::new(99);
+            let mut more = String::new();
+            for seq in n..n + 100 {
+                synth::event_line(&mut rng, seq, &mut more);
+            }
+            let more_file = work.path().join(format!("more-{n}.jsonl"));
+            std::fs::write(&more_file, more).expect("write");
+            measure(
+                &repo,
+                &["append", "bench", more_file.to_str().expect("utf8")],
+            );
+            measure(&repo, &["push", url]);
+            let started = std::time::Instant::now();
+            git(
+                &plain,
+                &[
+                    "fetch",
+                    "-q",
+                    url,
+                    "+refs/sessions/*:refs/remotes/r/sessions/*",
+                ],
+            );
+            let reference = started.elapsed();
+            let (t, r) = measure(&clone, &["fetch", url]);
+            results.push(row(
+                &format!(
+                    "fetch a {n}-event session grown by 100, verified before promotion (plain git fetch: {:.0} ms, ratio {:.1}x)",
+                    ms(reference),
+                    ms(t) / ms(reference).max(1.0)
+                ),
+                &[t],
+                r,
+                None,
+            ));
+        }
+
         if n == 100_000 {
             let (loose, packed, gc_time) = gc_sizes(&repo);
             results.push(Row {
@@ -214,7 +273,7 @@ fn main() {
         work.path(),
         &["init", "-q", "--bare", remote.to_str().expect("utf8")],
     );
-    let (t, r) = measure(&repo, &["push", remote.to_str().expect("utf8")]);
+    let (t, r) = measure(&repo, &["push", "--to", remote.to_str().expect("utf8")]);
     results.push(row(
         &format!("push {sessions} sessions to a bare file remote"),
         &[t],
@@ -229,6 +288,11 @@ fn main() {
         r,
         None,
     ));
+    // Sessions go only to a remote chosen for them.
+    common::git(
+        &other,
+        &["config", "session.remote", remote.to_str().expect("utf8")],
+    );
     let (t, r) = measure(&other, &["sync", remote.to_str().expect("utf8")]);
     results.push(row(
         &format!("sync {sessions} sessions, nothing new"),

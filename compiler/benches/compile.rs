@@ -49,6 +49,7 @@ fn main() {
             budget: BUDGET,
             format,
             git: GitFacts::default(),
+            tokenizer: None,
         };
         let mut times = Vec::with_capacity(RUNS);
         let mut last = None;

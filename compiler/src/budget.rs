@@ -37,7 +37,7 @@ pub(crate) fn run(
     req: &Request,
     summarizer: Option<&dyn Summarizer>,
 ) -> Result<Compiled, CompileError> {
-    let tok = Tokenizer::for_agent(&req.target);
+    let tok = req.tokenizer();
     let budget = req.budget;
     let cands = extract::candidates(events, &req.git);
     let session = header.id.to_string();

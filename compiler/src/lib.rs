@@ -48,6 +48,7 @@
 //!     budget: 2_000,
 //!     format: Format::FirstMessage,
 //!     git: GitFacts::default(),
+//!     tokenizer: None,
 //! };
 //! let compiled = compile(&header, &events, &request)?;
 //! assert!(compiled.tokens <= 2_000);
@@ -126,6 +127,18 @@ pub struct Request {
     /// Working-tree facts to include, if the caller has them.
     #[serde(default)]
     pub git: GitFacts,
+    /// The tokenizer to count the budget with; `None` picks one by
+    /// `target` ([`Tokenizer::for_agent`]).
+    #[serde(default)]
+    pub tokenizer: Option<Tokenizer>,
+}
+
+impl Request {
+    /// Returns the tokenizer the budget is counted with.
+    pub fn tokenizer(&self) -> Tokenizer {
+        self.tokenizer
+            .unwrap_or_else(|| Tokenizer::for_agent(&self.target))
+    }
 }
 
 /// Holds a compiled context and the account of how it was made.

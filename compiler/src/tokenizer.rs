@@ -26,7 +26,7 @@ use serde::Serialize;
 pub const CLAUDE_MARGIN_PERCENT: usize = 135;
 
 /// Names the token counter a budget is measured with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Tokenizer {
     /// OpenAI `o200k_base`: exact for GPT-4o, GPT-4.1, GPT-5 and the o-series
@@ -38,7 +38,9 @@ pub enum Tokenizer {
 }
 
 impl Tokenizer {
-    /// Returns the tokenizer used to budget context for `agent`.
+    /// Returns the tokenizer used to budget context for `agent` when the
+    /// caller does not name one ([`crate::Request::tokenizer`]; the root
+    /// crate takes it from the agent registry).
     ///
     /// Codex talks to OpenAI models, so it gets the exact count. Claude gets
     /// the conservative estimate. Every other agent can run any provider's
@@ -49,6 +51,14 @@ impl Tokenizer {
             Agent::Codex => Tokenizer::O200kBase,
             _ => Tokenizer::ClaudeEstimate,
         }
+    }
+
+    /// Returns the tokenizer with the stable name `name` (see
+    /// [`Tokenizer::name`]), as an agent registry names it.
+    pub fn from_name(name: &str) -> Option<Tokenizer> {
+        [Tokenizer::O200kBase, Tokenizer::ClaudeEstimate]
+            .into_iter()
+            .find(|t| t.name() == name)
     }
 
     /// Returns the tokenizer's stable name, as written in compiled records.

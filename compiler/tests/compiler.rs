@@ -21,12 +21,6 @@ fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/compiler")
 }
 
-// The one place this crate's tests read the environment: the golden switch.
-#[allow(clippy::disallowed_methods)]
-fn update_golden() -> bool {
-    std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1")
-}
-
 fn load_session(path: &Path) -> (SessionHeader, Vec<Event>) {
     let text = std::fs::read_to_string(path).expect("session.jsonl is readable");
     let mut header = None;
@@ -49,18 +43,15 @@ fn expected_name(format: Format) -> &'static str {
     }
 }
 
+/// Compares with a golden file, the workspace's one way:
+/// `SNAPSHOTS=overwrite` rewrites it, to be reviewed as a diff.
 fn check_golden(path: &Path, actual: &str, failures: &mut Vec<String>) {
-    if update_golden() {
-        std::fs::write(path, actual).expect("golden is writable");
-        return;
-    }
-    match std::fs::read_to_string(path) {
-        Ok(expected) if expected == actual => {}
-        Ok(_) => failures.push(format!(
-            "{} differs (UPDATE_GOLDEN=1 rewrites it); actual:\n{actual}",
-            path.display()
-        )),
-        Err(e) => failures.push(format!("{}: {e}", path.display())),
+    let assert = snapbox::Assert::new()
+        .action_env(snapbox::assert::DEFAULT_ACTION_ENV)
+        .normalize_paths(false);
+    let expected = snapbox::Data::read_from(path, None).raw();
+    if let Err(e) = assert.try_eq(Some(&path.display()), actual.to_owned().into(), expected) {
+        failures.push(e.to_string());
     }
 }
 
@@ -119,6 +110,7 @@ fn request(target: Agent, budget: usize, format: Format) -> Request {
         budget,
         format,
         git: GitFacts::default(),
+        tokenizer: None,
     }
 }
 

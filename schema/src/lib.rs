@@ -29,7 +29,7 @@ pub use receipt::{Receipt, ReceiptNote};
 /// the header and origin as definitions.
 ///
 /// `schema/event.schema.json` is this value, checked in; a test fails when
-/// the types and the file disagree (`UPDATE_GOLDEN=1` rewrites the file).
+/// the types and the file disagree (`SNAPSHOTS=overwrite` rewrites the file).
 pub fn json_schema() -> serde_json::Value {
     let generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
     let mut event = generator.clone().into_root_schema_for::<Event>();

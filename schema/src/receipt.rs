@@ -2,9 +2,13 @@
 //! context, and what was lost on the way. Stored as git notes on the
 //! session commit that holds the handoff event, signed with an SSH key.
 //!
-//! **Signed bytes.** A signature covers [`Receipt::signed_bytes`]: the
-//! compact JSON of the receipt with its members in the order declared here
-//! and unknown members after them. Do not reorder or rename fields.
+//! **Signed bytes.** A signature covers the exact bytes of the note's
+//! `receipt` member as stored: a writer stores [`Receipt::signed_bytes`]
+//! (compact JSON, members in the order declared here, unknown members after
+//! them) verbatim there and signs them, and a verifier checks the stored
+//! bytes ([`ReceiptNote::decode_with_bytes`]), never a re-serialization, so
+//! members a newer writer added in another order still verify. Do not
+//! reorder or rename fields.
 
 use std::collections::BTreeMap;
 
@@ -71,16 +75,45 @@ impl Receipt {
 }
 
 impl ReceiptNote {
-    /// Returns the note body: pretty JSON and a final newline.
+    /// Returns the note body: a JSON object whose `receipt` member is the
+    /// receipt's signed bytes verbatim, and a final newline.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = serde_json::to_vec_pretty(self).expect("a note always serializes");
-        out.push(b'\n');
+        let receipt = self.receipt.signed_bytes();
+        let signature =
+            serde_json::to_string(&self.signature).expect("an optional string serializes");
+        let mut out = b"{\n  \"receipt\": ".to_vec();
+        out.extend_from_slice(&receipt);
+        out.extend_from_slice(b",\n  \"signature\": ");
+        out.extend_from_slice(signature.as_bytes());
+        out.extend_from_slice(b"\n}\n");
         out
     }
 
     /// Parses a note body.
     pub fn decode(bytes: &[u8]) -> Result<ReceiptNote, serde_json::Error> {
-        serde_json::from_slice(bytes)
+        Self::decode_with_bytes(bytes).map(|(note, _)| note)
+    }
+
+    /// Parses a note body and returns, with it, the exact stored bytes of
+    /// its `receipt` member: what a signature covers.
+    pub fn decode_with_bytes(bytes: &[u8]) -> Result<(ReceiptNote, Vec<u8>), serde_json::Error> {
+        #[derive(Deserialize)]
+        struct Stored<'a> {
+            #[serde(borrow)]
+            receipt: &'a serde_json::value::RawValue,
+            #[serde(default)]
+            signature: Option<String>,
+        }
+        let stored: Stored<'_> = serde_json::from_slice(bytes)?;
+        let raw = stored.receipt.get().as_bytes().to_vec();
+        let receipt: Receipt = serde_json::from_slice(&raw)?;
+        Ok((
+            ReceiptNote {
+                receipt,
+                signature: stored.signature,
+            },
+            raw,
+        ))
     }
 }
 
@@ -113,5 +146,12 @@ mod tests {
         };
         let back = ReceiptNote::decode(&note.encode()).unwrap();
         assert_eq!(back.receipt.signed_bytes(), receipt.signed_bytes());
+        let (_, stored) = ReceiptNote::decode_with_bytes(&note.encode()).unwrap();
+        assert_eq!(stored, receipt.signed_bytes(), "stored verbatim");
+        // Members in an order this build would not write are kept as stored.
+        let foreign = br#"{"receipt": {"format":1,"session":"s1","handoff_seq":9,"commit":"ab","from":"claude","to":"codex","target_native_id":"t","context_sha256":"00","losses":[],"time":"t","signer":null,"zeta":1,"alpha":2}, "signature": null}"#;
+        let (note, stored) = ReceiptNote::decode_with_bytes(foreign).unwrap();
+        assert!(stored.ends_with(br#""zeta":1,"alpha":2}"#));
+        assert_ne!(note.receipt.signed_bytes(), stored);
     }
 }

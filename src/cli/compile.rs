@@ -57,6 +57,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             budget: args.budget,
             format,
             git: Default::default(),
+            tokenizer: None,
         },
         summarizer_cmd: args.summarizer_cmd,
     };

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use super::{CommandError, Env};
+use super::{CommandError, Env, escape_line};
 use crate::hooks;
 use crate::ops;
 
@@ -10,8 +10,10 @@ use crate::ops;
 ///
 /// Reports the state directory, whether the hooks are installed (and where
 /// hooks run from), the sessions remote and its fetch refspecs, how many
-/// sessions and captured native files there are, and the last lines of
-/// .git/session/hook.log, where hooks record what they could not do.
+/// sessions and captured native files and database sessions there are, the
+/// backups write-back made of agent databases (the last few per database),
+/// which fetched refs the last fetch quarantined and why, and the last lines
+/// of .git/session/hook.log, where hooks record what they could not do.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// How many log lines to show.
@@ -41,6 +43,20 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         )?;
     }
     writeln!(out, "sessions   {}", store.session_ids()?.len())?;
+    let quarantined = ops::sync::quarantined(&store);
+    if quarantined.is_empty() {
+        writeln!(out, "quarantine nothing held back by the last fetch")?;
+    }
+    for (remote, q) in &quarantined {
+        writeln!(
+            out,
+            "quarantine {}: {} (from {}; run git session fetch {} for what to do)",
+            escape_line(&q.refname),
+            escape_line(&q.reason),
+            escape_line(remote),
+            escape_line(remote)
+        )?;
+    }
     for agent in git_session_adapters::registry::ADAPTERS
         .iter()
         .map(|a| a.agent())
@@ -64,6 +80,22 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 cursor.sessions.len() - ours
             )?;
         }
+    }
+    let backups = crate::native::apply::list_backups(&store.state_dir().join("backups"));
+    if backups.is_empty() {
+        writeln!(
+            out,
+            "backups    none (made before write-back changes an agent's database)"
+        )?;
+    }
+    for b in &backups {
+        writeln!(
+            out,
+            "backup     {}: {} ({} bytes)",
+            b.database,
+            b.path.display(),
+            b.size
+        )?;
     }
     let recent = ops::hook::recent(store.state_dir(), args.lines);
     if recent.is_empty() {

@@ -44,7 +44,7 @@ pub fn run(args: Args, env: &Env, _out: &mut dyn Write) {
         agents: Vec::new(),
         home,
         env: &lookup,
-        redact: crate::config::redact(&store),
+        sqlite: Default::default(),
     };
     ops::hook::post_commit(&store, &clock, &request);
 }

@@ -69,7 +69,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             agents,
             home,
             env: &lookup,
-            redact: crate::config::redact(&store),
+            sqlite: Default::default(),
         },
     )?;
     for (agent, root) in &report.missing {
@@ -78,12 +78,19 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             root.display()
         ));
     }
+    for s in &report.skipped_sources {
+        status(format!(
+            "warning: skipped {}: {}",
+            crate::cli::escape(&s.path.display().to_string()),
+            crate::cli::escape(&s.reason)
+        ));
+    }
     for w in &report.warnings {
         status(format!(
             "warning: {}:{}: {}",
-            w.path.display(),
+            crate::cli::escape(&w.path.display().to_string()),
             w.line,
-            w.message
+            crate::cli::escape(&w.message)
         ));
     }
     for s in &report.sessions {

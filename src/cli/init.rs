@@ -13,7 +13,8 @@ use crate::hooks;
 /// any hook content you have, honouring core.hooksPath); and adds glob fetch
 /// refspecs to the sessions remote (session.remote, else origin) so a plain
 /// `git fetch` also brings session refs. What a plain `git push` sends is
-/// not changed. Safe to run again.
+/// not changed, and sessions are pushed only to the remote chosen for them
+/// (`git session push --to NAME`). Safe to run again.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Remove exactly what init added (hook blocks, fetch refspecs).
@@ -62,6 +63,16 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 dir.join(hook).display()
             )?;
         }
+    }
+    match crate::config::chosen_remote(&store).0 {
+        Some(r) => writeln!(
+            out,
+            "Sessions are pushed only to remote {r} (session.remote)"
+        )?,
+        None => writeln!(
+            out,
+            "Sessions are pushed only to a remote you choose: `git session push --to NAME` (recorded as session.remote)"
+        )?,
     }
     if store.has_remote(&remote) {
         if store.add_fetch_refspecs(&remote)? > 0 {

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use serde_json::json;
 
-use super::{CommandError, Env, format_time, short};
+use super::{CommandError, Env, escape_line, format_time, short};
 
 /// Show a session's capture batches, newest first.
 ///
@@ -45,7 +45,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     for b in &batches {
         let t = &b.trailers;
         let what = match (t.seq, &t.fork) {
-            (_, Some((parent, at))) => format!("fork of {parent} at seq {at}"),
+            (_, Some((parent, at))) => format!("fork of {} at seq {at}", escape_line(parent)),
             (Some((a, z)), _) => format!("seq {a}..{z} ({} events)", z - a + 1),
             (None, _) => "no events".to_owned(),
         };

@@ -19,7 +19,9 @@ mod init;
 mod list;
 mod log;
 mod push;
+mod redact;
 mod resume;
+mod rm;
 mod show;
 mod sync;
 mod verify;
@@ -68,8 +70,10 @@ enum Command {
     Export(export::Args),
     Append(append::Args),
     Resume(resume::Args),
+    Rm(rm::Args),
     Push(push::Args),
     Fetch(fetch::Args),
+    Redact(redact::Args),
     Sync(sync::Args),
     Compile(compile::Args),
     Handoff(handoff::Args),
@@ -114,9 +118,21 @@ impl Env {
         }
     }
 
-    /// Opens the repository the command runs in.
+    /// Opens the repository the command runs in; with a signing key
+    /// configured (and `session.signCommits` not false), every session
+    /// commit it writes is SSH-signed as `git commit -S` would sign it.
     pub fn store(&self) -> Result<Store, CommandError> {
-        Ok(Store::discover(&self.cwd)?)
+        let mut store = Store::discover(&self.cwd)?;
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        if crate::config::sign_commits(&store)
+            && let Some(key) = crate::config::signing_key(&store, home.as_deref())
+        {
+            store.set_commit_signer(Box::new(move |bytes: &[u8]| {
+                crate::sign::sign_in(&key, crate::sign::GIT_NAMESPACE, bytes)
+                    .map_err(|e| e.to_string())
+            }));
+        }
+        Ok(store)
     }
 }
 
@@ -172,7 +188,9 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Import(args) => import::run(args, env, out),
         Command::Export(args) => export::run(args, env, out),
         Command::Append(args) => append::run(args, env, out),
+        Command::Redact(args) => redact::run(args, env, out),
         Command::Resume(args) => resume::run(args, env, out),
+        Command::Rm(args) => rm::run(args, env, out),
         Command::Push(args) => push::run(args, env, out),
         Command::Fetch(args) => fetch::run(args, env, out),
         Command::Sync(args) => sync::run(args, env, out),
@@ -210,6 +228,32 @@ pub(crate) fn status(message: impl std::fmt::Display) {
         text
     };
     let _ = writeln!(std::io::stderr().lock(), "{safe}");
+}
+
+/// Returns `text` safe to print on one terminal line: control characters
+/// (C0 including `\r`, `\n` and ESC, DEL, C1) and bidirectional overrides
+/// become `\u{..}`-style escapes, so agent-authored text cannot move the
+/// cursor, retitle the terminal or forge a line of output.
+pub(crate) fn escape_line(text: &str) -> std::borrow::Cow<'_, str> {
+    escape(text)
+}
+
+/// [`escape_line`] by its short name.
+pub(crate) fn escape(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char =
+        |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Formats seconds since the epoch as RFC 3339 UTC.

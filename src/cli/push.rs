@@ -5,23 +5,36 @@ use std::io::Write;
 use super::{CommandError, Env, status};
 use crate::ops;
 
-/// Send every session (and handoff receipts) to a remote, never forcing.
+/// Send every session (and handoff receipts) to the sessions remote, never
+/// forcing.
 ///
-/// The remote is REMOTE, else `git config session.remote`, else origin; it
-/// may be a separate repository so transcripts stay out of a public code
-/// repository. If the remote has appended to a session too, the push of that
-/// session is refused: run `git session sync`, which reconciles first.
+/// Sessions go only to the remote chosen for them: `git config
+/// session.remote`, or once `--to NAME`, which records NAME (and its URL, as
+/// session.remoteUrl). It may be a separate repository so transcripts stay
+/// out of a public code repository. Refused, before anything is sent: no
+/// remote chosen yet, any other remote or URL, the chosen remote now
+/// pointing elsewhere than when it was chosen, and a target that looks like
+/// a fork of it (same repository name, another owner). If the remote has
+/// appended to a session too, the push of that session is refused: run
+/// `git session sync`, which reconciles first.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Remote name or URL.
+    /// Remote name or URL; must be the sessions remote.
     remote: Option<String>,
+    /// Choose this remote for sessions (recorded as session.remote) and push.
+    #[arg(long, value_name = "NAME", conflicts_with = "remote")]
+    to: Option<String>,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
     let store = env.store()?;
-    let remote = args
-        .remote
-        .unwrap_or_else(|| crate::config::sessions_remote(&store));
+    let dest = match (&args.to, &args.remote) {
+        (Some(name), _) => ops::sync::Destination::ChooseNow(name),
+        (None, Some(name)) => ops::sync::Destination::Named(name),
+        (None, None) => ops::sync::Destination::Chosen,
+    };
+    let (chosen, pinned) = crate::config::chosen_remote(&store);
+    let remote = ops::sync::consent(&store, dest, chosen.as_deref(), pinned.as_deref())?;
     let rejected = ops::sync::push(&store, &remote)?;
     if rejected.is_empty() {
         status(format!("Pushed sessions to {remote}"));

@@ -54,6 +54,12 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         for path in &outcome.written {
             status(format!("wrote {}", path.display()));
         }
+        if let Some(via) = &outcome.via {
+            status(format!(
+                "wrote {} session {} by {via}",
+                outcome.agent, outcome.native_id
+            ));
+        }
     }
     if outcome.session.as_str() != args.session && args.fork {
         status(format!("recorded as fork {}", outcome.session));

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use serde_json::{Value, json};
 
-use super::{CommandError, Env, short};
+use super::{CommandError, Env, escape_line, short};
 
 /// Show a session's header and events.
 ///
@@ -71,18 +71,25 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         writeln!(out, "]}}")?;
         return Ok(());
     }
-    writeln!(out, "session  {}", h.id)?;
-    writeln!(out, "agent    {}", h.agent)?;
+    writeln!(out, "session  {id}")?;
+    if h.id != id {
+        writeln!(
+            out,
+            "warning  the header names session {}: not this session",
+            escape_line(h.id.as_str())
+        )?;
+    }
+    writeln!(out, "agent    {}", escape_line(h.agent.as_str()))?;
     if let Some(n) = &h.native_id {
-        writeln!(out, "native   {n}")?;
+        writeln!(out, "native   {}", escape_line(n))?;
     }
     if let Some(t) = &h.title {
-        writeln!(out, "title    {t}")?;
+        writeln!(out, "title    {}", escape_line(t))?;
     }
     if let Some(c) = &h.cwd {
-        writeln!(out, "cwd      {c}")?;
+        writeln!(out, "cwd      {}", escape_line(c))?;
     }
-    writeln!(out, "created  {}", h.created)?;
+    writeln!(out, "created  {}", escape_line(&h.created))?;
     writeln!(out, "events   {}", stat.events)?;
     // The code commits the batches were captured at (HEAD at capture).
     let mut commits: Vec<(gix::ObjectId, (u64, u64))> = Vec::new();
@@ -111,11 +118,12 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     if let Some(l) = &h.lineage {
         let commit = gix::ObjectId::from_hex(l.parent_commit.as_bytes())
             .map(|c| short(&c))
-            .unwrap_or_else(|_| l.parent_commit.clone());
+            .unwrap_or_else(|_| escape_line(&l.parent_commit).into_owned());
         writeln!(
             out,
             "forked   from {} at seq {} (commit {commit})",
-            l.parent_session, l.fork_seq
+            escape_line(l.parent_session.as_str()),
+            l.fork_seq
         )?;
     }
     writeln!(out)?;
@@ -131,10 +139,10 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             out,
             "{:>6}  {}  {:<18} {:<14} {}",
             event.seq,
-            event.ts,
-            event.kind,
-            event.actor,
-            summary(&event.payload)
+            escape_line(&event.ts),
+            escape_line(event.kind.as_str()),
+            escape_line(event.actor.as_str()),
+            escape_line(&summary(&event.payload))
         )?;
     }
     Ok(())

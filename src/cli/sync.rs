@@ -9,23 +9,42 @@ use crate::ops;
 ///
 /// Safe to run on any number of clones in any order: afterwards each has
 /// every event captured anywhere, and their session refs are identical.
-/// Never force-pushes; divergent appends become fork sessions.
+/// Never force-pushes; divergent appends become fork sessions. A fetched
+/// history that fails verification or is unrelated to the local session is
+/// quarantined (shown with its reason) and never replaces a session.
+/// Pushes only to the remote chosen for sessions (see `git session push`).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Remote name or URL (default: session.remote, else origin).
+    /// Remote name or URL; must be the sessions remote (session.remote).
     remote: Option<String>,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
     let store = env.store()?;
-    let remote = args
-        .remote
-        .unwrap_or_else(|| crate::config::sessions_remote(&store));
-    let report = ops::sync::sync(&store, &remote)?;
+    let dest = match &args.remote {
+        Some(name) => ops::sync::Destination::Named(name),
+        None => ops::sync::Destination::Chosen,
+    };
+    let (chosen, pinned) = crate::config::chosen_remote(&store);
+    let remote = ops::sync::consent(&store, dest, chosen.as_deref(), pinned.as_deref())?;
+    let report = ops::sync::sync(&store, &remote, &super::fetch::trust(&store, &remote))?;
     super::fetch::print_changes(out, &report.fetched.changed)?;
+    super::fetch::print_removed(out, &report.fetched.removed)?;
+    super::fetch::print_quarantine(out, &report.fetched.quarantined)?;
+    for r in &report.held {
+        writeln!(
+            out,
+            "not pushed {}: the remote holds a conflicting history (see quarantined above)",
+            super::escape_line(&r.refname)
+        )?;
+    }
     status(format!(
-        "Synced with {remote} ({} changed here)",
-        report.fetched.changed.len()
+        "Synced with {remote} ({} changed here{})",
+        report.fetched.changed.len(),
+        match report.fetched.quarantined.len() {
+            0 => String::new(),
+            n => format!(", {n} quarantined"),
+        }
     ));
     Ok(())
 }

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use serde_json::json;
 
-use super::{CommandError, Env, short};
+use super::{CommandError, Env, escape_line, short};
 use crate::ops;
 
 /// Check that sessions read back exactly as written, and their receipts.
@@ -13,12 +13,23 @@ use crate::ops;
 /// that batch commits only ever added events, the tip's trailers, the
 /// artifacts, and every handoff receipt: that it matches the handoff event
 /// in the log and, when signed, that the SSH signature is valid and (with
-/// gpg.ssh.allowedSignersFile) made by a key allowed for its signer. Names
-/// the seq of the first bad event. Exits 1 if anything is wrong.
+/// gpg.ssh.allowedSignersFile) made by a key allowed for its signer. With
+/// an allowed-signers file, a handoff whose receipt is missing, stripped or
+/// unsigned is a failure. Also checks that the header never changed, that
+/// the tree holds only the layout's paths, and each batch commit's SSH
+/// signature (git's own, as `git verify-commit` checks it): a bad or
+/// not-allowed one fails, a missing one fails with session.requireSigned.
+/// The tip of each good session is remembered in .git/session/verified/;
+/// a later tip that no longer contains it (or the --since commit) is
+/// reported as a rollback. Names the seq of the first bad event. Exits 1
+/// if anything is wrong.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Session id or unique prefix (default: every session).
     session: Option<String>,
+    /// A session commit the tip must still contain (rollback check).
+    #[arg(long, value_name = "COMMIT")]
+    since: Option<String>,
     /// Print a JSON array of reports.
     #[arg(long)]
     json: bool,
@@ -32,7 +43,17 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     };
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let allowed = crate::config::allowed_signers(&store, home.as_deref());
-    let verdicts = ops::verify::verify(&store, &ids, allowed.as_deref())?;
+    let since = args
+        .since
+        .as_deref()
+        .map(|rev| store.resolve_commit(rev))
+        .transpose()?;
+    let policy = ops::verify::Policy {
+        allowed_signers: allowed.as_deref(),
+        require_signed: crate::config::require_signed(&store, None),
+        since,
+    };
+    let verdicts = ops::verify::verify(&store, &ids, policy)?;
     let bad = verdicts.iter().filter(|v| !v.is_ok()).count();
     if args.json {
         let rows: Vec<_> = verdicts
@@ -44,7 +65,10 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                     "ok": v.is_ok(),
                     "events": r.events,
                     "batches": r.batches,
-                    "problems": r.problems.iter().map(|p| json!({"seq": p.seq, "message": p.message})).collect::<Vec<_>>(),
+                    "signed_batches": v.signed,
+                    "problems": r.problems.iter().map(|p| json!({"seq": p.seq, "message": p.message}))
+                        .chain(v.problems.iter().map(|p| json!({"seq": null, "message": p})))
+                        .collect::<Vec<_>>(),
                     "receipts": v.receipts.iter().map(|c| json!({
                         "commit": c.commit.to_string(), "seq": c.seq, "ok": c.problem.is_none(),
                         "problem": c.problem, "signature": c.signature,
@@ -57,23 +81,36 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     } else {
         for v in &verdicts {
             let r = &v.store;
+            let signed = match v.signed {
+                0 => String::new(),
+                n if n == r.batches => ", all signed".to_owned(),
+                n => format!(", {n} signed"),
+            };
             if v.is_ok() {
                 writeln!(
                     out,
-                    "ok      {} ({} events, {} batches)",
+                    "ok      {} ({} events, {} batches{signed})",
                     r.id, r.events, r.batches
                 )?;
             } else {
                 writeln!(out, "FAILED  {}", r.id)?;
                 for p in &r.problems {
-                    writeln!(out, "  {}", p.message)?;
+                    writeln!(out, "  {}", escape_line(&p.message))?;
+                }
+                for p in &v.problems {
+                    writeln!(out, "  {}", escape_line(p))?;
                 }
             }
             for c in &v.receipts {
                 let seq = c.seq.map(|s| format!("seq {s}")).unwrap_or_default();
                 match &c.problem {
                     None => writeln!(out, "  receipt {} {seq}: {}", short(&c.commit), c.signature)?,
-                    Some(p) => writeln!(out, "  receipt {} {seq}: BAD: {p}", short(&c.commit))?,
+                    Some(p) => writeln!(
+                        out,
+                        "  receipt {} {seq}: BAD: {}",
+                        short(&c.commit),
+                        escape_line(p)
+                    )?,
                 }
             }
         }

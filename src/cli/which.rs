@@ -4,7 +4,7 @@ use std::io::Write;
 
 use serde_json::json;
 
-use super::{CommandError, Env, short};
+use super::{CommandError, Env, escape_line, short};
 use crate::ops;
 
 /// Show which sessions (and seq ranges) led to a commit.
@@ -44,7 +44,12 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         let range = b
             .seq
             .map_or("no events".to_owned(), |(a, z)| format!("seq {a}..{z}"));
-        writeln!(out, "{}  {:<7} {range}", b.session, b.agent)?;
+        writeln!(
+            out,
+            "{}  {:<7} {range}",
+            escape_line(&b.session.to_string()),
+            escape_line(&b.agent.to_string())
+        )?;
     }
     Ok(())
 }

@@ -13,8 +13,9 @@
 //!
 //! `index.json` holds one small entry per source (so an unchanged store
 //! costs one `stat` per file, two for a database and its WAL); the
-//! adapter's parse state lives in its own file under `state/`, one per file
-//! or per (database, session), read only when there is something new.
+//! adapter's parse state (for a file, with its [`SeqMap`]) lives in its own
+//! file under `state/`, one per file or per (database, session), read only
+//! when there is something new.
 //! Losing any of it is safe: capture falls back to re-reading the source
 //! and reconciling by native ids, so nothing is appended twice.
 
@@ -100,6 +101,17 @@ pub struct RowSession {
     pub session: Option<String>,
     /// The session's event count right after this session's last batch.
     pub events: u64,
+    /// Per append-only table, the highest rowid handed to the adapter for
+    /// this session (rows at or below it are never handed over again).
+    #[serde(default)]
+    pub seen: BTreeMap<String, i64>,
+    /// A digest of the rows of [`Incremental::Whole`] tables last handed to
+    /// the adapter (the session row): rows read again unchanged are not
+    /// parsed again, so an unchanged session costs no store access.
+    ///
+    /// [`Incremental::Whole`]: git_session_adapters::source::Incremental::Whole
+    #[serde(default)]
+    pub whole: Option<String>,
 }
 
 /// Holds the cursors of one agent.
@@ -107,7 +119,9 @@ pub struct RowSession {
 pub struct CursorIndex {
     /// Cursor format; other values are discarded (state is rebuildable).
     pub version: u32,
-    /// File cursors by path relative to the agent's store root.
+    /// File cursors by the native file's absolute path, so files under the
+    /// same relative path in two agent homes (`--home`) are never taken for
+    /// one another.
     pub files: BTreeMap<String, FileCursor>,
     /// Database cursors by path relative to the agent's store root.
     #[serde(default)]
@@ -116,7 +130,72 @@ pub struct CursorIndex {
     dir: PathBuf,
 }
 
-const VERSION: u32 = 1;
+/// Version 2: file keys are absolute paths; parses number a file's events
+/// from 0 in file order and a file's state carries a [`SeqMap`] to the
+/// stored seqs.
+const VERSION: u32 = 2;
+
+/// Maps the seqs a native file's parse gives its events (from 0, in file
+/// order) to the seqs they are stored at.
+///
+/// The two differ once anything else was appended to the session between
+/// two captures of the file (a handoff's events, an `append`, another
+/// file), or when a re-read keeps only some events. Parents are numbered
+/// the way the parse numbers them, so each stored event's `parent_seq` is
+/// mapped through here too. Kept as runs of consecutive seqs: one run for
+/// a file that is the whole session, one more per interruption.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeqMap {
+    /// `(file seq, stored seq)` at the start of each run, file seqs rising.
+    runs: Vec<(u64, u64)>,
+    /// File seqs mapped so far (the next one the parse gives).
+    len: u64,
+}
+
+impl SeqMap {
+    /// Returns the next file seq, the number of events mapped so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Returns whether nothing is mapped.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Maps the next file seq to `stored`.
+    pub fn push(&mut self, stored: u64) {
+        let file = self.len;
+        let continues = self
+            .runs
+            .last()
+            .is_some_and(|&(f, s)| s.checked_add(file - f) == Some(stored));
+        if !continues {
+            self.runs.push((file, stored));
+        }
+        self.len += 1;
+    }
+
+    /// Returns the stored seq of file seq `file`, if it was mapped.
+    pub fn get(&self, file: u64) -> Option<u64> {
+        if file >= self.len {
+            return None;
+        }
+        let i = self.runs.partition_point(|&(f, _)| f <= file);
+        let (f, s) = self.runs[i.checked_sub(1)?];
+        Some(s + (file - f))
+    }
+}
+
+/// Holds what a later capture of one file needs: the adapter's parse state
+/// and the seq map.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct FileState {
+    /// The adapter's state after the last complete line read.
+    pub adapter: Value,
+    /// File seqs to stored seqs.
+    pub seqs: SeqMap,
+}
 
 impl CursorIndex {
     /// Loads the index for `agent`, or an empty one when missing or unreadable.
@@ -140,15 +219,15 @@ impl CursorIndex {
         )
     }
 
-    /// Returns the saved adapter state of a file (or of `<db>#<session>`
-    /// for a database session), if any.
-    pub fn load_state(&self, rel: &str) -> Option<Value> {
+    /// Returns the saved state of a file ([`FileState`]) or of
+    /// `<db>#<session>` for a database session (the adapter's state), if any.
+    pub fn load_state<T: serde::de::DeserializeOwned>(&self, rel: &str) -> Option<T> {
         let bytes = std::fs::read(self.state_path(rel)).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
-    /// Saves the adapter state of a file atomically.
-    pub fn save_state(&self, rel: &str, state: &Value) -> NativeResult<()> {
+    /// Saves the state of a file or database session atomically.
+    pub fn save_state<T: Serialize>(&self, rel: &str, state: &T) -> NativeResult<()> {
         write_atomic(
             &self.state_path(rel),
             &serde_json::to_vec(state).expect("state serializes"),
@@ -187,4 +266,33 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> NativeResult<()> {
         source: e.error,
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seq_map_keeps_runs_and_maps_every_pushed_seq() {
+        let mut map = SeqMap::default();
+        for s in [0, 1, 2, 5, 6, 3, 9] {
+            map.push(s);
+        }
+        let mapped: Vec<Option<u64>> = (0..8).map(|f| map.get(f)).collect();
+        assert_eq!(
+            mapped,
+            vec![
+                Some(0),
+                Some(1),
+                Some(2),
+                Some(5),
+                Some(6),
+                Some(3),
+                Some(9),
+                None
+            ]
+        );
+        assert_eq!(map.runs.len(), 4);
+        assert_eq!(map.len(), 7);
+    }
 }

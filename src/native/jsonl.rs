@@ -23,6 +23,11 @@ pub trait RecordReader: Send {
     fn next_batch(&mut self) -> NativeResult<Option<Records<'_>>>;
     /// Returns how far the reader got: the cursor to save.
     fn position(&self) -> ReadPosition;
+    /// Returns why the reader stopped before the end, when it did (a
+    /// corrupt frame): what was read before it is good, the rest is not.
+    fn problem(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Says how far a file was read: what a [`super::cursor::FileCursor`] keeps.
@@ -45,6 +50,8 @@ pub struct JsonlReader {
     handed: usize,
     pos: ReadPosition,
     eof: bool,
+    /// Where to stop (a line boundary), if not at the end of the file.
+    end: Option<u64>,
 }
 
 impl JsonlReader {
@@ -64,7 +71,15 @@ impl JsonlReader {
                 frames: 0,
             },
             eof: false,
+            end: None,
         })
+    }
+
+    /// Stops reading at byte `end` (a line boundary) instead of at the end
+    /// of the file: the reader then ends there as at a file's end.
+    pub fn until(mut self, end: u64) -> JsonlReader {
+        self.end = Some(end);
+        self
     }
 
     /// Reads at most `limit` bytes from the start and returns the complete
@@ -86,9 +101,12 @@ impl RecordReader for JsonlReader {
         self.buf.drain(..self.handed);
         self.handed = 0;
         while !self.eof {
-            let want = BLOCK_BYTES.saturating_sub(self.buf.len()).max(1 << 16);
+            let mut want = BLOCK_BYTES.saturating_sub(self.buf.len()).max(1 << 16) as u64;
+            if let Some(end) = self.end {
+                want = want.min(end.saturating_sub(self.pos.offset + self.buf.len() as u64));
+            }
             let n = (&mut self.file)
-                .take(want as u64)
+                .take(want)
                 .read_to_end(&mut self.buf)
                 .map_err(NativeError::io(&self.path))?;
             self.eof = n == 0;
@@ -113,6 +131,20 @@ impl RecordReader for JsonlReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reader_until_a_line_boundary_stops_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, b"{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n").unwrap();
+        let mut r = JsonlReader::open(&path, 0, 0).unwrap().until(16);
+        let mut seen = Vec::new();
+        while let Some(batch) = r.next_batch().unwrap() {
+            seen.extend(batch.iter().map(|rec| rec.pos.ordinal()));
+        }
+        assert_eq!(seen, [0, 1]);
+        assert_eq!((r.position().offset, r.position().lines), (16, 2));
+    }
 
     #[test]
     fn a_line_still_being_written_waits() {

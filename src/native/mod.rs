@@ -8,8 +8,8 @@
 //!   adapter's globs;
 //! * one reader per source kind yields complete records with their native
 //!   positions and a new cursor: [`jsonl`] (byte offsets, complete lines
-//!   only), `zstd` (frame by frame, checksum-verified, a torn last frame
-//!   left for the next capture: [`zstd`]) and `sqlite` (read-only, one snapshot,
+//!   only), [`zstd`] (frame by frame, checksum-verified, a torn last frame
+//!   left for the next capture) and [`sqlite`] (read-only, one snapshot,
 //!   incremental by row id or column, rows grouped by session);
 //! * [`cursor`] keeps how far each source was read, as local rebuildable
 //!   state (an unchanged source costs one `stat`);
@@ -20,15 +20,15 @@
 //! Agent stores are read-only to capture: readers open files for reading
 //! only and databases with `mode=ro`.
 
+pub mod apply;
 pub mod cursor;
 pub mod jsonl;
+pub mod sqlite;
 pub mod zstd;
 
 use std::path::{Path, PathBuf};
 
 use git_session_adapters::{Adapter, Source};
-
-use jsonl::{JsonlReader, RecordReader};
 
 /// Says why a native source could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +42,14 @@ pub enum NativeError {
         #[source]
         source: std::io::Error,
     },
+    /// A different native session is already where one would be written.
+    #[error("{path}: {what} is already there")]
+    Exists {
+        /// The file or database in the way.
+        path: PathBuf,
+        /// What is in the way.
+        what: String,
+    },
     /// A source is unreadable as its kind (a corrupt frame, a database
     /// SQLite refuses, an unknown schema); the other sources are still read.
     #[error("{path}: {message}")]
@@ -50,6 +58,24 @@ pub enum NativeError {
         path: PathBuf,
         /// What is wrong and what was done about it.
         message: String,
+    },
+    /// A write-back path would leave the agent's store (a hostile or
+    /// malformed id or path in a session); nothing was written.
+    #[error("refusing to write {relative:?} under {}: {why}", root.display())]
+    Outside {
+        /// The store root.
+        root: PathBuf,
+        /// The path the change set named.
+        relative: PathBuf,
+        /// Why it was refused.
+        why: &'static str,
+    },
+    /// The agent holds its write lock on the session (it is running on
+    /// it); nothing was written.
+    #[error("the agent is running on this session (it holds {}); nothing was written", path.display())]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
     },
 }
 
@@ -63,6 +89,22 @@ impl NativeError {
             source,
         }
     }
+}
+
+/// Returns the source declaration a discovered file belongs to: the first
+/// of the adapter's sources with a glob that matches it.
+pub fn source_for(adapter: &dyn Adapter, rel: &Path) -> Option<Source> {
+    let text = rel.to_string_lossy().replace('\\', "/");
+    adapter
+        .spec()
+        .sources
+        .iter()
+        .find(|s| {
+            s.globs()
+                .iter()
+                .any(|g| git_session_adapters::source::glob_match(g, &text))
+        })
+        .copied()
 }
 
 /// How deep under an agent's store root source files are looked for.
@@ -95,48 +137,4 @@ pub fn discover(adapter: &dyn Adapter, root: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
-}
-
-/// Says how a source file is read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FileKind {
-    /// Newline-delimited JSON.
-    Jsonl,
-    /// Concatenated zstd frames of JSONL.
-    Zstd,
-}
-
-/// Returns how the adapter's source file `rel` is read: the kind of the
-/// first declared source whose globs match it (JSONL when none does, the
-/// case of an adapter that overrides [`Adapter::is_session_file`]).
-pub fn file_kind(adapter: &dyn Adapter, rel: &Path) -> FileKind {
-    let text = rel.to_string_lossy().replace('\\', "/");
-    for source in adapter.spec().sources {
-        if source
-            .globs()
-            .iter()
-            .any(|g| git_session_adapters::source::glob_match(g, &text))
-        {
-            return match source {
-                Source::ZstdJsonl { .. } => FileKind::Zstd,
-                _ => FileKind::Jsonl,
-            };
-        }
-    }
-    FileKind::Jsonl
-}
-
-/// Opens the reader for a source file at a cursor (`frames` is ignored for
-/// JSONL).
-pub fn open_reader(
-    kind: FileKind,
-    path: &Path,
-    offset: u64,
-    frames: u64,
-    lines: u64,
-) -> NativeResult<Box<dyn RecordReader>> {
-    Ok(match kind {
-        FileKind::Jsonl => Box::new(JsonlReader::open(path, offset, lines)?),
-        FileKind::Zstd => Box::new(zstd::ZstdReader::open(path, offset, frames, lines)?),
-    })
 }

@@ -1,272 +1,253 @@
-//! Zstd-framed sources: files of concatenated Zstandard frames (RFC 8878),
-//! each frame holding whole JSONL lines, read frame by frame.
+//! zstd-framed JSONL sources: a file of concatenated Zstandard frames
+//! (RFC 8878), each frame holding whole JSONL lines, appended one frame per
+//! durable write.
 //!
-//! The layout is DeepSeek Harness's session log (`shared/formats/dsh.md`),
-//! and the reading rules are dsh's own, so that capture sees what dsh
-//! would load:
+//! The reader walks the file from its cursor (the byte offset of the next
+//! frame) frame by frame. Each complete frame is decoded, its content
+//! checksum verified by the decoder, and its size bounded
+//! ([`MAX_FRAME_BYTES`]) before anything is kept. EOF inside the last frame
+//! is a torn tail, a frame the agent is still writing or crashed in: it is
+//! left for the next capture (the cursor stays at its first byte). A
+//! complete frame that fails (bad magic, failed checksum, bad block, too
+//! large, a line that does not end inside its frame) stops the reader: the
+//! frames before it are handed over and the problem is reported
+//! ([`RecordReader::problem`]), naming the byte offset. What capture does
+//! with that is the source's [`Corrupt`] rule: keep the frames before it,
+//! or refuse the whole file as the agent does.
 //!
-//! * the frame structure (magic, header, block headers and sizes, checksum
-//!   trailer) is walked before anything is decoded; a skippable frame, a
-//!   reserved header bit or block type, or an oversized block is corruption;
-//! * **EOF inside the last frame is a torn tail**: the complete frames
-//!   before it are returned and the cursor stays at the torn frame's first
-//!   byte, so the next capture reads it once the writer finished it (or
-//!   once dsh's crash repair rewrote it there);
-//! * a complete frame whose decompression or content checksum fails, or
-//!   whose text does not end with a newline, refuses the file with dsh's
-//!   wording ("corrupt Zstandard session log: frame at byte N failed
-//!   validation") and the byte offset;
-//! * sizes are bounded before anything is inflated: a frame may hold at
-//!   most [`MAX_FRAME_BYTES`] compressed and [`MAX_FRAME_PLAIN`] decoded.
-//!
-//! Cursor: the byte offset of the next frame, the frames and lines read.
-//! Files are only opened for reading.
-//!
-//! [`encode_frame`] is the other direction, for write-back: the sink of a
-//! framed file (`FileSink::begin_framed`) turns each frame an adapter
-//! closes into one checksummed frame with it.
+//! The checks are those of DeepSeek Harness, the agent whose logs have this
+//! layout (`shared/formats/dsh.md`): only the zstd frame magic (a skippable
+//! frame is corruption), no reserved header bit or block type (the decoder's
+//! frame walk refuses them), every frame ends with a newline (a line never
+//! spans frames), and both sizes bounded before anything is inflated
+//! ([`MAX_FRAME_COMPRESSED`] compressed, [`MAX_FRAME_BYTES`] decoded).
 
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use git_session_adapters::Records;
+pub use git_session_adapters::source::Corrupt;
 use git_session_adapters::source::Frame;
+use zstd::zstd_safe;
 
-use super::jsonl::{ReadPosition, RecordReader};
+use super::jsonl::{BLOCK_BYTES, ReadPosition, RecordReader};
 use super::{NativeError, NativeResult};
 
-/// Decoded bytes handed to the adapter per parse call (whole frames).
-pub const BATCH_BYTES: usize = 1 << 20;
+/// The most one frame may decode to; a larger frame is refused, not inflated.
+pub const MAX_FRAME_BYTES: u64 = 256 << 20;
 
-/// Largest compressed frame accepted.
-pub const MAX_FRAME_BYTES: usize = 64 << 20;
+/// The most compressed bytes one frame may take; a larger one is refused
+/// before it is buffered whole.
+pub const MAX_FRAME_COMPRESSED: usize = 64 << 20;
 
-/// Largest decoded frame accepted.
-pub const MAX_FRAME_PLAIN: usize = 256 << 20;
-
-/// The zstd frame magic number, little-endian on disk: `28 B5 2F FD`.
+/// The zstd frame magic number, as it appears in the file.
 const MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
-/// The largest block the format allows (Block_Maximum_Size).
-const MAX_BLOCK: usize = 128 << 10;
+/// Compressed bytes read from the file at a time.
+const READ_BYTES: usize = 1 << 20;
 
-/// Reads a zstd-framed file from a frame boundary.
-pub struct ZstdReader {
+/// Reads a zstd-framed file from a frame boundary, frame by frame.
+pub struct FramedReader {
     path: PathBuf,
-    file: BufReader<File>,
-    frames: Vec<Frame>,
+    file: File,
+    /// Compressed bytes from `base` on.
+    buf: Vec<u8>,
+    /// File offset of `buf[0]`.
+    base: u64,
+    eof: bool,
     pos: ReadPosition,
-    /// The file size when opened: frames are read up to it only, so a
-    /// frame appended meanwhile waits for the next capture.
-    size: u64,
-    done: bool,
-    /// Set when the last frame was torn: its offset.
-    torn: Option<u64>,
+    frames: Vec<Frame>,
+    problem: Option<String>,
+    /// Where to stop (a frame boundary), if not at the end of the file.
+    end: Option<u64>,
 }
 
-impl ZstdReader {
-    /// Opens `path` at `offset` (a frame boundary), which is frame
-    /// `first_frame` and decoded line `first_line`.
-    pub fn open(
-        path: &Path,
-        offset: u64,
-        first_frame: u64,
-        first_line: u64,
-    ) -> NativeResult<ZstdReader> {
+impl FramedReader {
+    /// Opens `path` at `offset`, which must be a frame boundary that starts
+    /// frame `frames` and decoded line `lines`.
+    pub fn open(path: &Path, offset: u64, lines: u64, frames: u64) -> NativeResult<FramedReader> {
         let mut file = File::open(path).map_err(NativeError::io(path))?;
-        let size = file.metadata().map_err(NativeError::io(path))?.len();
         file.seek(SeekFrom::Start(offset))
             .map_err(NativeError::io(path))?;
-        Ok(ZstdReader {
+        Ok(FramedReader {
             path: path.to_owned(),
-            file: BufReader::with_capacity(1 << 16, file),
-            frames: Vec::new(),
+            file,
+            buf: Vec::new(),
+            base: offset,
+            eof: false,
             pos: ReadPosition {
                 offset,
-                lines: first_line,
-                frames: first_frame,
+                lines,
+                frames,
             },
-            size,
-            done: offset >= size,
-            torn: None,
+            frames: Vec::new(),
+            problem: None,
+            end: None,
         })
     }
 
-    /// Returns the decoded first frame of a file, when it is complete (for
-    /// learning a new file's session facts from its header).
-    pub fn head(path: &Path) -> NativeResult<Option<Vec<u8>>> {
-        let mut r = ZstdReader::open(path, 0, 0, 0)?;
-        Ok(r.next_frame()?.map(|f| f.bytes))
+    /// Stops reading at byte `end` (a frame boundary) instead of at the end
+    /// of the file: the reader then ends there as at a file's end.
+    pub fn until(mut self, end: u64) -> FramedReader {
+        self.end = Some(end);
+        self
     }
 
-    /// Returns the offset of the torn last frame, when the read ended in one.
-    pub fn torn(&self) -> Option<u64> {
-        self.torn
-    }
-
-    fn corrupt(&self, at: u64, what: &str) -> NativeError {
-        NativeError::Source {
-            path: self.path.clone(),
-            message: format!("corrupt Zstandard session log: frame at byte {at} {what}"),
+    /// Returns the first complete frames, up to about `limit` decoded
+    /// bytes (for learning a new file's session facts), and the problem
+    /// that stopped the reading early, if one did.
+    pub fn head(path: &Path, limit: u64) -> NativeResult<(Vec<Frame>, Option<String>)> {
+        let mut reader = FramedReader::open(path, 0, 0, 0)?;
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        while bytes < limit {
+            match reader.next_frame()? {
+                Some(frame) => {
+                    bytes += frame.bytes.len() as u64;
+                    out.push(frame);
+                }
+                None => break,
+            }
         }
+        Ok((out, reader.problem))
     }
 
-    /// Reads exactly `buf.len()` bytes unless the file (as opened) ends
-    /// first; returns whether it did.
-    fn fill(&mut self, at: &mut u64, buf: &mut [u8]) -> NativeResult<bool> {
-        if *at + buf.len() as u64 > self.size {
-            return Ok(false);
-        }
-        self.file
-            .read_exact(buf)
-            .map_err(NativeError::io(&self.path))?;
-        *at += buf.len() as u64;
-        Ok(true)
-    }
-
-    /// Reads the next complete frame; `None` at the end or at a torn tail.
+    /// Returns the next complete, verified frame, or `None` at the end (or
+    /// at a torn tail, or after a problem).
     fn next_frame(&mut self) -> NativeResult<Option<Frame>> {
-        if self.done {
+        if self.problem.is_some() {
             return Ok(None);
         }
-        let start = self.pos.offset;
-        let mut at = start;
-        let mut raw = Vec::new();
-        macro_rules! take {
-            ($n:expr) => {{
-                let mut b = vec![0u8; $n];
-                if !self.fill(&mut at, &mut b)? {
-                    return Ok(self.torn_at(start));
-                }
-                raw.extend_from_slice(&b);
-                b
-            }};
-        }
-        let magic = take!(4);
-        if magic != MAGIC {
-            return Err(self.corrupt(
-                start,
-                "has an invalid frame magic (skippable frames are not allowed)",
-            ));
-        }
-        let fhd = take!(1)[0];
-        if fhd & 0x08 != 0 || fhd & 0x10 != 0 {
-            return Err(self.corrupt(start, "has a reserved frame header bit set"));
-        }
-        let single = fhd & 0x20 != 0;
-        let checksum = fhd & 0x04 != 0;
-        let dict = [0, 1, 2, 4][usize::from(fhd & 0x03)];
-        let fcs = match fhd >> 6 {
-            0 => usize::from(single),
-            1 => 2,
-            2 => 4,
-            _ => 8,
-        };
-        let rest = usize::from(!single) + dict + fcs;
-        take!(rest);
         loop {
-            let bh = take!(3);
-            let header = u32::from(bh[0]) | u32::from(bh[1]) << 8 | u32::from(bh[2]) << 16;
-            let last = header & 1 != 0;
-            let kind = (header >> 1) & 3;
-            let size = (header >> 3) as usize;
-            let body = match kind {
-                0 | 2 => size,
-                1 => 1,
-                _ => return Err(self.corrupt(start, "has a reserved block type")),
-            };
-            if size > MAX_BLOCK {
-                return Err(self.corrupt(start, "has a block larger than the format allows"));
+            let start = (self.pos.offset - self.base) as usize;
+            let rest = &self.buf[start..];
+            if rest.is_empty() && self.eof {
+                return Ok(None);
             }
-            if raw.len() + body > MAX_FRAME_BYTES {
-                return Err(self.corrupt(start, &format!("is larger than {MAX_FRAME_BYTES} bytes")));
+            if rest.len() >= MAGIC.len() && rest[..4] != MAGIC {
+                self.fail(
+                    "has an invalid frame magic (not a zstd frame; skippable frames are not allowed)",
+                );
+                return Ok(None);
             }
-            take!(body);
-            if last {
-                break;
+            match zstd_safe::find_frame_compressed_size(rest) {
+                Ok(size) if rest.len() >= MAGIC.len() => {
+                    let frame = self.decode(start, size)?;
+                    return Ok(frame);
+                }
+                Err(code)
+                    if zstd_safe::is_error_kind(
+                        code,
+                        zstd_safe::zstd_sys::ZSTD_ErrorCode::ZSTD_error_srcSize_wrong,
+                    ) || rest.len() < MAGIC.len() =>
+                {
+                    // The frame goes on past what was read: read more, or,
+                    // at EOF, leave the torn tail for the next capture.
+                    if self.eof {
+                        return Ok(None);
+                    }
+                    if rest.len() > MAX_FRAME_COMPRESSED {
+                        self.fail(&format!(
+                            "is larger than {} MiB compressed; refused",
+                            MAX_FRAME_COMPRESSED >> 20
+                        ));
+                        return Ok(None);
+                    }
+                    self.fill()?;
+                }
+                Ok(_) => {
+                    if self.eof {
+                        return Ok(None);
+                    }
+                    self.fill()?;
+                }
+                Err(code) => {
+                    self.fail(&format!(
+                        "failed validation ({})",
+                        zstd_safe::get_error_name(code)
+                    ));
+                    return Ok(None);
+                }
             }
         }
-        if checksum {
-            take!(4);
-        }
-        let plain = self.decode(start, &raw)?;
-        let frame = Frame {
-            index: self.pos.frames,
-            offset: start,
-            first_line: self.pos.lines,
-            bytes: plain,
-        };
-        self.pos.offset = at;
-        self.pos.frames += 1;
-        self.pos.lines += frame.bytes.iter().filter(|&&b| b == b'\n').count() as u64;
-        if at >= self.size {
-            self.done = true;
-        }
-        Ok(Some(frame))
     }
 
-    fn torn_at(&mut self, start: u64) -> Option<Frame> {
-        self.done = true;
-        self.torn = Some(start);
-        None
+    /// Decodes the frame of `size` bytes at `buf[start..]`.
+    fn decode(&mut self, start: usize, size: usize) -> NativeResult<Option<Frame>> {
+        let compressed = &self.buf[start..start + size];
+        let mut bytes = Vec::new();
+        let decoded = zstd::stream::read::Decoder::with_buffer(compressed)
+            .map(|d| d.single_frame())
+            .and_then(|d| d.take(MAX_FRAME_BYTES + 1).read_to_end(&mut bytes));
+        match decoded {
+            Err(e) => {
+                self.fail(&format!("failed validation ({e})"));
+                Ok(None)
+            }
+            Ok(n) if n as u64 > MAX_FRAME_BYTES => {
+                self.fail(&format!(
+                    "decodes to more than {} MiB; refused",
+                    MAX_FRAME_BYTES >> 20
+                ));
+                Ok(None)
+            }
+            Ok(_) if bytes.last().is_some_and(|&b| b != b'\n') => {
+                self.fail("ends inside a line (a line never spans frames)");
+                Ok(None)
+            }
+            Ok(_) => {
+                let frame = Frame {
+                    index: self.pos.frames,
+                    offset: self.pos.offset,
+                    first_line: self.pos.lines,
+                    bytes,
+                };
+                let lines = frame.bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+                self.pos.offset += size as u64;
+                self.pos.frames += 1;
+                self.pos.lines += lines;
+                Ok(Some(frame))
+            }
+        }
     }
 
-    /// Decompresses one complete frame, checksum verified, size bounded.
-    fn decode(&self, start: u64, raw: &[u8]) -> NativeResult<Vec<u8>> {
-        let failed = || self.corrupt(start, "failed validation");
-        let mut dec = zstd::stream::read::Decoder::with_buffer(raw)
-            .map_err(|_| failed())?
-            .single_frame();
-        let mut plain = Vec::new();
-        (&mut dec)
-            .take(MAX_FRAME_PLAIN as u64 + 1)
-            .read_to_end(&mut plain)
-            .map_err(|_| failed())?;
-        if plain.len() > MAX_FRAME_PLAIN {
-            return Err(self.corrupt(
-                start,
-                &format!("decodes to more than {MAX_FRAME_PLAIN} bytes"),
-            ));
+    /// Reads more compressed bytes, dropping what is already consumed.
+    fn fill(&mut self) -> NativeResult<()> {
+        let consumed = (self.pos.offset - self.base) as usize;
+        self.buf.drain(..consumed);
+        self.base = self.pos.offset;
+        let mut want = READ_BYTES as u64;
+        if let Some(end) = self.end {
+            want = want.min(end.saturating_sub(self.base + self.buf.len() as u64));
         }
-        if plain.last().is_some_and(|&b| b != b'\n') {
-            return Err(self.corrupt(start, "ends inside a line (a line never spans frames)"));
-        }
-        if self.pos.frames == 0 && plain.iter().filter(|&&b| b == b'\n').count() != 1 {
-            return Err(self.corrupt(
-                start,
-                "is the first frame but does not hold exactly the header line",
-            ));
-        }
-        Ok(plain)
+        let n = (&mut self.file)
+            .take(want)
+            .read_to_end(&mut self.buf)
+            .map_err(NativeError::io(&self.path))?;
+        self.eof = n == 0;
+        Ok(())
+    }
+
+    /// Records why reading stopped, in DeepSeek Harness's words for it
+    /// (`what` says what is wrong with the frame at the cursor).
+    fn fail(&mut self, what: &str) {
+        self.problem = Some(format!(
+            "corrupt Zstandard session log: frame at byte {} {what}",
+            self.pos.offset
+        ));
     }
 }
 
-/// Returns one checksummed Zstandard frame holding `plain`.
-///
-/// Level 3 (zstd's default, like Node's `zlib.zstdCompress` that dsh
-/// uses), content checksum on, no dictionary: the frames dsh writes and
-/// accepts.
-pub fn encode_frame(plain: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(plain.len() / 3 + 32);
-    let mut enc = zstd::stream::Encoder::new(&mut out, 3)
-        .expect("a zstd encoder at level 3 can always be made");
-    enc.include_checksum(true)
-        .expect("the checksum flag is a valid parameter");
-    std::io::Write::write_all(&mut enc, plain).expect("writing into a Vec cannot fail");
-    enc.finish().expect("finishing into a Vec cannot fail");
-    out
-}
-
-impl RecordReader for ZstdReader {
+impl RecordReader for FramedReader {
     fn next_batch(&mut self) -> NativeResult<Option<Records<'_>>> {
         self.frames.clear();
         let mut bytes = 0;
-        while bytes < BATCH_BYTES {
+        while bytes < BLOCK_BYTES {
             match self.next_frame()? {
-                Some(f) => {
-                    bytes += f.bytes.len();
-                    self.frames.push(f);
+                Some(frame) => {
+                    bytes += frame.bytes.len();
+                    self.frames.push(frame);
                 }
                 None => break,
             }
@@ -280,156 +261,176 @@ impl RecordReader for ZstdReader {
     fn position(&self) -> ReadPosition {
         self.pos
     }
+
+    fn problem(&self) -> Option<String> {
+        self.problem.clone()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn frame(plain: &[u8]) -> Vec<u8> {
-        let out = encode_frame(plain);
-        // Content checksum flag set, as dsh writes them.
-        assert_ne!(out[4] & 0x04, 0);
-        out
+    fn frame(text: &str) -> Vec<u8> {
+        let mut enc = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+        enc.include_checksum(true).unwrap();
+        std::io::Write::write_all(&mut enc, text.as_bytes()).unwrap();
+        enc.finish().unwrap()
     }
 
-    fn log(frames: &[&[u8]]) -> (Vec<u8>, Vec<u64>) {
-        let mut out = Vec::new();
-        let mut offsets = Vec::new();
-        for f in frames {
-            offsets.push(out.len() as u64);
-            out.extend(frame(f));
+    fn read_all(path: &Path, offset: u64) -> (Vec<String>, ReadPosition, Option<String>) {
+        let mut r = FramedReader::open(path, offset, 0, 0).unwrap();
+        let mut lines = Vec::new();
+        while let Some(batch) = r.next_batch().unwrap() {
+            lines.extend(
+                batch
+                    .iter()
+                    .map(|rec| String::from_utf8_lossy(rec.bytes).into_owned()),
+            );
         }
-        (out, offsets)
+        (lines, r.position(), r.problem())
     }
-
-    fn read_all(bytes: &[u8]) -> (NativeResult<Vec<Frame>>, ReadPosition, Option<u64>) {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("session.v4.jsonl.zstd");
-        std::fs::write(&p, bytes).unwrap();
-        let mut r = ZstdReader::open(&p, 0, 0, 0).unwrap();
-        let mut all = Vec::new();
-        let res = loop {
-            match r.next_batch() {
-                Ok(Some(Records::Frames(fs))) => all.extend(fs.iter().cloned()),
-                Ok(Some(_)) => unreachable!(),
-                Ok(None) => break Ok(all),
-                Err(e) => break Err(e),
-            }
-        };
-        (res, r.position(), r.torn())
-    }
-
-    const H: &[u8] = b"{\"type\":\"session\"}\n";
 
     #[test]
-    fn reads_frames_with_positions() {
-        let (bytes, offsets) = log(&[H, b"{\"seq\":0}\n{\"seq\":1}\n", b"{\"seq\":2}\n"]);
-        let (frames, pos, torn) = read_all(&bytes);
-        let frames = frames.unwrap();
-        assert_eq!(frames.len(), 3);
-        assert_eq!(frames[2].offset, offsets[2]);
-        assert_eq!(frames[2].first_line, 3);
+    fn a_reader_until_a_frame_boundary_stops_there_and_one_from_it_reads_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl.zst");
+        let (a, b) = (frame("{\"a\":1}\n"), frame("{\"b\":2}\n{\"c\":3}\n"));
+        std::fs::write(&path, [a.clone(), b.clone()].concat()).unwrap();
+        let mut r = FramedReader::open(&path, 0, 0, 0)
+            .unwrap()
+            .until(a.len() as u64);
+        let mut lines = 0;
+        while let Some(batch) = r.next_batch().unwrap() {
+            lines += batch.iter().count();
+        }
+        let pos = r.position();
+        assert_eq!(
+            (lines, pos.offset, pos.frames, pos.lines),
+            (1, a.len() as u64, 1, 1)
+        );
+        assert_eq!(r.problem(), None);
+        let (rest, end, _) = read_all(&path, pos.offset);
+        assert_eq!(rest, ["{\"b\":2}", "{\"c\":3}"]);
+        assert_eq!(end.offset, (a.len() + b.len()) as u64);
+    }
+
+    #[test]
+    fn frames_are_read_one_by_one_and_a_torn_tail_waits() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl.zst");
+        let (a, b, c) = (
+            frame("{\"a\":1}\n"),
+            frame("{\"b\":2}\n{\"c\":3}\n"),
+            frame("{\"d\":4}\n"),
+        );
+        let mut bytes = [a.clone(), b.clone()].concat();
+        bytes.extend_from_slice(&c[..c.len() - 3]);
+        std::fs::write(&path, &bytes).unwrap();
+        let (lines, pos, problem) = read_all(&path, 0);
+        assert_eq!(lines, ["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"]);
+        assert_eq!(pos.offset, (a.len() + b.len()) as u64);
+        assert_eq!((pos.frames, pos.lines), (2, 3));
+        assert_eq!(problem, None);
+        // Completed: the next read starts at the torn frame and gets it.
+        bytes.extend_from_slice(&c[c.len() - 3..]);
+        std::fs::write(&path, &bytes).unwrap();
+        let (lines, pos, _) = read_all(&path, (a.len() + b.len()) as u64);
+        assert_eq!(lines, ["{\"d\":4}"]);
         assert_eq!(pos.offset, bytes.len() as u64);
-        assert_eq!((pos.frames, pos.lines), (3, 4));
-        assert_eq!(torn, None);
+    }
+
+    #[test]
+    fn a_frame_failing_its_checksum_stops_the_reader_with_a_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl.zst");
+        let a = frame("{\"a\":1}\n");
+        let mut b = frame(&format!("{{\"b\":\"{}\"}}\n", "x".repeat(50)));
+        let at = b.len() - 1;
+        b[at] ^= 0xFF; // the checksum's last byte
+        std::fs::write(&path, [a.clone(), b].concat()).unwrap();
+        let (lines, pos, problem) = read_all(&path, 0);
+        assert_eq!(lines, ["{\"a\":1}"]);
+        assert_eq!(pos.offset, a.len() as u64);
+        let problem = problem.expect("reported");
+        assert!(
+            problem.contains(&format!("at byte {}", a.len())),
+            "{problem}"
+        );
+        // Garbage is not a frame either.
+        std::fs::write(&path, b"{\"plain\": \"json\"}\n").unwrap();
+        let (lines, _, problem) = read_all(&path, 0);
+        assert!(lines.is_empty());
+        assert!(problem.unwrap().contains("invalid frame magic"));
     }
 
     #[test]
     fn a_torn_last_frame_is_left_for_later_at_every_cut() {
-        let (bytes, offsets) = log(&[H, b"{\"seq\":0}\n", b"{\"seq\":1}\n{\"seq\":2}\n"]);
-        for cut in offsets[2] + 1..bytes.len() as u64 {
-            let (frames, pos, torn) = read_all(&bytes[..cut as usize]);
-            assert_eq!(frames.unwrap().len(), 2, "cut at {cut}");
-            assert_eq!(pos.offset, offsets[2]);
-            assert_eq!(torn, Some(offsets[2]));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl.zst");
+        let (a, b) = (frame("{\"a\":1}\n"), frame("{\"b\":2}\n{\"c\":3}\n"));
+        let whole = [a.clone(), b].concat();
+        for cut in a.len() + 1..whole.len() {
+            std::fs::write(&path, &whole[..cut]).unwrap();
+            let (lines, pos, problem) = read_all(&path, 0);
+            assert_eq!(lines, ["{\"a\":1}"], "cut at {cut}");
+            assert_eq!(pos.offset, a.len() as u64, "cut at {cut}");
+            assert_eq!(problem, None, "cut at {cut}");
         }
     }
 
     #[test]
-    fn flipped_bytes_in_a_complete_frame_are_refused_with_the_offset() {
-        let (bytes, offsets) = log(&[
-            H,
-            b"{\"seq\":0,\"data\":\"hello hello\"}\n",
-            b"{\"seq\":1}\n",
-        ]);
-        let end = offsets[2] as usize;
-        for at in offsets[1] as usize + 4..end {
-            let mut bad = bytes.clone();
+    fn a_flipped_byte_never_changes_what_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl.zst");
+        let texts = ["{\"a\":1}\n", "{\"b\":\"hello hello\"}\n", "{\"c\":3}\n"];
+        let frames: Vec<Vec<u8>> = texts.iter().map(|t| frame(t)).collect();
+        let whole = frames.concat();
+        let b_at = frames[0].len();
+        for at in b_at..b_at + frames[1].len() {
+            let mut bad = whole.clone();
             bad[at] ^= 0x55;
-            let (res, _, _) = read_all(&bad);
-            match res {
-                Err(e) => {
-                    let msg = e.to_string();
-                    assert!(msg.contains("corrupt Zstandard session log"), "{msg}");
-                    assert!(msg.contains("session.v4.jsonl.zstd"), "{msg}");
-                }
-                // A flip in the window or a size field can leave the
-                // content intact or make the frame look torn; changed
-                // content never passes (the checksum covers it).
-                Ok(frames) => {
-                    assert!(frames.len() <= 3, "flip at {at}");
-                    for (f, want) in frames.iter().zip([
-                        H,
-                        b"{\"seq\":0,\"data\":\"hello hello\"}\n",
-                        b"{\"seq\":1}\n",
-                    ]) {
-                        assert_eq!(f.bytes, want, "flip at {at} changed content");
-                    }
-                }
+            std::fs::write(&path, &bad).unwrap();
+            let (lines, pos, problem) = read_all(&path, 0);
+            // Whatever is read is what was written (the checksum covers the
+            // content); a frame that fails names its offset.
+            for (got, want) in lines.iter().zip(texts) {
+                assert_eq!(format!("{got}\n"), want, "flip at {at}");
+            }
+            if let Some(problem) = problem {
+                assert!(
+                    problem.contains(&format!("frame at byte {b_at}")),
+                    "flip at {at}: {problem}"
+                );
+                assert_eq!(pos.offset, b_at as u64);
             }
         }
-        let mut bad = bytes.clone();
-        bad[end - 1] ^= 1;
-        let msg = read_all(&bad).0.unwrap_err().to_string();
-        assert!(
-            msg.contains(&format!("frame at byte {} failed validation", offsets[1])),
-            "{msg}"
-        );
     }
 
     #[test]
-    fn skippable_frames_two_line_headers_and_split_lines_are_refused() {
-        let mut skippable = vec![0x50, 0x2A, 0x4D, 0x18, 4, 0, 0, 0, 1, 2, 3, 4];
-        skippable.extend(frame(H));
-        assert!(
-            read_all(&skippable)
-                .0
-                .unwrap_err()
-                .to_string()
-                .contains("invalid frame magic")
-        );
-        let (two, _) = log(&[b"{\"type\":\"session\"}\n{\"seq\":0}\n"]);
-        assert!(
-            read_all(&two)
-                .0
-                .unwrap_err()
-                .to_string()
-                .contains("header line")
-        );
-        let (split, _) = log(&[H, b"{\"seq\":0,", b"\"x\":1}\n"]);
-        assert!(
-            read_all(&split)
-                .0
-                .unwrap_err()
-                .to_string()
-                .contains("ends inside a line")
-        );
-    }
-
-    #[test]
-    fn reading_resumes_at_a_frame_boundary() {
-        let (bytes, offsets) = log(&[H, b"{\"seq\":0}\n", b"{\"seq\":1}\n"]);
+    fn skippable_frames_reserved_bits_and_split_lines_are_problems() {
         let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("s.zstd");
-        std::fs::write(&p, &bytes).unwrap();
-        let mut r = ZstdReader::open(&p, offsets[2], 2, 2).unwrap();
-        let Some(Records::Frames(fs)) = r.next_batch().unwrap() else {
-            panic!()
+        let path = dir.path().join("s.jsonl.zst");
+        let a = frame("{\"a\":1}\n");
+        let problem_of = |bytes: &[u8]| {
+            std::fs::write(&path, bytes).unwrap();
+            let (lines, pos, problem) = read_all(&path, 0);
+            assert_eq!(lines, ["{\"a\":1}"]);
+            assert_eq!(pos.offset, a.len() as u64);
+            problem.expect("a problem")
         };
-        assert_eq!(fs.len(), 1);
-        assert_eq!((fs[0].index, fs[0].first_line), (2, 2));
-        assert_eq!(fs[0].bytes, b"{\"seq\":1}\n");
-        assert!(ZstdReader::head(&p).unwrap().unwrap() == H);
+        // A skippable frame (valid zstd, but not a frame of records).
+        let skippable = [0x50, 0x2A, 0x4D, 0x18, 4, 0, 0, 0, 1, 2, 3, 4];
+        let p = problem_of(&[a.clone(), skippable.to_vec()].concat());
+        assert!(p.contains("invalid frame magic"), "{p}");
+        // A reserved bit in the frame header descriptor.
+        let mut reserved = frame("{\"b\":2}\n");
+        reserved[4] |= 0x08;
+        let p = problem_of(&[a.clone(), reserved].concat());
+        assert!(p.contains(&format!("frame at byte {}", a.len())), "{p}");
+        // A line that goes on in the next frame.
+        let split = [a.clone(), frame("{\"b\":"), frame("2}\n")].concat();
+        let p = problem_of(&split);
+        assert!(p.contains("ends inside a line"), "{p}");
     }
 }

@@ -6,12 +6,13 @@
 //! ref does not move. Re-importing a file whose events are already stored is
 //! a no-op; a file that continues a stored session appends only the rest.
 
+use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 
 use git_session_schema::codec::{self, Record};
-use git_session_schema::{Event, SessionHeader, SessionId};
+use git_session_schema::{ArtifactId, Event, SessionHeader, SessionId};
 use gix::ObjectId;
 use serde_json::Value;
 
@@ -50,7 +51,9 @@ pub fn commit_info(store: &Store, clock: &Clock) -> CommitInfo {
 /// `reseal` recomputes checksums instead of requiring the file's to match,
 /// for files written by another tool.
 pub fn import(store: &Store, clock: &Clock, path: &Path, reseal: bool) -> OpResult<ImportSummary> {
-    let header = read_header(path)?;
+    let mut header = read_header(path)?;
+    // Compared with the stored header as the store would have written it.
+    store.scrubber().scrub_header(&mut header);
     let id = header.id.clone();
     let info = commit_info(store, clock);
     let existing = match store.tip(&id)? {
@@ -72,6 +75,8 @@ pub fn import(store: &Store, clock: &Clock, path: &Path, reseal: bool) -> OpResu
     let mut skipped = 0;
     let produce = |sink: &mut BatchSink<'_>| -> OpResult<()> {
         skipped = 0;
+        let mut refs = ArtifactRefs::default();
+        let mut reseal_from_here = false;
         let mut stored = match existing {
             Some(n) if n > 0 => Some(store.lines(&id, 0, Some(n - 1))?),
             _ => None,
@@ -89,7 +94,7 @@ pub fn import(store: &Store, clock: &Clock, path: &Path, reseal: bool) -> OpResu
             match codec::decode_record(line).map_err(|e| at(e.to_string(), None))? {
                 Record::Header(_) => Err(at("a second header line".into(), None)),
                 Record::Artifact { data, .. } => {
-                    sink.add_artifact(&data)?;
+                    refs.added(sink.add_artifact(&data)?);
                     Ok(())
                 }
                 Record::Event(mut event) => {
@@ -98,7 +103,13 @@ pub fn import(store: &Store, clock: &Clock, path: &Path, reseal: bool) -> OpResu
                         let mut have = next
                             .decode()
                             .map_err(|e| at(format!("stored seq {}: {e}", next.seq), None))?;
-                        if event.checksum.is_none() || reseal {
+                        // The store redacted what it keeps: compare like with
+                        // like, and the stored chain then differs from the
+                        // file's.
+                        if sink.scrubber().scrub(&mut event) {
+                            reseal_from_here = true;
+                        }
+                        if event.checksum.is_none() || reseal || reseal_from_here {
                             have.checksum = None;
                             event.checksum = None;
                         }
@@ -119,6 +130,7 @@ pub fn import(store: &Store, clock: &Clock, path: &Path, reseal: bool) -> OpResu
                     if reseal {
                         event.checksum = None;
                     }
+                    refs.wanted(&event, line_no);
                     sink.push(event).map_err(|e| match e {
                         StoreError::SeqMismatch { .. } => at(e.to_string(), Some("event seqs must be contiguous from 0")),
                         StoreError::ChecksumMismatch { .. } => at(
@@ -130,7 +142,8 @@ pub fn import(store: &Store, clock: &Clock, path: &Path, reseal: bool) -> OpResu
                     Ok(())
                 }
             }
-        })
+        })?;
+        refs.check(store, &id, existing.is_some(), path)
     };
     let outcome = match existing {
         None => store.create(&header, SeqMode::Exact, &info, produce)?,
@@ -162,6 +175,7 @@ pub fn append(
         SeqMode::Assign,
         &info,
         |sink: &mut BatchSink<'_>| -> OpResult<()> {
+            let mut refs = ArtifactRefs::default();
             for_each_line(path, |line_no, line| {
                 let at = |message: String| OpError::Line {
                     path: path.to_owned(),
@@ -171,10 +185,11 @@ pub fn append(
                 };
                 match codec::decode_record(line) {
                     Ok(Record::Artifact { data, .. }) => {
-                        sink.add_artifact(&data)?;
+                        refs.added(sink.add_artifact(&data)?);
                         return Ok(());
                     }
                     Ok(Record::Event(event)) => {
+                        refs.wanted(&event, line_no);
                         sink.push(event)?;
                         return Ok(());
                     }
@@ -190,9 +205,11 @@ pub fn append(
                     obj.entry("seq").or_insert(Value::from(0));
                 }
                 let event: Event = serde_json::from_value(value).map_err(|e| at(e.to_string()))?;
+                refs.wanted(&event, line_no);
                 sink.push(event)?;
                 Ok(())
-            })
+            })?;
+            refs.check(store, id, true, path)
         },
     )?;
     Ok(ImportSummary {
@@ -229,6 +246,64 @@ pub fn export(store: &Store, id: &SessionId, out: &mut dyn Write) -> OpResult<()
         out.write_all(b"\n").map_err(io)?;
     }
     out.flush().map_err(io)
+}
+
+/// Tracks the artifacts a batch references and the ones it adds, so a
+/// batch that names an artifact nobody stored is refused before it is
+/// published (`verify` would fail on it, and a resume would write the
+/// image empty).
+#[derive(Default)]
+struct ArtifactRefs {
+    added: HashSet<ArtifactId>,
+    /// Each referenced artifact and the first line that names it.
+    wanted: BTreeMap<ArtifactId, u64>,
+}
+
+impl ArtifactRefs {
+    fn added(&mut self, id: ArtifactId) {
+        self.added.insert(id);
+    }
+
+    fn wanted(&mut self, event: &Event, line: u64) {
+        for id in event.refs.iter().filter_map(|r| ArtifactId::from_ref(r)) {
+            self.wanted.entry(id).or_insert(line);
+        }
+    }
+
+    /// Fails on the first reference that neither this batch nor the stored
+    /// session (when there is one) holds.
+    fn check(&self, store: &Store, id: &SessionId, stored: bool, path: &Path) -> OpResult<()> {
+        let mut missing = self
+            .wanted
+            .iter()
+            .filter(|(a, _)| !self.added.contains(*a))
+            .peekable();
+        if missing.peek().is_none() {
+            return Ok(());
+        }
+        let have: HashSet<ArtifactId> = if stored {
+            store.artifacts(id)?.into_iter().map(|(a, _)| a).collect()
+        } else {
+            HashSet::new()
+        };
+        let first = missing
+            .filter(|(a, _)| !have.contains(*a))
+            .min_by_key(|(_, line)| **line);
+        match first {
+            None => Ok(()),
+            Some((art, line)) => Err(OpError::Line {
+                path: path.to_owned(),
+                line: *line,
+                message: format!(
+                    "the event references artifact {art}, which neither this file nor the stored session holds"
+                ),
+                hint: Some(
+                    "add its {\"artifact\": ...} line (export --canonical writes them), or remove the reference"
+                        .into(),
+                ),
+            }),
+        }
+    }
 }
 
 fn read_header(path: &Path) -> OpResult<SessionHeader> {

@@ -29,14 +29,20 @@ pub fn compile(
     store: &Store,
     request: &CompileRequest,
 ) -> OpResult<(SessionHeader, Vec<Event>, Compiled)> {
+    // The target's tokenizer family comes from the agent registry.
+    let mut compiler_request = request.request.clone();
+    if compiler_request.tokenizer.is_none() {
+        compiler_request.tokenizer =
+            git_session_adapters::registry::adapter(&compiler_request.target).and_then(|a| {
+                git_session_compiler::Tokenizer::from_name(a.spec().tokenizer.name())
+            });
+    }
     // The tokenizer takes a moment to build; let it overlap the reading.
-    let target = request.request.target.clone();
-    let warm =
-        std::thread::spawn(move || git_session_compiler::Tokenizer::for_agent(&target).load());
+    let tokenizer = compiler_request.tokenizer();
+    let warm = std::thread::spawn(move || tokenizer.load());
     let header = store.header(&request.id)?;
     let events = load_events(store, &request.id)?;
     let facts = store.work_tree_facts();
-    let mut compiler_request = request.request.clone();
     compiler_request.git = GitFacts {
         branch: facts.branch,
         head: facts.head,

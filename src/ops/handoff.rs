@@ -95,6 +95,7 @@ pub fn handoff(
             budget: request.budget,
             format: Format::FirstMessage,
             git: Default::default(),
+            tokenizer: None,
         },
         summarizer_cmd: request.summarizer_cmd.clone(),
     };
@@ -115,7 +116,7 @@ pub fn handoff(
     let adapter = adapter_for(&request.to)?;
     let root = adapter.store_root(request.env, &request.home);
     let cwd = target_cwd(store, &header)?;
-    let native_id = new_native_id(clock);
+    let native_id = new_native_id(clock, adapter);
     let now = clock.now_rfc3339();
     // The brief comes first; the history follows, renumbered after it so
     // seqs stay unique for adapters that derive ids from them.
@@ -141,6 +142,8 @@ pub fn handoff(
         artifacts_of: &request.id,
         native_id: &native_id,
         cwd: &cwd,
+        home: &request.home,
+        env: request.env,
     };
     let Written {
         changes,
@@ -191,6 +194,20 @@ pub fn handoff(
         .commit
         .expect("a batch of two events writes a commit");
     let handoff_seq = outcome.seq.expect("two events appended").1;
+    // The target's continuation is captured as a child forked here.
+    super::written::record(
+        store.state_dir(),
+        adapter,
+        &super::written::Record {
+            agent: &request.to,
+            root: &root,
+            files: &written,
+            session: &request.id,
+            seq: handoff_seq,
+            native_id: &native_id,
+            by: super::written::WrittenBy::Handoff,
+        },
+    )?;
 
     let receipt = Receipt {
         format: Receipt::FORMAT,

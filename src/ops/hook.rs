@@ -23,7 +23,7 @@ pub fn post_commit(
 ) -> Option<CaptureReport> {
     match capture(store, clock, request) {
         Ok(report) => {
-            for skipped in &report.skipped {
+            for skipped in report.skipped.iter().chain(&report.skipped_sources) {
                 log(
                     store.state_dir(),
                     clock,
@@ -53,11 +53,9 @@ pub fn log(state_dir: &Path, clock: &Clock, message: &str) {
     let path = state_dir.join(LOG);
     let _ = std::fs::create_dir_all(state_dir);
     if std::fs::metadata(&path).is_ok_and(|m| m.len() > LOG_LIMIT)
-        && let Ok(text) = std::fs::read_to_string(&path)
+        && let Ok(bytes) = std::fs::read(&path)
     {
-        let keep = &text[text.len() / 2..];
-        let keep = keep.split_once('\n').map_or(keep, |(_, rest)| rest);
-        let _ = std::fs::write(&path, keep);
+        let _ = std::fs::write(&path, newest_half(&bytes));
     }
     if let Ok(mut file) = std::fs::OpenOptions::new()
         .create(true)
@@ -69,12 +67,59 @@ pub fn log(state_dir: &Path, clock: &Clock, message: &str) {
     }
 }
 
+/// Returns the newest half of a log, cut at a line start.
+///
+/// Works on bytes: the log holds agent-authored text, so the middle may
+/// fall inside a multi-byte character (slicing a `str` there panics) and
+/// the file need not be UTF-8 at all.
+fn newest_half(bytes: &[u8]) -> &[u8] {
+    let half = &bytes[bytes.len() / 2..];
+    match half.iter().position(|&b| b == b'\n') {
+        Some(i) => &half[i + 1..],
+        None => half,
+    }
+}
+
 /// Returns the last `n` lines of the hook log.
 pub fn recent(state_dir: &Path, n: usize) -> Vec<String> {
-    let text = std::fs::read_to_string(state_dir.join(LOG)).unwrap_or_default();
+    let bytes = std::fs::read(state_dir.join(LOG)).unwrap_or_default();
+    let text = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..]
         .iter()
         .map(|l| (*l).to_owned())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cutting_the_log_never_splits_a_character_and_keeps_whole_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        // Two-byte characters with the middle of the file inside one of them.
+        let line = "é".repeat(1000) + "\n";
+        let mut body = String::from("x");
+        while body.len() as u64 <= LOG_LIMIT {
+            body.push_str(&line);
+        }
+        while body.is_char_boundary(body.len() / 2) {
+            body.insert(0, 'x');
+        }
+        std::fs::write(dir.path().join(LOG), &body).unwrap();
+        let clock = Clock::fixed(jiff::Timestamp::UNIX_EPOCH);
+        log(dir.path(), &clock, "after the cut");
+        let kept = std::fs::read_to_string(dir.path().join(LOG)).unwrap();
+        assert!(kept.len() < body.len());
+        assert!(kept.starts_with('é'), "a whole line first");
+        assert!(kept.ends_with("after the cut\n"));
+        // A log that is not UTF-8 is cut too, and still shown.
+        let mut bad = vec![0xff; LOG_LIMIT as usize + 10];
+        bad.push(b'\n');
+        std::fs::write(dir.path().join(LOG), &bad).unwrap();
+        log(dir.path(), &clock, "next");
+        assert!(std::fs::metadata(dir.path().join(LOG)).unwrap().len() < LOG_LIMIT);
+        assert!(recent(dir.path(), 1)[0].ends_with("next"));
+    }
 }

@@ -8,10 +8,12 @@ pub mod compile;
 pub mod fork;
 pub mod handoff;
 pub mod hook;
+pub mod redact;
 pub mod resume;
 pub mod sync;
 pub mod verify;
 pub mod which;
+pub mod written;
 
 use std::path::PathBuf;
 
@@ -68,6 +70,17 @@ impl From<crate::native::NativeError> for OpError {
     fn from(e: crate::native::NativeError) -> OpError {
         match e {
             crate::native::NativeError::Io { path, source } => OpError::Io { path, source },
+            outside @ crate::native::NativeError::Outside { .. } => OpError::Conflict {
+                message: outside.to_string(),
+                hint: Some(
+                    "the session names a path outside the agent's store; nothing was written"
+                        .into(),
+                ),
+            },
+            locked @ crate::native::NativeError::Locked { .. } => OpError::Conflict {
+                message: locked.to_string(),
+                hint: Some("close the agent, then run the command again".into()),
+            },
             other => OpError::Conflict {
                 message: other.to_string(),
                 hint: None,

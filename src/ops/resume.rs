@@ -1,6 +1,10 @@
 //! Write-back (`git session resume`): render a canonical session into an
 //! agent's native store so that the agent's own resume continues it.
 //!
+//! Temp files are named `.git-session-<pid>-…`; a write-back that was
+//! killed leaves its temp files behind, and the next one into the same
+//! directory removes those whose writer is gone.
+//!
 //! Never overwrites: a native session that already exists with the same
 //! bytes is left alone (resuming twice is a no-op); one with different bytes
 //! is refused unless the caller asks for a fork, which writes the session
@@ -11,12 +15,12 @@
 
 use std::path::{Path, PathBuf};
 
-use git_session_adapters::{ChangeSet, FileSink, RenderHead, RowWrite};
+use git_session_adapters::{ChangeSet, RenderHead};
 use git_session_schema::{Agent, Event, SessionHeader, SessionId};
-use serde_json::Value;
 
 use super::{OpError, OpResult};
 use crate::clock::Clock;
+use crate::native::apply::{self, TempFiles};
 use crate::store::{Store, StoreError};
 
 /// Says what to resume where.
@@ -56,6 +60,8 @@ pub struct ResumeOutcome {
     pub notices: Vec<String>,
     /// Database rows skipped, with the reason (the session still resumes by id).
     pub skipped_rows: Vec<String>,
+    /// How a database session was written (the agent's importer, or rows).
+    pub via: Option<String>,
 }
 
 /// Renders `request.id` into the agent's store.
@@ -76,12 +82,26 @@ pub fn resume(
         .native_id
         .clone()
         .filter(|_| header.agent == agent && !request.fork);
-    let native_id = same_agent_native.unwrap_or_else(|| new_native_id(clock));
+    let native_id = same_agent_native.unwrap_or_else(|| new_native_id(clock, adapter));
+    // The native id names the files written: a session from a shared remote
+    // must not choose where they go.
+    adapter
+        .validate_native_id(&native_id)
+        .map_err(|why| OpError::Conflict {
+            message: format!("session {} cannot be written back: {why}", request.id),
+            hint: Some(format!(
+                "git session resume {} --fork writes it under a new, valid id",
+                request.id
+            )),
+        })?;
     let session = if request.fork {
         // The fork gets the new native id as its canonical id too, so
         // `git session show <id>` and the agent's resume name the same thing.
         // A fresh native id cannot conflict, so the fork is recorded first.
-        let fork_id = SessionId::new(native_id.clone()).expect("a uuid is a valid session id");
+        let fork_id = SessionId::new(native_id.clone()).map_err(|e| OpError::Conflict {
+            message: format!("the new native id is no session id: {e}"),
+            hint: None,
+        })?;
         super::fork::fork(store, clock, &request.id, None, Some(fork_id.clone()))?;
         fork_id
     } else {
@@ -91,6 +111,7 @@ pub fn resume(
         lines: store.lines(&request.id, 0, None)?,
         id: request.id.clone(),
         error: None,
+        last: None,
     };
     let target = NativeTarget {
         adapter,
@@ -99,6 +120,8 @@ pub fn resume(
         artifacts_of: &request.id,
         native_id: &native_id,
         cwd: &cwd,
+        home: &request.home,
+        env: request.env,
     };
     let result = write_native(store, clock, &target, &mut events);
     if let Some(e) = events.error {
@@ -109,6 +132,7 @@ pub fn resume(
         written,
         unchanged,
         skipped_rows,
+        via,
     } = result.map_err(|e| match e {
         OpError::NativeExists {
             native_id, path, ..
@@ -122,6 +146,22 @@ pub fn resume(
         },
         other => other,
     })?;
+    if let Some(seq) = events.last.filter(|_| !unchanged) {
+        // So that capture appends only what the agent adds to it.
+        super::written::record(
+            store.state_dir(),
+            adapter,
+            &super::written::Record {
+                agent: &agent,
+                root: &root,
+                files: &written,
+                session: &session,
+                seq,
+                native_id: &native_id,
+                by: super::written::WrittenBy::Resume,
+            },
+        )?;
+    }
     Ok(ResumeOutcome {
         agent,
         session,
@@ -133,17 +173,20 @@ pub fn resume(
         losses: changes.losses.clone(),
         notices: changes.notices.clone(),
         skipped_rows,
+        via,
     })
 }
 
 /// Returns the directory the agent should run in on this machine: the
-/// recorded cwd when it is inside this repository, else this work tree.
+/// recorded cwd, normalized, when it is this repository or a directory
+/// inside it (`..` cannot leave it), else this work tree.
 pub(crate) fn target_cwd(store: &Store, header: &SessionHeader) -> OpResult<PathBuf> {
     let worktrees = store.worktree_paths();
-    if let Some(cwd) = header.cwd.as_deref().map(Path::new)
+    if let Some(cwd) = header.cwd.as_deref().and_then(|c| normalized(Path::new(c)))
+        && cwd.is_absolute()
         && worktrees.iter().any(|w| cwd.starts_with(w))
     {
-        return Ok(cwd.to_owned());
+        return Ok(cwd);
     }
     store
         .repo()
@@ -155,8 +198,32 @@ pub(crate) fn target_cwd(store: &Store, header: &SessionHeader) -> OpResult<Path
         })
 }
 
-pub(crate) fn new_native_id(clock: &Clock) -> String {
-    super::fork::new_session_id(clock).to_string()
+/// Returns `path` with `.` and `..` resolved lexically, or `None` when a
+/// `..` would climb above its start, or it has control characters.
+fn normalized(path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    if path.to_string_lossy().chars().any(char::is_control) {
+        return None;
+    }
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() || out.as_os_str().is_empty() {
+                    return None;
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    Some(out)
+}
+
+/// Returns a fresh native session id in the adapter's shape.
+pub(crate) fn new_native_id(clock: &Clock, adapter: &dyn git_session_adapters::Adapter) -> String {
+    let uuid = super::fork::new_session_id(clock).to_string();
+    adapter.new_native_id(&uuid, clock.now().as_millisecond())
 }
 
 pub(crate) fn adapter_for(agent: &Agent) -> OpResult<&'static dyn git_session_adapters::Adapter> {
@@ -179,6 +246,10 @@ pub(crate) struct NativeTarget<'a> {
     pub artifacts_of: &'a SessionId,
     pub native_id: &'a str,
     pub cwd: &'a Path,
+    /// The user's home directory.
+    pub home: &'a Path,
+    /// Looks up an environment variable (`PATH`, for an agent's importer).
+    pub env: &'a dyn Fn(&str) -> Option<String>,
 }
 
 /// Reports what [`write_native`] did.
@@ -187,6 +258,61 @@ pub(crate) struct Written {
     pub written: Vec<PathBuf>,
     pub unchanged: bool,
     pub skipped_rows: Vec<String>,
+    /// How a database session was written: by the agent's importer or as
+    /// rows (`None` when there was none, or it was in place).
+    pub via: Option<String>,
+}
+
+/// Checks every existing database the change set writes rows into against
+/// the schema the adapter declares for it ([`Source::Sqlite`]); returns the
+/// warnings of accepted newer versions.
+///
+/// [`Source::Sqlite`]: git_session_adapters::Source::Sqlite
+fn check_target_schemas(target: &NativeTarget<'_>, changes: &ChangeSet) -> OpResult<Vec<String>> {
+    let mut warnings = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for row in &changes.rows {
+        if !seen.insert(row.database.clone()) {
+            continue;
+        }
+        let db = apply::contained_path(target.root, &row.database)?;
+        if !db.is_file() {
+            continue; // apply_rows says what to do about a missing one
+        }
+        let rel = row.database.to_string_lossy().replace('\\', "/");
+        let decls = target
+            .adapter
+            .spec()
+            .sources
+            .iter()
+            .filter_map(|s| match s {
+                git_session_adapters::Source::Sqlite(d) => Some(*d),
+                _ => None,
+            });
+        for decl in decls.filter(|d| {
+            d.files
+                .iter()
+                .any(|g| git_session_adapters::source::glob_match(g, &rel))
+        }) {
+            match crate::native::sqlite::check_target(&db, decl, &Default::default()) {
+                Ok(w) => warnings.extend(w.map(|w| format!("{}: {w}", db.display()))),
+                Err(e) => {
+                    let reason = e.to_string().replace("; skipped, nothing read from it", "");
+                    return Err(OpError::Conflict {
+                        message: format!(
+                            "not writing into {}: {reason}",
+                            target.adapter.spec().display
+                        ),
+                        hint: Some(format!(
+                            "run {} once with this home so it creates and migrates its own database, then resume again",
+                            target.adapter.spec().display
+                        )),
+                    });
+                }
+            }
+        }
+    }
+    Ok(warnings)
 }
 
 /// Renders `events` through the adapter into temporary files, refuses if a
@@ -231,7 +357,7 @@ pub(crate) fn write_native(
     );
     // The agent's own write lock on the session, held while the files go
     // into place: never write what a running agent owns.
-    let _locks = take_locks(target.root, &changes.locks)?;
+    let _locks = apply::take_locks(target.root, &changes.locks)?;
     // Bytes can differ while the records are the same (the agent's file
     // and our render of it order keys differently, or lack a field the
     // render adds): the adapter decides whether it is the same session.
@@ -243,8 +369,8 @@ pub(crate) fn write_native(
             .to_string_lossy()
             .into_owned();
         let same = target.adapter.is_session_file(Path::new(&rel))
-            && super::capture::native_keys(target.adapter, &path, &rel)?
-                == super::capture::native_keys(target.adapter, &rendered, &rel)?;
+            && super::capture::native_keys(target.adapter, store.scrubber(), &path, &rel)?
+                == super::capture::native_keys(target.adapter, store.scrubber(), &rendered, &rel)?;
         if same {
             files.keep_existing(&path);
         } else {
@@ -258,58 +384,110 @@ pub(crate) fn write_native(
             hint: None,
         });
     }
-    let unchanged = files.all_present();
+    // Rows go only into a database the agent itself created, with the
+    // schema its adapter reads; never one we would have to guess about.
+    // Columns naming facts about the repository (OpenCode's project).
+    apply::fill_repo_facts(
+        &mut changes,
+        &apply::RepoFacts {
+            root_commit: store.root_commit(),
+            worktree: store.repo().workdir().map(Path::to_owned),
+            cwd: target.cwd.to_owned(),
+        },
+    );
+    let schema_warnings = check_target_schemas(target, &changes)?;
+    // A database holding a different session under the same key refuses
+    // the write-back before any file moves.
+    apply::check_rows(target.root, &changes).map_err(|e| native_exists(e, target.native_id))?;
+    let files_present = files.all_present();
+    let session_rows = changes.rows.iter().any(|r| r.session_row);
+    let rows_in_place = session_rows && apply::session_rows_present(target.root, &changes)?;
     let written = files.persist()?;
+    let mut unchanged = files_present;
     let mut skipped_rows = Vec::new();
-    if !unchanged {
-        for a in &changes.appends {
-            append(&target.root.join(&a.path), &a.bytes)?;
-        }
-        for row in &changes.rows {
-            if let Some(reason) = insert_row(store, clock, target.root, row)? {
-                skipped_rows.push(reason);
+    let mut via = None;
+    // The agent's own importer first, when the session is not there yet;
+    // the rows are the fallback.
+    let mut note = None;
+    if let (Some(import), true) = (&changes.import, session_rows && !rows_in_place) {
+        let path = (target.env)("PATH");
+        let place = apply::ImportPlace {
+            cwd: target.cwd,
+            home: target.home,
+            root: target.root,
+            path: path.as_deref(),
+        };
+        match apply::run_import(import, &place)? {
+            Ok(()) if apply::session_rows_present(target.root, &changes)? => {
+                via = Some(format!(
+                    "`{} {}`",
+                    import.program,
+                    import.args.join(" ").replace(" {file}", "")
+                ));
+                unchanged = false;
             }
+            Ok(()) => {
+                note = Some(format!(
+                    "`{}` exited 0 but the session is not in {}",
+                    import.program,
+                    target.root.display()
+                ));
+            }
+            Err(why) => note = Some(why),
         }
     }
+    if !files_present {
+        for a in &changes.appends {
+            apply::append_lines(&apply::contained_path(target.root, &a.path)?, &a.bytes)?;
+        }
+    }
+    if via.is_none() && (!files_present || session_rows) {
+        let dir = store.state_dir().join("backups");
+        let rows = apply::apply_rows(
+            target.root,
+            &changes,
+            &apply::Backups {
+                dir: &dir,
+                now_ms: clock.now().as_millisecond(),
+            },
+        )
+        .map_err(|e| native_exists(e, target.native_id))?;
+        unchanged = files_present && rows.inserted == 0;
+        if session_rows && rows.inserted > 0 {
+            let db = changes
+                .rows
+                .iter()
+                .find(|r| r.session_row)
+                .map(|r| target.root.join(&r.database))
+                .unwrap_or_default();
+            via = Some(match note {
+                Some(why) => format!("rows inserted into {} ({why})", db.display()),
+                None => format!("rows inserted into {}", db.display()),
+            });
+        }
+        skipped_rows = rows.skipped;
+    }
+    skipped_rows.extend(schema_warnings);
     Ok(Written {
         changes,
         written,
         unchanged,
         skipped_rows,
+        via,
     })
 }
 
-/// Takes the agent's lock files (exclusive, non-blocking, created when
-/// missing); refuses when the agent holds one. The locks are released
-/// when the returned files are dropped.
-fn take_locks(root: &Path, locks: &[PathBuf]) -> OpResult<Vec<std::fs::File>> {
-    let mut held = Vec::new();
-    for rel in locks {
-        let path = root.join(rel);
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(OpError::io(dir))?;
-        }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(OpError::io(&path))?;
-        match file.try_lock() {
-            Ok(()) => held.push(file),
-            Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(OpError::Conflict {
-                    message: format!(
-                        "the agent is running on this session (it holds {}); nothing was written",
-                        path.display()
-                    ),
-                    hint: Some("close the agent, then run the command again".into()),
-                });
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(OpError::io(&path)(e)),
-        }
+/// Maps a database that already holds a different session to the same
+/// error as a different file in the way.
+fn native_exists(e: crate::native::NativeError, native_id: &str) -> OpError {
+    match e {
+        crate::native::NativeError::Exists { path, .. } => OpError::NativeExists {
+            native_id: native_id.to_owned(),
+            path,
+            hint: None,
+        },
+        other => other.into(),
     }
-    Ok(held)
 }
 
 /// Decodes stored lines one at a time; the first error ends the stream and
@@ -318,6 +496,8 @@ struct StoredEvents<'s> {
     lines: crate::store::LineIter<'s>,
     id: SessionId,
     error: Option<OpError>,
+    /// The seq of the last event given out.
+    last: Option<u64>,
 }
 
 impl Iterator for StoredEvents<'_> {
@@ -337,7 +517,10 @@ impl Iterator for StoredEvents<'_> {
             Err(e) => Err(e.into()),
         };
         match decoded {
-            Ok(event) => Some(event),
+            Ok(event) => {
+                self.last = Some(event.seq);
+                Some(event)
+            }
             Err(e) => {
                 self.error = Some(e);
                 None
@@ -346,323 +529,41 @@ impl Iterator for StoredEvents<'_> {
     }
 }
 
-/// Receives rendered files as temporary files beside their targets; they
-/// are compared with what exists and renamed into place only at the end.
-struct TempFiles {
-    root: PathBuf,
-    files: Vec<(PathBuf, tempfile::NamedTempFile)>,
-    /// The plain content of the open frame, while the current file is a
-    /// framed one (`begin_framed`); each closed frame is compressed into
-    /// the temporary file.
-    frame: Option<Vec<u8>>,
-    /// Targets whose existing file already holds the session.
-    kept: Vec<PathBuf>,
-}
+#[cfg(test)]
+mod path_tests {
+    use super::*;
 
-impl TempFiles {
-    fn new(root: &Path) -> TempFiles {
-        TempFiles {
-            root: root.to_owned(),
-            files: Vec::new(),
-            frame: None,
-            kept: Vec::new(),
-        }
-    }
-
-    /// Compresses the open frame, if any, into the current file.
-    fn close_frame(&mut self) -> Result<(), String> {
-        let Some(buf) = self.frame.as_mut().filter(|b| !b.is_empty()) else {
-            return Ok(());
-        };
-        let frame = crate::native::zstd::encode_frame(buf);
-        buf.clear();
-        let (path, tmp) = self.files.last_mut().ok_or("write before begin")?;
-        std::io::Write::write_all(tmp, &frame).map_err(|e| format!("{}: {e}", path.display()))
-    }
-
-    /// Returns the targets that exist with different bytes, each with the
-    /// temporary file holding what the render wanted there.
-    fn conflicting(&mut self) -> OpResult<Vec<(PathBuf, PathBuf)>> {
-        self.close_frame().map_err(|message| OpError::Conflict {
-            message,
-            hint: None,
-        })?;
-        self.frame = None;
-        let mut out = Vec::new();
-        for (path, tmp) in &mut self.files {
-            if !path.exists() {
-                continue;
-            }
-            if !same_content(path, tmp.path())? {
-                out.push((path.clone(), tmp.path().to_owned()));
+    #[test]
+    fn contained_path_refuses_anything_but_plain_names() {
+        use crate::native::apply::contained_path;
+        let root = Path::new("/store/root");
+        assert_eq!(
+            contained_path(root, Path::new("projects/p/a.jsonl")).unwrap(),
+            root.join("projects/p/a.jsonl")
+        );
+        for bad in [
+            "",
+            "../x",
+            "projects/../../x",
+            "/etc/passwd",
+            "projects//etc/x",
+            "a/./b",
+            "a/\u{1b}b",
+        ] {
+            // `a/./b` and `projects//etc/x` normalize to plain names in
+            // std's component parser; they are allowed only when they do.
+            let got = contained_path(root, Path::new(bad));
+            match bad {
+                "a/./b" | "projects//etc/x" => {
+                    assert!(got.unwrap().starts_with(root), "{bad}")
+                }
+                _ => assert!(got.is_err(), "{bad:?} was allowed"),
             }
         }
-        Ok(out)
+        assert_eq!(
+            normalized(Path::new("/r/a/../b/./c")),
+            Some(PathBuf::from("/r/b/c"))
+        );
+        assert_eq!(normalized(Path::new("/r/../..")), None);
     }
-
-    /// Leaves the existing file at `path` as it is (it holds the session).
-    fn keep_existing(&mut self, path: &Path) {
-        self.files.retain(|(p, _)| p != path);
-        self.kept.push(path.to_owned());
-    }
-
-    fn all_present(&self) -> bool {
-        self.files.iter().all(|(p, _)| p.is_file())
-    }
-
-    /// Moves every file whose target does not exist yet into place.
-    fn persist(self) -> OpResult<Vec<PathBuf>> {
-        let mut written = Vec::new();
-        for (path, tmp) in self.files {
-            if path.exists() {
-                continue;
-            }
-            tmp.as_file().sync_all().map_err(OpError::io(&path))?;
-            tmp.persist_noclobber(&path).map_err(|e| OpError::Io {
-                path: path.clone(),
-                source: e.error,
-            })?;
-            written.push(path);
-        }
-        Ok(written)
-    }
-}
-
-impl FileSink for TempFiles {
-    fn begin(&mut self, path: &Path) -> Result<(), String> {
-        self.close_frame()?;
-        self.frame = None;
-        let target = self.root.join(path);
-        let dir = target.parent().ok_or("a native file needs a directory")?;
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let tmp = tempfile::Builder::new()
-            .prefix(".git-session-")
-            .tempfile_in(dir)
-            .map_err(|e| format!("{}: {e}", dir.display()))?;
-        self.files.push((target, tmp));
-        Ok(())
-    }
-
-    fn begin_framed(&mut self, path: &Path) -> Result<(), String> {
-        self.begin(path)?;
-        self.frame = Some(Vec::new());
-        Ok(())
-    }
-
-    fn end_frame(&mut self) -> Result<(), String> {
-        self.close_frame()
-    }
-
-    fn write(&mut self, bytes: &[u8]) -> Result<(), String> {
-        if let Some(buf) = &mut self.frame {
-            buf.extend_from_slice(bytes);
-            return Ok(());
-        }
-        let (path, tmp) = self.files.last_mut().ok_or("write before begin")?;
-        std::io::Write::write_all(tmp, bytes).map_err(|e| format!("{}: {e}", path.display()))
-    }
-}
-
-/// Compares two files by content, streaming.
-fn same_content(a: &Path, b: &Path) -> OpResult<bool> {
-    use std::io::Read;
-    let (ma, mb) = (
-        std::fs::metadata(a).map_err(OpError::io(a))?,
-        std::fs::metadata(b).map_err(OpError::io(b))?,
-    );
-    if ma.len() != mb.len() {
-        return Ok(false);
-    }
-    let mut ra = std::io::BufReader::new(std::fs::File::open(a).map_err(OpError::io(a))?);
-    let mut rb = std::io::BufReader::new(std::fs::File::open(b).map_err(OpError::io(b))?);
-    let (mut ba, mut bb) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
-    loop {
-        let n = ra.read(&mut ba).map_err(OpError::io(a))?;
-        if n == 0 {
-            return Ok(true);
-        }
-        rb.read_exact(&mut bb[..n]).map_err(OpError::io(b))?;
-        if ba[..n] != bb[..n] {
-            return Ok(false);
-        }
-    }
-}
-
-/// Appends whole lines to an index file, creating it if needed.
-fn append(path: &Path, bytes: &[u8]) -> OpResult<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(OpError::io(dir))?;
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .map_err(OpError::io(path))?;
-    // An index whose last line lacks its newline would glue our line to it.
-    let len = file.metadata().map_err(OpError::io(path))?.len();
-    let mut data = Vec::with_capacity(bytes.len() + 1);
-    if len > 0 {
-        let mut last = [0u8; 1];
-        use std::io::{Read, Seek, SeekFrom};
-        let mut reader = std::fs::File::open(path).map_err(OpError::io(path))?;
-        reader
-            .seek(SeekFrom::Start(len - 1))
-            .map_err(OpError::io(path))?;
-        reader.read_exact(&mut last).map_err(OpError::io(path))?;
-        if last[0] != b'\n' {
-            data.push(b'\n');
-        }
-    }
-    data.extend_from_slice(bytes);
-    std::io::Write::write_all(&mut file, &data).map_err(OpError::io(path))
-}
-
-/// Inserts one row; returns why it was skipped, if it was.
-fn insert_row(
-    store: &Store,
-    clock: &Clock,
-    root: &Path,
-    row: &RowWrite,
-) -> OpResult<Option<String>> {
-    let db = root.join(&row.database);
-    if !db.is_file() {
-        // The agent indexes the files it finds when it creates the database.
-        return Ok(None);
-    }
-    if let Some(pid) = open_by_other_process(&db) {
-        return Ok(Some(format!(
-            "{} is open in process {pid}; the session resumes by id, but appears in the picker only after that process exits and you run resume again",
-            db.display()
-        )));
-    }
-    let sql = |e: rusqlite::Error| OpError::Conflict {
-        message: format!("{}: {e}", db.display()),
-        hint: None,
-    };
-    let conn = rusqlite::Connection::open(&db).map_err(sql)?;
-    let columns: Vec<String> = {
-        let mut stmt = conn
-            .prepare(&format!(
-                "SELECT name FROM pragma_table_info({})",
-                quote_literal(&row.table)
-            ))
-            .map_err(sql)?;
-        let names = stmt.query_map([], |r| r.get::<_, String>(0)).map_err(sql)?;
-        names.collect::<Result<_, _>>().map_err(sql)?
-    };
-    if columns.is_empty() {
-        return Ok(Some(format!("{} has no table {}", db.display(), row.table)));
-    }
-    let value_of = |name: &str| -> Option<rusqlite::types::Value> {
-        let v = row.columns.get(name)?;
-        let v = match v {
-            Value::String(s) if row.root_relative.iter().any(|c| c == name) => {
-                Value::String(root.join(s).to_string_lossy().into_owned())
-            }
-            other => other.clone(),
-        };
-        Some(match v {
-            Value::Null => rusqlite::types::Value::Null,
-            Value::Bool(b) => rusqlite::types::Value::Integer(i64::from(b)),
-            Value::Number(n) => match n.as_i64() {
-                Some(i) => rusqlite::types::Value::Integer(i),
-                None => rusqlite::types::Value::Real(n.as_f64().unwrap_or(0.0)),
-            },
-            Value::String(s) => rusqlite::types::Value::Text(s),
-            other => rusqlite::types::Value::Text(other.to_string()),
-        })
-    };
-    let key_values: Vec<rusqlite::types::Value> =
-        row.key.iter().filter_map(|k| value_of(k)).collect();
-    let exists_sql = format!(
-        "SELECT 1 FROM {} WHERE {}",
-        quote_ident(&row.table),
-        row.key
-            .iter()
-            .map(|k| format!("{} = ?", quote_ident(k)))
-            .collect::<Vec<_>>()
-            .join(" AND ")
-    );
-    let exists = conn
-        .prepare(&exists_sql)
-        .and_then(|mut s| s.exists(rusqlite::params_from_iter(key_values.iter())))
-        .map_err(sql)?;
-    if exists {
-        return Ok(None);
-    }
-    backup(store, clock, &conn, &db)?;
-    let used: Vec<&String> = columns
-        .iter()
-        .filter(|c| row.columns.contains_key(c.as_str()))
-        .collect();
-    let insert = format!(
-        "INSERT INTO {} ({}) VALUES ({})",
-        quote_ident(&row.table),
-        used.iter()
-            .map(|c| quote_ident(c))
-            .collect::<Vec<_>>()
-            .join(", "),
-        vec!["?"; used.len()].join(", ")
-    );
-    let values: Vec<rusqlite::types::Value> = used.iter().filter_map(|c| value_of(c)).collect();
-    conn.execute(&insert, rusqlite::params_from_iter(values.iter()))
-        .map_err(sql)?;
-    Ok(None)
-}
-
-/// Copies the database into local state before the first write to it.
-fn backup(store: &Store, clock: &Clock, conn: &rusqlite::Connection, db: &Path) -> OpResult<()> {
-    let dir = store.state_dir().join("backups");
-    std::fs::create_dir_all(&dir).map_err(OpError::io(&dir))?;
-    let name = db
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let target = dir.join(format!("{name}.{}", clock.now().as_millisecond()));
-    conn.execute("VACUUM INTO ?1", [target.to_string_lossy()])
-        .map_err(|e| OpError::Conflict {
-            message: format!(
-                "could not back up {} before writing to it: {e}",
-                db.display()
-            ),
-            hint: None,
-        })?;
-    Ok(())
-}
-
-/// Returns a process (other than this one) that has `db` or its WAL open.
-///
-/// Reads `/proc/*/fd` (Linux); elsewhere it finds nothing and relies on
-/// SQLite's own locking.
-fn open_by_other_process(db: &Path) -> Option<u32> {
-    let db = db.canonicalize().ok()?;
-    let wal = PathBuf::from(format!("{}-wal", db.display()));
-    let me = std::process::id();
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if pid == me {
-            continue;
-        }
-        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
-            continue;
-        };
-        for fd in fds.flatten() {
-            if let Ok(target) = std::fs::read_link(fd.path())
-                && (target == db || target == wal)
-            {
-                return Some(pid);
-            }
-        }
-    }
-    None
-}
-
-fn quote_ident(name: &str) -> String {
-    format!("\"{}\"", name.replace('"', "\"\""))
-}
-
-fn quote_literal(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
 }

@@ -32,38 +32,136 @@ pub struct SessionVerdict {
     pub store: VerifyReport,
     /// One entry per receipt on this session's commits.
     pub receipts: Vec<ReceiptCheck>,
+    /// Batch commits with a good signature, of [`VerifyReport::batches`].
+    pub signed: u64,
+    /// Problems beyond the store's: signatures, missing receipts, rollback.
+    pub problems: Vec<String>,
 }
 
 impl SessionVerdict {
     /// Returns whether nothing is wrong.
     pub fn is_ok(&self) -> bool {
-        self.store.is_ok() && self.receipts.iter().all(|r| r.problem.is_none())
+        self.store.is_ok()
+            && self.problems.is_empty()
+            && self.receipts.iter().all(|r| r.problem.is_none())
     }
 }
 
-/// Verifies `ids`; `allowed_signers` is the allowed-signers file's content.
+/// Says what `verify` checks beyond each session's own history.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Policy<'a> {
+    /// The allowed-signers file's content (`gpg.ssh.allowedSignersFile`):
+    /// with it, a handoff without a good signed receipt is a failure.
+    pub allowed_signers: Option<&'a str>,
+    /// Every batch commit must be signed (`session.requireSigned`).
+    pub require_signed: bool,
+    /// A commit the session must still contain (`--since`): a tip that no
+    /// longer has it was rolled back.
+    pub since: Option<gix::ObjectId>,
+}
+
+/// Verifies `ids` under `policy`. The tip of each session that verifies is
+/// remembered in `.git/session/verified/<id>`; a later verify reports a
+/// tip that no longer contains it (a rollback against what this clone saw).
 pub fn verify(
     store: &Store,
     ids: &[SessionId],
-    allowed_signers: Option<&str>,
+    policy: Policy<'_>,
 ) -> OpResult<Vec<SessionVerdict>> {
     let notes = store.receipt_notes()?;
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {
         let report = store.verify(id)?;
+        // A history too broken to walk has no receipts to check; its
+        // problems are in the report already.
+        let batches = store.batches(id).unwrap_or_default();
         let own: std::collections::HashSet<gix::ObjectId> =
-            store.batches(id)?.iter().map(|b| b.commit).collect();
-        let receipts = notes
+            batches.iter().map(|b| b.commit).collect();
+        let receipts: Vec<ReceiptCheck> = notes
             .iter()
             .filter(|(commit, _)| own.contains(commit))
-            .map(|(commit, body)| check(store, id, *commit, body, allowed_signers))
+            .map(|(commit, body)| check(store, id, *commit, body, policy.allowed_signers))
             .collect();
-        out.push(SessionVerdict {
+        let mut verdict = SessionVerdict {
             store: report,
             receipts,
-        });
+            signed: 0,
+            problems: Vec::new(),
+        };
+        for b in &batches {
+            let signature = store.commit_signature(b.commit)?;
+            match crate::sign::judge_commit(
+                signature.as_ref(),
+                policy.allowed_signers,
+                policy.require_signed,
+            ) {
+                Ok(true) => verdict.signed += 1,
+                Ok(false) => {}
+                Err(why) => verdict
+                    .problems
+                    .push(format!("batch commit {} {why}", b.commit)),
+            }
+        }
+        if policy.allowed_signers.is_some() {
+            receipt_gaps(store, id, &mut verdict)?;
+        }
+        let tip = store.tip(id)?;
+        let remembered = store.remembered_tip(id);
+        for (what, old) in [
+            ("--since", policy.since),
+            ("this clone last verified", remembered),
+        ] {
+            if let (Some(old), Some(tip)) = (old, tip)
+                && !store
+                    .new_commits(tip, None)
+                    .unwrap_or_default()
+                    .contains(&old)
+            {
+                verdict.problems.push(format!(
+                    "rolled back: {what} {old}, which the session no longer contains"
+                ));
+            }
+        }
+        if verdict.is_ok()
+            && let Some(tip) = tip
+        {
+            store.remember_tip(id, Some(tip))?;
+        }
+        out.push(verdict);
     }
     Ok(out)
+}
+
+/// With an allowed-signers file, every handoff event needs a receipt that
+/// is signed (a good one; bad ones are reported by [`check`]).
+fn receipt_gaps(store: &Store, id: &SessionId, verdict: &mut SessionVerdict) -> OpResult<()> {
+    let Ok(lines) = store.lines(id, 0, None) else {
+        return Ok(());
+    };
+    for line in lines {
+        let Ok(line) = line else { break };
+        let Ok(event) = line.decode() else { continue };
+        if event.kind != kinds::HANDOFF {
+            continue;
+        }
+        let receipts: Vec<&ReceiptCheck> = verdict
+            .receipts
+            .iter()
+            .filter(|r| r.seq == Some(event.seq))
+            .collect();
+        if receipts.is_empty() {
+            verdict.problems.push(format!(
+                "handoff at seq {} has no receipt (stripped or never written), and gpg.ssh.allowedSignersFile is set",
+                event.seq
+            ));
+        } else if receipts.iter().all(|r| r.signature == "unsigned") {
+            verdict.problems.push(format!(
+                "the receipt of the handoff at seq {} is unsigned, and gpg.ssh.allowedSignersFile is set",
+                event.seq
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn check(
@@ -79,7 +177,7 @@ fn check(
         problem: None,
         signature: "unsigned".into(),
     };
-    let note = match ReceiptNote::decode(body) {
+    let (note, stored) = match ReceiptNote::decode_with_bytes(body) {
         Ok(n) => n,
         Err(e) => {
             result.problem = Some(format!("receipt on {commit} does not parse: {e}"));
@@ -89,7 +187,16 @@ fn check(
     let r = &note.receipt;
     result.seq = Some(r.handoff_seq);
     if let Some(pem) = &note.signature {
-        match verify_signature(pem, &r.signed_bytes(), r.signer.as_deref(), allowed) {
+        // The exact stored bytes; receipts written before they were stored
+        // verbatim were signed over this build's re-serialization.
+        let mut verdict = verify_signature(pem, &stored, r.signer.as_deref(), allowed);
+        if matches!(verdict, Verdict::Bad(_)) && r.signed_bytes() != stored {
+            let legacy = verify_signature(pem, &r.signed_bytes(), r.signer.as_deref(), allowed);
+            if !matches!(legacy, Verdict::Bad(_)) {
+                verdict = legacy;
+            }
+        }
+        match verdict {
             Verdict::Good { fingerprint } => {
                 result.signature = format!(
                     "good signature by {} ({fingerprint})",

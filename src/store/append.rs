@@ -42,6 +42,62 @@ pub enum SeqMode {
     Exact,
 }
 
+/// Redacts what the store writes: every event pushed into a batch and the
+/// header of a new session go through it, whoever produced them (capture,
+/// canonical import, `append`, handoff). On unless `session.redact=false`.
+/// The rules are `crate::security::redact`.
+#[derive(Clone, Copy, Debug)]
+pub struct Scrubber {
+    on: bool,
+}
+
+impl Scrubber {
+    /// A scrubber that redacts (`on`) or passes events through.
+    pub fn new(on: bool) -> Scrubber {
+        Scrubber { on }
+    }
+
+    /// Says whether it redacts.
+    pub fn is_on(&self) -> bool {
+        self.on
+    }
+
+    /// Redacts `event` in place; returns whether anything was replaced.
+    pub fn scrub(&self, event: &mut Event) -> bool {
+        self.on && crate::security::Redactor::shared().redact(event) > 0
+    }
+
+    /// Redacts the free text of a header in place.
+    pub fn scrub_header(&self, header: &mut SessionHeader) -> bool {
+        self.on && crate::security::Redactor::shared().redact_header(header) > 0
+    }
+
+    /// Redacts `event` (on any thread) into a value the sink takes as is.
+    pub fn seal(&self, mut event: Event) -> Scrubbed {
+        self.scrub(&mut event);
+        Scrubbed(event)
+    }
+}
+
+/// An event that went through a [`Scrubber`]: [`BatchSink::push_scrubbed`]
+/// stores it without redacting again, so capture can redact on its parsing
+/// thread while the writer seals.
+#[derive(Debug)]
+pub struct Scrubbed(Event);
+
+impl Scrubbed {
+    /// The redacted event.
+    pub fn event(&self) -> &Event {
+        &self.0
+    }
+
+    /// Points the event at another parent (capture maps a native file's
+    /// seqs to the stored ones); the parent is no redacted content.
+    pub fn relink(&mut self, parent_seq: Option<u64>) {
+        self.0.parent_seq = parent_seq;
+    }
+}
+
 /// Holds facts recorded in every batch commit besides the events.
 #[derive(Clone, Debug)]
 pub struct CommitInfo {
@@ -72,6 +128,10 @@ pub struct BatchSink<'r> {
     next_seq: u64,
     first_seq: u64,
     prev: Option<String>,
+    /// The chain as the producer's events had it before redaction: given
+    /// checksums are checked against it.
+    given_prev: Option<String>,
+    scrubber: Scrubber,
     chunk: Vec<u8>,
     chunk_first: u64,
     next_chunk: u64,
@@ -81,13 +141,20 @@ pub struct BatchSink<'r> {
 }
 
 impl<'r> BatchSink<'r> {
-    fn new(repo: &'r gix::Repository, mode: SeqMode, state: &Trailers) -> BatchSink<'r> {
+    fn new(
+        repo: &'r gix::Repository,
+        mode: SeqMode,
+        state: &Trailers,
+        scrubber: Scrubber,
+    ) -> BatchSink<'r> {
         BatchSink {
             repo,
             mode,
             next_seq: state.events,
             first_seq: state.events,
             prev: state.checksum.clone(),
+            given_prev: state.checksum.clone(),
+            scrubber,
             chunk: Vec::new(),
             chunk_first: state.events,
             next_chunk: state.chunks,
@@ -107,25 +174,58 @@ impl<'r> BatchSink<'r> {
         self.prev.as_deref()
     }
 
-    /// Seals `event` into the log and returns its seq.
+    /// Returns the scrubber this sink applies.
+    pub fn scrubber(&self) -> Scrubber {
+        self.scrubber
+    }
+
+    /// Redacts and seals `event` into the log and returns its seq.
     pub fn push(&mut self, mut event: Event) -> StoreResult<u64> {
         self.push_mut(&mut event)
     }
 
-    /// Like [`BatchSink::push`], sealing the caller's event in place (its
-    /// seq and checksum are set), so the caller decides where it is freed.
+    /// Like [`BatchSink::push`], redacting and sealing the caller's event
+    /// in place (its payload may change; its seq and checksum are set), so
+    /// the caller decides where it is freed.
+    ///
+    /// With [`SeqMode::Exact`], a given checksum is checked against the
+    /// event as given, chained over the events as given: redaction changes
+    /// what is stored, not what the producer must prove.
     pub fn push_mut(&mut self, event: &mut Event) -> StoreResult<u64> {
         let given = event.checksum.take();
-        match self.mode {
-            SeqMode::Assign => event.seq = self.next_seq,
-            SeqMode::Exact if event.seq != self.next_seq => {
-                return Err(StoreError::SeqMismatch {
-                    expected: self.next_seq,
-                    found: event.seq,
-                });
-            }
-            SeqMode::Exact => {}
+        self.number(event)?;
+        self.scratch.clear();
+        event.write_content(&mut self.scratch);
+        let as_given = chain_checksum(self.given_prev.as_deref(), &self.scratch);
+        if self.mode == SeqMode::Exact
+            && let Some(given) = given.filter(|g| *g != as_given)
+        {
+            return Err(StoreError::ChecksumMismatch {
+                seq: event.seq,
+                given,
+                computed: as_given,
+            });
         }
+        let same_chain = self.given_prev == self.prev;
+        self.given_prev = Some(as_given.clone());
+        let sum = if self.scrubber.scrub(event) {
+            self.scratch.clear();
+            event.write_content(&mut self.scratch);
+            chain_checksum(self.prev.as_deref(), &self.scratch)
+        } else if same_chain {
+            as_given
+        } else {
+            chain_checksum(self.prev.as_deref(), &self.scratch)
+        };
+        self.store(event, sum)
+    }
+
+    /// Seals an event the caller already redacted with this store's
+    /// scrubber (see [`Scrubber::seal`]); in place, as `push_mut`.
+    pub fn push_scrubbed(&mut self, scrubbed: &mut Scrubbed) -> StoreResult<u64> {
+        let event = &mut scrubbed.0;
+        let given = event.checksum.take();
+        self.number(event)?;
         self.scratch.clear();
         event.write_content(&mut self.scratch);
         let sum = chain_checksum(self.prev.as_deref(), &self.scratch);
@@ -138,6 +238,25 @@ impl<'r> BatchSink<'r> {
                 computed: sum,
             });
         }
+        self.given_prev = Some(sum.clone());
+        self.store(event, sum)
+    }
+
+    fn number(&self, event: &mut Event) -> StoreResult<()> {
+        match self.mode {
+            SeqMode::Assign => event.seq = self.next_seq,
+            SeqMode::Exact if event.seq != self.next_seq => {
+                return Err(StoreError::SeqMismatch {
+                    expected: self.next_seq,
+                    found: event.seq,
+                });
+            }
+            SeqMode::Exact => {}
+        }
+        Ok(())
+    }
+
+    fn store(&mut self, event: &mut Event, sum: String) -> StoreResult<u64> {
         event.checksum = Some(sum);
         if self.chunk.is_empty() {
             self.chunk_first = event.seq;
@@ -238,7 +357,7 @@ impl Store {
                     self.header_at(id, t)?.agent,
                 ),
             };
-            let mut sink = BatchSink::new(&self.repo, mode, &state);
+            let mut sink = BatchSink::new(&self.repo, mode, &state, self.scrubber);
             produce(&mut sink)?;
             sink.seal_chunk()?;
             if sink.next_seq == state.events && sink.artifacts.is_empty() && create.is_none() {
@@ -250,6 +369,8 @@ impl Store {
             }
             let mut editor = self.repo.edit_tree(base_tree).map_err(git)?;
             if let Some(h) = create {
+                let mut h = h.clone();
+                self.scrubber.scrub_header(&mut h);
                 let blob = self.repo.write_blob(h.encode()).map_err(git)?;
                 editor
                     .upsert(refs::HEADER_PATH, EntryKind::Blob, blob)
@@ -312,14 +433,7 @@ impl Store {
         message: &str,
         info: &CommitInfo,
     ) -> StoreResult<Option<ObjectId>> {
-        let sig = self.signature(info.time);
-        let mut buf = gix::date::parse::TimeBuf::default();
-        let sig_ref = sig.to_ref(&mut buf);
-        let commit = self
-            .repo
-            .new_commit_as(sig_ref, sig_ref, message, tree, tip)
-            .map_err(git)?
-            .id;
+        let commit = self.write_commit(info.time, message, tree, tip)?;
         let expected = match tip {
             Some(t) => PreviousValue::MustExistAndMatch(Target::Object(t)),
             None => PreviousValue::MustNotExist,
@@ -344,6 +458,46 @@ impl Store {
                 Err(e) => return Err(git(e)),
             }
         }
+    }
+
+    /// Writes a session commit (author = committer = [`Store::signature`]
+    /// at `time`) without moving any ref.
+    pub(crate) fn write_commit(
+        &self,
+        time: i64,
+        message: &str,
+        tree: ObjectId,
+        parent: Option<ObjectId>,
+    ) -> StoreResult<ObjectId> {
+        let sig = self.signature(time);
+        let Some(signer) = &self.commit_signer else {
+            let mut buf = gix::date::parse::TimeBuf::default();
+            let sig_ref = sig.to_ref(&mut buf);
+            return Ok(self
+                .repo
+                .new_commit_as(sig_ref, sig_ref, message, tree, parent)
+                .map_err(git)?
+                .id);
+        };
+        // Signed like `git commit -S`: the signature covers the commit
+        // object without its gpgsig header.
+        let mut commit = gix::objs::Commit {
+            tree,
+            parents: parent.into_iter().collect(),
+            author: sig.clone(),
+            committer: sig,
+            encoding: None,
+            message: message.into(),
+            extra_headers: Vec::new(),
+        };
+        let mut bytes = Vec::new();
+        gix::objs::WriteTo::write_to(&commit, &mut bytes)
+            .map_err(|e| StoreError::Git(gix::Error::from_error(e)))?;
+        let pem = signer(&bytes).map_err(StoreError::Sign)?;
+        commit
+            .extra_headers
+            .push(("gpgsig".into(), pem.trim_end().into()));
+        Ok(self.repo.write_object(&commit).map_err(git)?.detach())
     }
 
     fn clear_stale_ref_lock(&self, name: &str) {
@@ -387,6 +541,21 @@ impl Store {
         created: &str,
         info: &CommitInfo,
     ) -> StoreResult<(SessionHeader, ObjectId)> {
+        self.fork_as(id, at, new_id, created, info, &|_| {})
+    }
+
+    /// Like [`Store::fork`], with `shape` adjusting the fork's header
+    /// (agent, native id) before it is written; id and lineage are the
+    /// store's and are set again afterwards.
+    pub fn fork_as(
+        &self,
+        id: &SessionId,
+        at: u64,
+        new_id: &SessionId,
+        created: &str,
+        info: &CommitInfo,
+        shape: &dyn Fn(&mut SessionHeader),
+    ) -> StoreResult<(SessionHeader, ObjectId)> {
         let _lock = SessionLock::acquire(&self.state_dir, new_id)?;
         if self.tip(new_id)?.is_some() {
             return Err(StoreError::AlreadyExists(new_id.clone()));
@@ -416,16 +585,22 @@ impl Store {
             kept += 1;
             if next_first > at + 1 {
                 // `at` is inside this chunk: keep its first lines only.
-                let blob = self.repo.find_blob(chunk.blob).map_err(git)?;
+                let data = self.bounded_blob(
+                    id,
+                    chunk.blob,
+                    &format!("chunk {}", chunk.path),
+                    self.limits.chunk,
+                    "session.maxChunkSize",
+                )?;
                 let take = usize::try_from(at + 1 - chunk.first_seq).unwrap_or(usize::MAX);
                 let mut end = 0;
                 let mut last = None;
-                for line in blob.data.split_inclusive(|&b| b == b'\n').take(take) {
+                for line in data.split_inclusive(|&b| b == b'\n').take(take) {
                     end += line.len();
                     last = Some(line);
                 }
                 checksum = last.and_then(split_checksum).map(|(_, s)| s.to_owned());
-                let truncated = self.repo.write_blob(&blob.data[..end]).map_err(git)?;
+                let truncated = self.repo.write_blob(&data[..end]).map_err(git)?;
                 editor
                     .upsert(chunk.path.as_str(), EntryKind::Blob, truncated)
                     .map_err(git)?;
@@ -436,6 +611,8 @@ impl Store {
         header.native_id = None;
         header.cwd = parent.cwd.clone();
         header.title = parent.title.clone();
+        shape(&mut header);
+        header.id = new_id.clone();
         header.lineage = Some(Lineage {
             parent_session: id.clone(),
             parent_commit: base.to_string(),
@@ -460,14 +637,7 @@ impl Store {
         };
         let message = trailers.to_message(&format!("fork {id} at seq {at}"));
         let name = refs::session_ref(new_id);
-        let sig = self.signature(info.time);
-        let mut buf = gix::date::parse::TimeBuf::default();
-        let sig_ref = sig.to_ref(&mut buf);
-        let commit = self
-            .repo
-            .new_commit_as(sig_ref, sig_ref, &message, tree, [base])
-            .map_err(git)?
-            .id;
+        let commit = self.write_commit(info.time, &message, tree, Some(base))?;
         self.repo
             .reference(name.as_str(), commit, PreviousValue::MustNotExist, "fork")
             .map_err(|e| {

@@ -33,17 +33,21 @@ impl Store {
         cmd
     }
 
+    /// Runs git to completion in its own process group (see
+    /// [`super::child`]), so it ends when this process is stopped.
     pub(crate) fn run_git(&self, args: &[String]) -> StoreResult<std::process::Output> {
-        let out = self
-            .git_command()
-            .args(args)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .map_err(|source| StoreError::Io {
-                path: PathBuf::from("git"),
-                source,
-            })?;
-        Ok(out)
+        let mut cmd = self.git_command();
+        cmd.args(args);
+        super::child::run(cmd, None)
+    }
+
+    /// Like [`Store::run_git`], for commands that talk to a remote and may
+    /// run long: a record under the state directory lets the next run end
+    /// this child if this process is killed outright.
+    pub(crate) fn run_git_network(&self, args: &[String]) -> StoreResult<std::process::Output> {
+        let mut cmd = self.git_command();
+        cmd.args(args);
+        super::child::run(cmd, Some(&self.state_dir.join(refs::CHILDREN_DIR)))
     }
 
     /// Attaches a receipt note to a session commit (never replaces one).
@@ -126,6 +130,44 @@ impl Store {
             .ok()
             .filter(|_| out.status.success())
             .ok_or_else(|| StoreError::NoSuchCommit(rev.to_owned()))
+    }
+
+    /// Returns the URL a push to `remote` goes to (`remote.<r>.pushurl`,
+    /// else `remote.<r>.url`), or `None` if it is not a configured remote.
+    pub fn remote_push_url(&self, remote: &str) -> Option<String> {
+        let config = self.repo.config_snapshot();
+        [
+            format!("remote.{remote}.pushurl"),
+            format!("remote.{remote}.url"),
+        ]
+        .iter()
+        .find_map(|key| config.string(key.as_str()).map(|v| v.to_string()))
+    }
+
+    /// Sets `key` to `value` in this repository's own config.
+    pub fn set_local_config(&self, key: &str, value: &str) -> StoreResult<()> {
+        let out = self.run_git(&["config".into(), "--local".into(), key.into(), value.into()])?;
+        if !out.status.success() {
+            return Err(StoreError::Remote(format!(
+                "git config {key}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Returns the root commit of `HEAD` (the smallest hash when the history
+    /// has several roots), or `None` before the first commit. OpenCode
+    /// names a repository's project by it.
+    pub fn root_commit(&self) -> Option<String> {
+        let out = self
+            .run_git(&["rev-list".into(), "--max-parents=0".into(), "HEAD".into()])
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.split_whitespace().min().map(str::to_owned)
     }
 
     /// Returns whether `remote` is a configured remote of this repository.

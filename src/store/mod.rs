@@ -10,11 +10,13 @@
 //! native format. Network sync goes through the `git` binary elsewhere.
 
 mod append;
+mod child;
 mod gitcli;
 mod lock;
 mod read;
 pub mod refs;
 mod sync;
+mod tombstone;
 mod trailers;
 mod verify;
 
@@ -23,7 +25,7 @@ use std::path::{Path, PathBuf};
 use git_session_schema::{FormatError, SessionHeader, SessionId, header::HeaderError};
 use gix::ObjectId;
 
-pub use append::{AppendOutcome, BatchSink, CommitInfo, SeqMode};
+pub use append::{AppendOutcome, BatchSink, CommitInfo, Scrubbed, Scrubber, SeqMode};
 pub use gitcli::WorkTreeFacts;
 pub use lock::SessionLock as StateLock;
 pub use read::{BatchInfo, LineIter, StoredLine};
@@ -79,6 +81,24 @@ pub enum StoreError {
         /// What is wrong, naming the seq or object.
         message: String,
     },
+    /// An object over a size limit, found from its header before inflating.
+    #[error(
+        "{what} is {size} bytes, over the limit of {limit}; not read (raise it with git config {setting} BYTES if you trust this session)"
+    )]
+    TooLarge {
+        /// The object: session, path and object id.
+        what: String,
+        /// Its size from the object header.
+        size: u64,
+        /// The limit in force.
+        limit: u64,
+        /// The git config key that sets the limit.
+        setting: String,
+    },
+    /// The configured signing key could not sign a commit; nothing was
+    /// written.
+    #[error("cannot sign the session commit: {0}")]
+    Sign(String),
     /// An exact-seq append that does not continue the log.
     #[error("expected seq {expected}, found {found}")]
     SeqMismatch {
@@ -141,6 +161,62 @@ pub(crate) fn git<E: Into<gix::Error>>(e: E) -> StoreError {
 pub struct Store {
     repo: gix::Repository,
     state_dir: PathBuf,
+    scrubber: Scrubber,
+    limits: Limits,
+    commit_signer: Option<Box<CommitSigner>>,
+}
+
+/// Signs the bytes of a commit object, returning the armored signature that
+/// goes into its `gpgsig` header (an SSH signature in the `git` namespace,
+/// so `git verify-commit` checks it).
+pub type CommitSigner = dyn Fn(&[u8]) -> Result<String, String> + Send + Sync;
+
+/// Size limits on stored objects, checked from the object header before
+/// anything is inflated, so a small pack that expands to gigabytes is an
+/// error naming the object instead of an out-of-memory kill. Set with
+/// `git config session.maxChunkSize` / `session.maxEventSize` /
+/// `session.maxArtifactSize` (bytes; `k`, `m`, `g` suffixes work).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest chunk blob read (default 128 MiB).
+    pub chunk: u64,
+    /// Largest single stored event line (default 64 MiB).
+    pub event: u64,
+    /// Largest artifact blob read (default 256 MiB).
+    pub artifact: u64,
+    /// Largest `header.json` read (fixed: 1 MiB).
+    pub header: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            chunk: 128 << 20,
+            event: 64 << 20,
+            artifact: 256 << 20,
+            header: 1 << 20,
+        }
+    }
+}
+
+impl Limits {
+    fn from_config(repo: &gix::Repository) -> Limits {
+        let config = repo.config_snapshot();
+        let get = |key: &str, default: u64| {
+            config
+                .integer(key)
+                .and_then(|v| u64::try_from(v).ok())
+                .filter(|v| *v > 0)
+                .unwrap_or(default)
+        };
+        let d = Limits::default();
+        Limits {
+            chunk: get("session.maxChunkSize", d.chunk),
+            event: get("session.maxEventSize", d.event),
+            artifact: get("session.maxArtifactSize", d.artifact),
+            header: d.header,
+        }
+    }
 }
 
 /// Holds the cheap facts about one session: header and counts.
@@ -181,12 +257,108 @@ impl Store {
             ));
         }
         let state_dir = repo.common_dir().join(refs::STATE_DIR);
-        Ok(Store { repo, state_dir })
+        // Redaction is on unless `session.redact` says false.
+        let scrubber = Scrubber::new(
+            repo.config_snapshot()
+                .boolean("session.redact")
+                .unwrap_or(true),
+        );
+        let limits = Limits::from_config(&repo);
+        Ok(Store {
+            repo,
+            state_dir,
+            scrubber,
+            limits,
+            commit_signer: None,
+        })
+    }
+
+    /// Returns what redacts each event and header this store writes.
+    pub fn scrubber(&self) -> Scrubber {
+        self.scrubber
     }
 
     /// Returns the underlying repository.
     pub fn repo(&self) -> &gix::Repository {
         &self.repo
+    }
+
+    /// Signs every commit this store writes from now on with `signer`
+    /// (capture batches, forks, tombstones; not the deterministic commits
+    /// reconcile makes for a divergence, which every clone must make alike).
+    pub fn set_commit_signer(&mut self, signer: Box<CommitSigner>) {
+        self.commit_signer = Some(signer);
+    }
+
+    /// Returns the signature of `commit` and the exact bytes it signs, or
+    /// `None` for an unsigned commit.
+    pub fn commit_signature(&self, commit: ObjectId) -> StoreResult<Option<(String, Vec<u8>)>> {
+        let c = self.repo.find_commit(commit).map_err(git)?;
+        Ok(c.signature()
+            .map_err(git)?
+            .map(|(sig, signed)| (sig.to_string(), signed.to_bstring().into())))
+    }
+
+    /// Returns the commits of the history ending at `tip` that `known` (a
+    /// tip this clone has, if any) does not contain, newest first.
+    pub fn new_commits(
+        &self,
+        tip: ObjectId,
+        known: Option<ObjectId>,
+    ) -> StoreResult<Vec<ObjectId>> {
+        let have: std::collections::HashSet<ObjectId> = match known {
+            Some(k) => self.first_parent_chain(k)?.into_iter().collect(),
+            None => Default::default(),
+        };
+        Ok(self
+            .first_parent_chain(tip)?
+            .into_iter()
+            .take_while(|c| !have.contains(c))
+            .collect())
+    }
+
+    /// Returns the size limits in force.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Reads blob `oid` after checking from its header (without inflating
+    /// it) that it is a blob of at most `limit` bytes; `what` names it in
+    /// the error (`chunk events/00/00/00-0.jsonl`).
+    pub(crate) fn bounded_blob(
+        &self,
+        id: &SessionId,
+        oid: ObjectId,
+        what: &str,
+        limit: u64,
+        setting: &str,
+    ) -> StoreResult<Vec<u8>> {
+        let header = self
+            .repo
+            .find_header(oid)
+            .map_err(|e| StoreError::Corrupt {
+                id: id.clone(),
+                message: format!("{what} cannot be read: {e}"),
+            })?;
+        if header.kind() != gix::objs::Kind::Blob {
+            return Err(StoreError::Corrupt {
+                id: id.clone(),
+                message: format!("{what} is a {}, not a blob", header.kind()),
+            });
+        }
+        if header.size() > limit {
+            return Err(StoreError::TooLarge {
+                what: format!("session {id}: {what} (object {oid})"),
+                size: header.size(),
+                limit,
+                setting: setting.to_owned(),
+            });
+        }
+        let blob = self.repo.find_blob(oid).map_err(|e| StoreError::Corrupt {
+            id: id.clone(),
+            message: format!("{what} cannot be read: {e}"),
+        })?;
+        Ok(blob.detach().data)
     }
 
     /// Returns the directory of local, rebuildable state (`.git/session`).
@@ -239,7 +411,8 @@ impl Store {
         let platform = self.repo.references().map_err(git)?;
         let mut ids = Vec::new();
         for r in platform.prefixed(refs::SESSIONS_PREFIX).map_err(git)? {
-            let r = r.map_err(|e| StoreError::Git(gix::Error::from_error(e)))?;
+            // A ref file git cannot read is skipped, not fatal for the others.
+            let Ok(r) = r else { continue };
             let name = r.name().as_bstr().to_string();
             // Names that are not valid ids (hand-made refs) are skipped, not fatal.
             if let Some(id) = name
@@ -306,8 +479,14 @@ impl Store {
                 id: id.clone(),
                 message: format!("commit {commit} has no {}", refs::HEADER_PATH),
             })?;
-        let blob = self.repo.find_blob(entry.object_id()).map_err(git)?;
-        SessionHeader::decode(&blob.data).map_err(|e| match e {
+        let blob = self.bounded_blob(
+            id,
+            entry.object_id(),
+            refs::HEADER_PATH,
+            self.limits.header,
+            "(fixed limit)",
+        )?;
+        SessionHeader::decode(&blob).map_err(|e| match e {
             HeaderError::Format(source) => StoreError::Format {
                 id: id.clone(),
                 source,
@@ -342,7 +521,13 @@ impl Store {
     /// Returns header and counts without reading any event.
     pub fn stat(&self, id: &SessionId) -> StoreResult<SessionStat> {
         let tip = self.existing_tip(id)?;
-        let commit = self.repo.find_commit(tip).map_err(git)?;
+        let commit = self
+            .repo
+            .find_commit(tip)
+            .map_err(|e| StoreError::Corrupt {
+                id: id.clone(),
+                message: format!("the ref does not point at a commit: {e}"),
+            })?;
         let updated = commit.time().map_err(git)?.seconds;
         let trailers = Trailers::parse(commit.message_raw().map_err(git)?).ok_or_else(|| {
             StoreError::Corrupt {
@@ -359,9 +544,18 @@ impl Store {
         })
     }
 
-    /// Returns the stat of every session, sorted by id.
-    pub fn list(&self) -> StoreResult<Vec<SessionStat>> {
-        self.session_ids()?.iter().map(|id| self.stat(id)).collect()
+    /// Returns the stat of every session, sorted by the id in its ref name;
+    /// a session that cannot be read is listed with its error, so one bad
+    /// ref never hides the others.
+    pub fn list(&self) -> StoreResult<Vec<(SessionId, StoreResult<SessionStat>)>> {
+        Ok(self
+            .session_ids()?
+            .into_iter()
+            .map(|id| {
+                let stat = self.stat(&id);
+                (id, stat)
+            })
+            .collect())
     }
 }
 

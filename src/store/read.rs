@@ -136,8 +136,13 @@ impl Store {
     /// Returns the session's own batch commits, newest first, ending with
     /// its first commit (a fork's first commit; inherited ones are left out).
     pub fn batches(&self, id: &SessionId) -> StoreResult<Vec<BatchInfo>> {
+        self.batches_at(id, self.existing_tip(id)?)
+    }
+
+    /// Like [`Store::batches`], for the history ending at `tip`.
+    pub fn batches_at(&self, id: &SessionId, tip: ObjectId) -> StoreResult<Vec<BatchInfo>> {
         let mut out = Vec::new();
-        let mut cursor = Some(self.existing_tip(id)?);
+        let mut cursor = Some(tip);
         while let Some(commit) = cursor {
             let c = self.repo.find_commit(commit).map_err(git)?;
             let trailers = Trailers::parse(c.message_raw().map_err(git)?);
@@ -184,8 +189,18 @@ impl Store {
         Ok(out)
     }
 
-    /// Returns the bytes of a blob (an artifact or chunk).
+    /// Returns the bytes of a blob (an artifact or a note), refusing one
+    /// over the artifact size limit before inflating it.
     pub fn blob(&self, blob: ObjectId) -> StoreResult<Vec<u8>> {
+        let size = self.repo.find_header(blob).map_err(git)?.size();
+        if size > self.limits.artifact {
+            return Err(StoreError::TooLarge {
+                what: format!("object {blob}"),
+                size,
+                limit: self.limits.artifact,
+                setting: "session.maxArtifactSize".into(),
+            });
+        }
         Ok(self.repo.find_blob(blob).map_err(git)?.detach().data)
     }
 }
@@ -212,16 +227,18 @@ impl Iterator for LineIter<'_> {
             }
             if self.pos >= self.data.len() {
                 let chunk = self.chunks.next()?;
-                match self.store.repo.find_blob(chunk.blob) {
-                    Ok(blob) => self.data = blob.detach().data,
+                let what = format!("chunk {} (from seq {})", chunk.path, chunk.first_seq);
+                match self.store.bounded_blob(
+                    &self.id,
+                    chunk.blob,
+                    &what,
+                    self.store.limits.chunk,
+                    "session.maxChunkSize",
+                ) {
+                    Ok(data) => self.data = data,
                     Err(e) => {
-                        return Some(Err(StoreError::Corrupt {
-                            id: self.id.clone(),
-                            message: format!(
-                                "chunk {} (from seq {}) cannot be read: {e}",
-                                chunk.path, chunk.first_seq
-                            ),
-                        }));
+                        self.chunks = Vec::new().into_iter();
+                        return Some(Err(e));
                     }
                 }
                 self.pos = 0;
@@ -230,6 +247,18 @@ impl Iterator for LineIter<'_> {
             }
             let rest = &self.data[self.pos..];
             let len = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+            if len as u64 > self.store.limits.event {
+                let seq = self.seq;
+                self.chunks = Vec::new().into_iter();
+                self.data = Vec::new();
+                self.pos = 0;
+                return Some(Err(StoreError::TooLarge {
+                    what: format!("session {}: seq {seq}", self.id),
+                    size: len as u64,
+                    limit: self.store.limits.event,
+                    setting: "session.maxEventSize".into(),
+                }));
+            }
             let line = &rest[..len];
             self.pos += len + 1;
             let seq = self.seq;

@@ -10,6 +10,25 @@ pub const SESSIONS_PREFIX: &str = "refs/sessions/";
 /// Notes ref holding signed handoff receipts, on session commits only.
 pub const RECEIPTS_NOTES_REF: &str = "refs/notes/git-session/receipts";
 
+/// A removed session leaves a tombstone ref here (`<prefix><id>`): a
+/// commit with an empty tree whose trailers name the session and its last
+/// tip. Tombstones are pushed and fetched like sessions, and reconcile
+/// never creates or updates a session that has one.
+pub const TOMBSTONES_PREFIX: &str = "refs/session-tombstones/";
+
+/// Trailer on a tombstone: the session's tip when it was removed.
+pub const TRAILER_REMOVED_TIP: &str = "Removed-Tip";
+
+/// Returns the tombstone ref of a session.
+pub fn tombstone_ref(id: &SessionId) -> String {
+    format!("{TOMBSTONES_PREFIX}{id}")
+}
+
+/// Where fetched tombstones of `remote` land.
+pub fn tracking_tombstones_prefix(remote: &str) -> String {
+    format!("refs/remotes/{remote}/session-tombstones/")
+}
+
 /// Where fetched session refs of `remote` land before reconciliation.
 pub fn tracking_prefix(remote: &str) -> String {
     format!("refs/remotes/{remote}/sessions/")
@@ -22,9 +41,13 @@ pub fn tracking_notes_prefix(remote: &str) -> String {
 
 /// Fetch refspecs for sessions and receipts of `remote` (globs only: an
 /// exact refspec for a ref the remote lacks makes every `git fetch` fail).
-pub fn fetch_refspecs(remote: &str) -> [String; 2] {
+pub fn fetch_refspecs(remote: &str) -> [String; 3] {
     [
         format!("+{SESSIONS_PREFIX}*:{}*", tracking_prefix(remote)),
+        format!(
+            "+{TOMBSTONES_PREFIX}*:{}*",
+            tracking_tombstones_prefix(remote)
+        ),
         format!(
             "+refs/notes/git-session/*:{}*",
             tracking_notes_prefix(remote)
@@ -41,6 +64,13 @@ pub const ARTIFACTS_DIR: &str = "artifacts";
 
 /// Local, rebuildable state under the git common dir; never pushed.
 pub const STATE_DIR: &str = "session";
+/// Under the state directory: records of running network git children
+/// (see `store/child.rs`).
+pub const CHILDREN_DIR: &str = "children";
+
+/// Under [`STATE_DIR`]: the last tip `verify` found good, per session, so
+/// a later verify reports a rollback against what this clone saw.
+pub const VERIFIED_DIR: &str = "verified";
 
 /// Trailer naming the session a commit belongs to.
 pub const TRAILER_SESSION: &str = "Session-Id";

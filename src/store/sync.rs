@@ -42,6 +42,19 @@ pub enum Reconciled {
         /// The fork holding the local tail.
         fork: SessionId,
     },
+    /// The fetched history failed verification, or is unrelated to the
+    /// local one: it stays in the remote-tracking ref only, and the local
+    /// session (if any) is untouched.
+    Quarantined {
+        /// Why, naming the problem.
+        reason: String,
+        /// Whether it is a conflict with an existing local session (the
+        /// remote's ref cannot be pushed over without force).
+        conflict: bool,
+    },
+    /// The session was removed (`git session rm`); its tombstone keeps
+    /// the fetched copy out.
+    Removed,
 }
 
 /// Says how a push went for one ref.
@@ -57,13 +70,22 @@ impl Store {
     /// Fetches `remote`'s sessions and receipts into the tracking namespace.
     pub fn fetch_sessions(&self, remote: &str) -> StoreResult<()> {
         let mut args = vec![
+            // Objects above this are streamed, never inflated whole in
+            // memory, while git receives them: a fetched decompression
+            // bomb costs disk, not RAM, and verification then refuses it
+            // from its header (see `Limits`).
+            "-c".to_owned(),
+            "core.bigFileThreshold=16m".to_owned(),
             "fetch".to_owned(),
             "--quiet".to_owned(),
             "--no-write-fetch-head".to_owned(),
+            // Only within our refspecs: a session deleted on the remote
+            // (by a tombstone's push) leaves no stale tracking ref.
+            "--prune".to_owned(),
             remote.to_owned(),
         ];
         args.extend(refs::fetch_refspecs(&tracking_name(remote)));
-        let out = self.run_git(&args)?;
+        let out = self.run_git_network(&args)?;
         if !out.status.success() {
             return Err(StoreError::Remote(format!(
                 "git fetch {remote} failed: {}",
@@ -79,7 +101,8 @@ impl Store {
         let platform = self.repo.references().map_err(git)?;
         let mut out = Vec::new();
         for r in platform.prefixed(prefix.as_str()).map_err(git)? {
-            let mut r = r.map_err(|e| StoreError::Git(gix::Error::from_error(e)))?;
+            // A ref git itself cannot read names nothing to reconcile.
+            let Ok(mut r) = r else { continue };
             let name = r.name().as_bstr().to_string();
             let Some(id) = name
                 .strip_prefix(&prefix)
@@ -87,13 +110,16 @@ impl Store {
             else {
                 continue;
             };
-            out.push((id, r.peel_to_id().map_err(git)?.detach()));
+            let Ok(tip) = r.peel_to_id() else { continue };
+            out.push((id, tip.detach()));
         }
         Ok(out)
     }
 
-    /// Pushes every local session (and the receipts notes, if any) to
-    /// `remote` without force; returns the refs the remote refused.
+    /// Pushes every local session, every tombstone (deleting the remote's
+    /// copy of each removed session it still has, as last fetched) and the
+    /// receipts notes, if any, to `remote` without force; returns the refs
+    /// the remote refused.
     pub fn push_sessions(&self, remote: &str) -> StoreResult<Vec<PushRejection>> {
         let mut args = vec![
             "push".to_owned(),
@@ -101,6 +127,18 @@ impl Store {
             remote.to_owned(),
             format!("{0}*:{0}*", refs::SESSIONS_PREFIX),
         ];
+        let tombstones = self.tombstones()?;
+        if !tombstones.is_empty() {
+            args.push(format!("{0}*:{0}*", refs::TOMBSTONES_PREFIX));
+            let theirs: HashSet<SessionId> = self
+                .tracking_sessions(remote)?
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect();
+            for id in tombstones.iter().filter(|id| theirs.contains(id)) {
+                args.push(format!(":{}", refs::session_ref(id)));
+            }
+        }
         if self
             .repo
             .try_find_reference(refs::RECEIPTS_NOTES_REF)
@@ -109,7 +147,7 @@ impl Store {
         {
             args.push(format!("{0}:{0}", refs::RECEIPTS_NOTES_REF));
         }
-        let out = self.run_git(&args)?;
+        let out = self.run_git_network(&args)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let rejected: Vec<PushRejection> = stdout
             .lines()
@@ -189,10 +227,53 @@ impl Store {
     }
 
     /// Brings the local session `id` in line with a fetched tip.
+    ///
+    /// Nothing new becomes a session ref unverified: the fetched history
+    /// must pass [`Store::verify_at`] as session `id` (header naming `id`,
+    /// a known format, append-only batches, an unbroken chain and seqs,
+    /// layout and size limits), keep the local header unchanged, and share
+    /// history with the local session. Otherwise it is
+    /// [`Reconciled::Quarantined`] and stays in the remote-tracking ref.
     pub fn reconcile(&self, id: &SessionId, theirs: ObjectId) -> StoreResult<Reconciled> {
         let _lock = SessionLock::acquire(&self.state_dir, id)?;
+        if self.tombstone(id)?.is_some() {
+            return Ok(Reconciled::Removed);
+        }
         let name = refs::session_ref(id);
-        let Some(ours) = self.tip(id)? else {
+        let ours = self.tip(id)?;
+        if ours == Some(theirs) {
+            return Ok(Reconciled::Unchanged);
+        }
+        let ours_chain: HashSet<ObjectId> = match ours {
+            Some(o) => self.first_parent_chain(o)?.into_iter().collect(),
+            None => HashSet::new(),
+        };
+        if ours_chain.contains(&theirs) {
+            return Ok(Reconciled::LocalAhead);
+        }
+        // A fetched tip that extends the local one is checked from there
+        // on (the local history is ours already); anything else in full.
+        let theirs_chain = self.first_parent_chain(theirs).unwrap_or_default();
+        let report = match ours.filter(|o| theirs_chain.contains(o)) {
+            Some(o) => self.verify_since(id, o, theirs),
+            None => self.verify_at(id, theirs),
+        };
+        if !report.is_ok() {
+            // History and structure first: they say what the pusher did;
+            // the event problems that follow from it come after.
+            let mut problems = report.problems.clone();
+            problems.sort_by_key(|p| p.seq.is_some());
+            let mut reason: Vec<String> =
+                problems.iter().take(3).map(|p| p.message.clone()).collect();
+            if report.problems.len() > 3 {
+                reason.push(format!("{} more", report.problems.len() - 3));
+            }
+            return Ok(Reconciled::Quarantined {
+                reason: reason.join("; "),
+                conflict: ours.is_some(),
+            });
+        }
+        let Some(ours) = ours else {
             self.repo
                 .reference(
                     name.as_str(),
@@ -203,14 +284,19 @@ impl Store {
                 .map_err(git)?;
             return Ok(Reconciled::Created);
         };
-        if ours == theirs {
-            return Ok(Reconciled::Unchanged);
+        let (ours_header, theirs_header) = (
+            self.header_blob(self.commit_tree(ours)?)?,
+            self.header_blob(self.commit_tree(theirs)?)?,
+        );
+        if ours_header != theirs_header {
+            return Ok(Reconciled::Quarantined {
+                reason: format!(
+                    "its {} differs from the local session's (a header is written once)",
+                    refs::HEADER_PATH
+                ),
+                conflict: true,
+            });
         }
-        let ours_chain: HashSet<ObjectId> = self.first_parent_chain(ours)?.into_iter().collect();
-        if ours_chain.contains(&theirs) {
-            return Ok(Reconciled::LocalAhead);
-        }
-        let theirs_chain = self.first_parent_chain(theirs)?;
         let expected = PreviousValue::MustExistAndMatch(Target::Object(ours));
         if theirs_chain.contains(&ours) {
             self.repo
@@ -224,11 +310,17 @@ impl Store {
             return Ok(Reconciled::FastForwarded);
         }
         // The newest commit of theirs that we have too: where the two split.
-        let base = theirs_chain
+        let Some(base) = theirs_chain
             .iter()
             .find(|c| ours_chain.contains(*c))
-            .copied();
-        let fork = self.fork_divergence(id, ours, base)?;
+            .copied()
+        else {
+            return Ok(Reconciled::Quarantined {
+                reason: "its history is unrelated to the local session's (no common commit); the local session is kept".into(),
+                conflict: true,
+            });
+        };
+        let fork = self.fork_divergence(id, ours, Some(base))?;
         self.repo
             .reference(
                 name.as_str(),
@@ -242,7 +334,7 @@ impl Store {
 
     /// Returns `tip` and its first-parent ancestors, newest first. Session
     /// histories are linear, so this is the whole history.
-    fn first_parent_chain(&self, tip: ObjectId) -> StoreResult<Vec<ObjectId>> {
+    pub(crate) fn first_parent_chain(&self, tip: ObjectId) -> StoreResult<Vec<ObjectId>> {
         let mut seen = Vec::new();
         let mut cursor = Some(tip);
         while let Some(c) = cursor {

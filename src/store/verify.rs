@@ -14,7 +14,7 @@ use git_session_schema::{ArtifactId, SessionId};
 use gix::ObjectId;
 
 use super::refs;
-use super::{Store, StoreResult, git};
+use super::{Store, StoreError, StoreResult, git};
 
 /// More problems than this are summarized; the first ones matter most.
 const MAX_PROBLEMS: usize = 20;
@@ -64,36 +64,122 @@ impl Store {
     /// that cannot be read at all.
     pub fn verify(&self, id: &SessionId) -> StoreResult<VerifyReport> {
         let tip = self.existing_tip(id)?;
+        Ok(self.verify_at(id, tip))
+    }
+
+    /// Verifies the history ending at `tip` as session `id` (a local tip, or
+    /// a fetched one before it may become a session ref). Never fails:
+    /// whatever cannot be read is a problem in the report.
+    pub fn verify_at(&self, id: &SessionId, tip: ObjectId) -> VerifyReport {
         let mut report = VerifyReport {
             id: id.clone(),
             events: 0,
             batches: 0,
             problems: Vec::new(),
         };
+        if let Err(e) = self.verify_inner(id, tip, None, &mut report) {
+            report.problem(None, e.to_string());
+        }
+        report
+    }
+
+    /// Like [`Store::verify_at`] for a `tip` whose first-parent history
+    /// contains `base`, a commit of this session already trusted here (the
+    /// local tip): only what came after `base` is checked (its batches,
+    /// their new chunks chained on from `base`'s last checksum, new
+    /// artifacts), plus the header, the layout and the tip's trailers, so
+    /// the cost follows what was fetched, not the session's length.
+    pub fn verify_since(&self, id: &SessionId, base: ObjectId, tip: ObjectId) -> VerifyReport {
+        let mut report = VerifyReport {
+            id: id.clone(),
+            events: 0,
+            batches: 0,
+            problems: Vec::new(),
+        };
+        if let Err(e) = self.verify_inner(id, tip, Some(base), &mut report) {
+            report.problem(None, e.to_string());
+        }
+        report
+    }
+
+    fn verify_inner(
+        &self,
+        id: &SessionId,
+        tip: ObjectId,
+        base: Option<ObjectId>,
+        report: &mut VerifyReport,
+    ) -> StoreResult<()> {
+        match self.repo.find_header(tip) {
+            Ok(h) if h.kind() == gix::objs::Kind::Commit => {}
+            Ok(h) => {
+                report.problem(
+                    None,
+                    format!("the ref points at a {}, not a commit", h.kind()),
+                );
+                return Ok(());
+            }
+            Err(e) => {
+                report.problem(None, format!("tip {tip} cannot be read: {e}"));
+                return Ok(());
+            }
+        }
         let header = match self.header_at(id, tip) {
             Ok(h) => h,
             Err(e) => {
                 report.problem(None, e.to_string());
-                return Ok(report);
+                return Ok(());
             }
         };
         if header.id != *id {
-            report.problem(None, format!("header names session {}", header.id));
+            report.problem(
+                None,
+                format!("header names session {}, the ref is {id}", header.id),
+            );
         }
         let tree = self.commit_tree(tip)?;
+        self.check_layout(tree, true, report)?;
         let chunks = match self.chunks(id, tree) {
             Ok(c) => c,
             Err(e) => {
                 report.problem(None, e.to_string());
-                return Ok(report);
+                return Ok(());
             }
         };
 
+        // Where reading starts: from the beginning, or after `base`, whose
+        // chunks the history check proves unchanged in every later batch.
+        let (base_chunks, base_events, base_checksum, base_artifacts) = match base {
+            Some(b) => {
+                let t = self.trailers_at(id, b)?;
+                let arts = self.artifacts_in(self.commit_tree(b)?)?;
+                (t.chunks, t.events, t.checksum, arts)
+            }
+            None => (0, 0, None, Vec::new()),
+        };
+        if base.is_some()
+            && self.header_blob(self.commit_tree(base.expect("some"))?)?
+                != self.header_blob(tree)?
+        {
+            report.problem(
+                None,
+                format!("{} differs from the trusted base's", refs::HEADER_PATH),
+            );
+        }
+
         // Events: seq contiguity and the hash chain over the stored bytes.
-        let mut prev: Option<String> = None;
-        let mut count = 0u64;
+        let mut prev: Option<String> = base_checksum;
+        let mut count = base_events;
         let mut referenced = BTreeSet::new();
         for (i, chunk) in chunks.iter().enumerate() {
+            if (i as u64) < base_chunks {
+                if chunk.index != i as u64 {
+                    report.problem(
+                        None,
+                        format!("chunk {} is out of place (expected chunk {i})", chunk.path),
+                    );
+                }
+                continue;
+            }
             if chunk.index != i as u64 || chunk.first_seq != count {
                 report.problem(
                     Some(count),
@@ -103,14 +189,17 @@ impl Store {
                     ),
                 );
             }
-            let data = match self.repo.find_blob(chunk.blob) {
-                Ok(b) => b.detach().data,
+            let data = match self.bounded_blob(
+                id,
+                chunk.blob,
+                &format!("chunk {}", chunk.path),
+                self.limits.chunk,
+                "session.maxChunkSize",
+            ) {
+                Ok(d) => d,
                 Err(e) => {
-                    report.problem(
-                        Some(chunk.first_seq),
-                        format!("chunk {} cannot be read: {e}", chunk.path),
-                    );
-                    return Ok(report);
+                    report.problem(Some(chunk.first_seq), e.to_string());
+                    return Ok(());
                 }
             };
             if data.last().is_some_and(|&b| b != b'\n') {
@@ -122,6 +211,18 @@ impl Store {
             for line in data.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
                 let seq = count;
                 count += 1;
+                if line.len() as u64 > self.limits.event {
+                    report.problem(
+                        Some(seq),
+                        format!(
+                            "seq {seq}: event is {} bytes, over the limit of {} (session.maxEventSize)",
+                            line.len(),
+                            self.limits.event
+                        ),
+                    );
+                    prev = None;
+                    continue;
+                }
                 let event = match git_session_schema::codec::decode_event(line) {
                     Ok(e) => e,
                     Err(e) => {
@@ -194,75 +295,273 @@ impl Store {
             Err(e) => report.problem(None, e.to_string()),
         }
 
-        self.verify_history(id, &header, &mut report)?;
-        self.verify_artifacts(tree, &referenced, &mut report)?;
-        Ok(report)
+        self.verify_history(id, tip, base, &header, report)?;
+        self.verify_artifacts(id, tree, &base_artifacts, &referenced, report)?;
+        Ok(())
+    }
+
+    /// Checks that a session tree holds only the layout's paths: the root
+    /// has `header.json` (a blob) and the `events/` and `artifacts/` trees;
+    /// with `deep`, every entry below them is a tree or regular blob named
+    /// as the layout names it.
+    fn check_layout(
+        &self,
+        tree: ObjectId,
+        deep: bool,
+        report: &mut VerifyReport,
+    ) -> StoreResult<()> {
+        let root = self.repo.find_tree(tree).map_err(git)?;
+        let root = root.decode().map_err(git)?;
+        let is_blob = |m: gix::objs::tree::EntryMode| m.is_blob() && !m.is_executable();
+        for e in root.entries.iter() {
+            let name = e.filename.to_string();
+            let ok = match name.as_str() {
+                refs::HEADER_PATH => is_blob(e.mode),
+                refs::EVENTS_DIR | refs::ARTIFACTS_DIR => e.mode.is_tree(),
+                _ => false,
+            };
+            if !ok {
+                report.problem(
+                    None,
+                    format!("path {} is outside the session layout", escape_name(&name)),
+                );
+            }
+        }
+        if !deep {
+            return Ok(());
+        }
+        let hex2 = |n: &str| {
+            n.len() == 2
+                && n.bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        };
+        for e in root.entries.iter().filter(|e| e.mode.is_tree()) {
+            let top = e.filename.to_string();
+            let (levels, leaf): (usize, fn(&str, &str) -> bool) = match top.as_str() {
+                refs::EVENTS_DIR => (2, |_, n| {
+                    n.split_once('-').is_some_and(|(h, rest)| {
+                        h.len() == 2
+                            && rest.strip_suffix(".jsonl").is_some_and(|d| {
+                                !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())
+                            })
+                    })
+                }),
+                refs::ARTIFACTS_DIR => (1, |dir, n| {
+                    n.len() == 64
+                        && n.starts_with(dir)
+                        && n.bytes()
+                            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+                }),
+                _ => continue,
+            };
+            let mut stack = vec![(e.oid.to_owned(), top.clone(), 0usize, String::new())];
+            while let Some((oid, path, depth, parent_name)) = stack.pop() {
+                let t = self.repo.find_tree(oid).map_err(git)?;
+                for c in t.decode().map_err(git)?.entries.iter() {
+                    let name = c.filename.to_string();
+                    let sub = format!("{path}/{name}");
+                    let ok = if depth < levels {
+                        c.mode.is_tree() && hex2(&name)
+                    } else {
+                        is_blob(c.mode) && leaf(&parent_name, &name)
+                    };
+                    if !ok {
+                        report.problem(
+                            None,
+                            format!("path {} is outside the session layout", escape_name(&sub)),
+                        );
+                    } else if c.mode.is_tree() {
+                        stack.push((c.oid.to_owned(), sub, depth + 1, name));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Returns the tip `verify` last found good for `id` on this clone.
+    pub fn remembered_tip(&self, id: &SessionId) -> Option<ObjectId> {
+        let path = self.state_dir.join(refs::VERIFIED_DIR).join(id.as_str());
+        let text = std::fs::read_to_string(path).ok()?;
+        ObjectId::from_hex(text.trim().as_bytes()).ok()
+    }
+
+    /// Remembers `tip` as verified for `id` (`None` forgets, as after a
+    /// divergence moved the session to the remote's history).
+    pub fn remember_tip(&self, id: &SessionId, tip: Option<ObjectId>) -> StoreResult<()> {
+        let dir = self.state_dir.join(refs::VERIFIED_DIR);
+        let path = dir.join(id.as_str());
+        let io = |source| StoreError::Io {
+            path: path.clone(),
+            source,
+        };
+        match tip {
+            Some(tip) => {
+                std::fs::create_dir_all(&dir).map_err(io)?;
+                std::fs::write(&path, format!("{tip}\n")).map_err(io)
+            }
+            None => match std::fs::remove_file(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(io(e)),
+                _ => Ok(()),
+            },
+        }
     }
 
     fn verify_history(
         &self,
         id: &SessionId,
+        tip: ObjectId,
+        base: Option<ObjectId>,
         header: &git_session_schema::SessionHeader,
         report: &mut VerifyReport,
     ) -> StoreResult<()> {
-        let batches = self.batches(id)?;
-        report.batches = batches.len() as u64;
+        let mut batches = self.batches_at(id, tip)?;
+        let header_blob = self.header_blob(self.commit_tree(tip)?)?;
         let inherited = header.lineage.as_ref().map_or(0, |l| l.inherited_events);
         let mut expected = inherited;
-        for (i, batch) in batches.iter().enumerate().rev() {
-            let t = &batch.trailers;
-            let c = self.repo.find_commit(batch.commit).map_err(git)?;
-            let parent = c.parent_ids().next().map(|p| p.detach());
-            if let Some((_, at)) = &t.fork {
-                let lineage = header.lineage.as_ref();
-                if lineage.map(|l| l.parent_commit.as_str())
-                    != parent.map(|p| p.to_string()).as_deref()
-                    || lineage.map(|l| l.fork_seq) != Some(*at)
-                {
+        if let Some(base) = base {
+            // Only the batches after the trusted base; it must be among them.
+            let Some(at) = batches.iter().position(|b| b.commit == base) else {
+                report.problem(
+                    None,
+                    format!("the history does not contain the trusted commit {base}"),
+                );
+                return Ok(());
+            };
+            expected = self.trailers_at(id, base)?.events;
+            batches.truncate(at);
+            if batches.is_empty() {
+                return Ok(());
+            }
+            // The oldest new batch's parent is `base`: never a first commit.
+            for batch in batches.iter().rev() {
+                if batch.trailers.fork.is_some() {
                     report.problem(
                         None,
                         format!(
-                            "fork commit {} disagrees with the header's lineage",
+                            "commit {} has fork trailers after the first commit",
                             batch.commit
                         ),
                     );
                 }
-            } else if i == batches.len() - 1 && parent.is_some() {
+                self.check_batch(
+                    batch,
+                    false,
+                    header,
+                    header_blob,
+                    tip,
+                    &mut expected,
+                    report,
+                )?;
+            }
+            report.batches = batches.len() as u64;
+            return Ok(());
+        }
+        report.batches = batches.len() as u64;
+        let last = batches.len().saturating_sub(1);
+        for (i, batch) in batches.iter().enumerate().rev() {
+            self.check_batch(
+                batch,
+                i == last,
+                header,
+                header_blob,
+                tip,
+                &mut expected,
+                report,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Checks one batch commit: same header blob as the tip, root layout,
+    /// fork trailers against the lineage (`first`: the session's first
+    /// commit), a seq range continuing `expected`, and that it kept every
+    /// chunk of its parent unchanged.
+    #[allow(clippy::too_many_arguments)]
+    fn check_batch(
+        &self,
+        batch: &super::BatchInfo,
+        first: bool,
+        header: &git_session_schema::SessionHeader,
+        header_blob: Option<ObjectId>,
+        tip: ObjectId,
+        expected: &mut u64,
+        report: &mut VerifyReport,
+    ) -> StoreResult<()> {
+        let t = &batch.trailers;
+        let c = self.repo.find_commit(batch.commit).map_err(git)?;
+        let parent = c.parent_ids().next().map(|p| p.detach());
+        let tree = self.commit_tree(batch.commit)?;
+        // The header is written once: every batch carries the same blob.
+        if self.header_blob(tree)? != header_blob {
+            report.problem(
+                None,
+                format!(
+                    "commit {} has a different {} than the tip: the header was rewritten",
+                    batch.commit,
+                    refs::HEADER_PATH
+                ),
+            );
+        }
+        if batch.commit != tip {
+            self.check_layout(tree, false, report)?;
+        }
+        if let Some((_, at)) = &t.fork {
+            let lineage = header.lineage.as_ref();
+            if lineage.map(|l| l.parent_commit.as_str()) != parent.map(|p| p.to_string()).as_deref()
+                || lineage.map(|l| l.fork_seq) != Some(*at)
+            {
                 report.problem(
                     None,
                     format!(
-                        "first commit {} has a parent but no fork trailers",
+                        "fork commit {} disagrees with the header's lineage",
                         batch.commit
                     ),
                 );
             }
-            if let Some((a, b)) = t.seq {
-                if a != expected || b < a || t.events != b + 1 {
-                    report.problem(
-                        Some(a),
-                        format!(
-                            "commit {} covers seq {a}..{b}, expected it to start at {expected}",
-                            batch.commit
-                        ),
-                    );
-                }
-                expected = b + 1;
+        } else if first && parent.is_some() {
+            report.problem(
+                None,
+                format!(
+                    "first commit {} has a parent but no fork trailers",
+                    batch.commit
+                ),
+            );
+        }
+        if let Some((a, b)) = t.seq {
+            if a != *expected || b < a || t.events != b + 1 {
+                report.problem(
+                    Some(a),
+                    format!(
+                        "commit {} covers seq {a}..{b}, expected it to start at {expected}",
+                        batch.commit
+                    ),
+                );
             }
-            // Sealed chunks are never rewritten: every chunk of the parent
-            // batch must be in this commit unchanged.
-            if t.fork.is_none()
-                && let Some(p) = parent
-            {
-                let (pt, ct) = (self.commit_tree(p)?, self.commit_tree(batch.commit)?);
-                let (pe, ce) = (self.events_tree(pt)?, self.events_tree(ct)?);
-                if let (Some(pe), Some(ce)) = (pe, ce) {
-                    self.check_kept(pe, ce, refs::EVENTS_DIR, batch.commit, report)?;
-                } else if pe.is_some() {
-                    report.problem(None, format!("commit {} removed the events", batch.commit));
-                }
+            *expected = b + 1;
+        }
+        // Sealed chunks are never rewritten: every chunk of the parent
+        // batch must be in this commit unchanged.
+        if t.fork.is_none()
+            && let Some(p) = parent
+        {
+            let (pt, ct) = (self.commit_tree(p)?, self.commit_tree(batch.commit)?);
+            let (pe, ce) = (self.events_tree(pt)?, self.events_tree(ct)?);
+            if let (Some(pe), Some(ce)) = (pe, ce) {
+                self.check_kept(pe, ce, refs::EVENTS_DIR, batch.commit, report)?;
+            } else if pe.is_some() {
+                report.problem(None, format!("commit {} removed the events", batch.commit));
             }
         }
         Ok(())
+    }
+
+    pub(crate) fn header_blob(&self, tree: ObjectId) -> StoreResult<Option<ObjectId>> {
+        let root = self.repo.find_tree(tree).map_err(git)?;
+        Ok(root
+            .lookup_entry_by_path(refs::HEADER_PATH)
+            .map_err(git)?
+            .map(|e| e.object_id()))
     }
 
     fn events_tree(&self, tree: ObjectId) -> StoreResult<Option<ObjectId>> {
@@ -306,16 +605,34 @@ impl Store {
 
     fn verify_artifacts(
         &self,
+        id: &SessionId,
         tree: ObjectId,
+        trusted: &[(ArtifactId, ObjectId)],
         referenced: &BTreeSet<ArtifactId>,
         report: &mut VerifyReport,
     ) -> StoreResult<()> {
         let stored = self.artifacts_in(tree)?;
+        // Artifacts of a trusted base must all still be there, unchanged
+        // (they are not re-read); anything else is hashed.
+        for (art, blob) in trusted {
+            if !stored.iter().any(|(a, b)| a == art && b == blob) {
+                report.problem(None, format!("artifact {art} was removed or replaced"));
+            }
+        }
         for (art, blob) in &stored {
-            match self.repo.find_blob(*blob) {
-                Ok(b) if ArtifactId::of(&b.data) == *art => {}
+            if trusted.iter().any(|(a, b)| a == art && b == blob) {
+                continue;
+            }
+            match self.bounded_blob(
+                id,
+                *blob,
+                &format!("artifact {art}"),
+                self.limits.artifact,
+                "session.maxArtifactSize",
+            ) {
+                Ok(b) if ArtifactId::of(&b) == *art => {}
                 Ok(_) => report.problem(None, format!("artifact {art} does not hash to its name")),
-                Err(e) => report.problem(None, format!("artifact {art} cannot be read: {e}")),
+                Err(e) => report.problem(None, e.to_string()),
             }
         }
         let have: BTreeSet<&ArtifactId> = stored.iter().map(|(a, _)| a).collect();
@@ -324,4 +641,9 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// Returns a tree entry name with control characters escaped, for messages.
+fn escape_name(name: &str) -> String {
+    name.chars().flat_map(char::escape_debug).collect()
 }

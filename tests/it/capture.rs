@@ -440,7 +440,7 @@ fn secrets_are_redacted_before_anything_is_stored() {
     assert!(
         redacted
             .iter()
-            .all(|e| e["redacted"]["rules"]["anthropic-key"].as_u64() >= Some(1)),
+            .all(|e| e["redacted"]["rules"]["anthropic-api-key"].as_u64() >= Some(1)),
         "{redacted:?}"
     );
     let user = events.iter().find(|e| e["type"] == "message.user").unwrap();
@@ -448,7 +448,7 @@ fn secrets_are_redacted_before_anything_is_stored() {
         user["payload"]["text"]
             .as_str()
             .unwrap()
-            .contains("[REDACTED:anthropic-key]"),
+            .contains("[REDACTED:anthropic-api-key]"),
         "{user}"
     );
     repo.ok(&["verify"]);
@@ -479,4 +479,106 @@ fn redaction_can_be_turned_off() {
             .windows(secret.len())
             .any(|w| w == secret.as_bytes())
     );
+}
+
+/// Returns the native file of the roundtrip fixture placed in `repo`'s home.
+fn placed_roundtrip(repo: &Repo) -> PathBuf {
+    let root = repo.root.to_str().unwrap().to_owned();
+    let store = claude_home(repo);
+    copy_tree(
+        &fixtures().join("claude/roundtrip/native"),
+        &store,
+        CLAUDE_CWD,
+        &root,
+    );
+    store.join(format!(
+        "projects/-tmp-oracle-sample-claude-project/{ROUNDTRIP}.jsonl"
+    ))
+}
+
+/// Returns the resumed fixture (the roundtrip plus one more turn) for `repo`.
+fn resumed_text(repo: &Repo) -> String {
+    std::fs::read_to_string(fixtures().join("capture/claude-resumed.jsonl"))
+        .unwrap()
+        .replace(CLAUDE_CWD, repo.root.to_str().unwrap())
+}
+
+/// Asserts that every tool result names its own call as parent, and that no
+/// event's parent comes after it.
+fn assert_parents(events: &[serde_json::Value]) {
+    for e in events {
+        let Some(p) = e["parent_seq"].as_u64() else {
+            continue;
+        };
+        assert!(p < e["seq"].as_u64().unwrap(), "{e}");
+        if e["type"] == "tool.result" {
+            let parent = &events[p as usize];
+            assert_eq!(parent["type"], "tool.call", "{e} has parent {parent}");
+            assert_eq!(parent["payload"]["call_id"], e["payload"]["call_id"]);
+        }
+    }
+}
+
+#[test]
+fn events_appended_between_captures_keep_parents_right_and_the_file_is_read_on() {
+    let repo = Repo::new();
+    let file = placed_roundtrip(&repo);
+    capture(&repo);
+    let n = repo.events(ROUNDTRIP).len();
+    // Others append to the session between two captures of the file (a
+    // handoff does; here `append`).
+    let note = repo.write_jsonl("note.jsonl", &[event(0), event(1)]);
+    repo.ok(&["append", ROUNDTRIP, note.to_str().unwrap()]);
+
+    // The agent continues the file. Its first prompt, far before the
+    // cursor, is also damaged in place: a re-read from the start would see
+    // it (and keep it as a new unparsed record); reading on from the cursor
+    // does not.
+    let full = resumed_text(&repo);
+    let mut lines: Vec<String> = full.lines().map(str::to_owned).collect();
+    let prompt = lines
+        .iter()
+        .position(|l| l.starts_with("{\"parentUuid\":null") && l.contains("\"type\":\"user\""))
+        .expect("a first prompt");
+    let before: usize = lines[..=prompt].iter().map(|l| l.len() + 1).sum();
+    assert!(before + 4096 < std::fs::metadata(&file).unwrap().len() as usize);
+    let len = lines[prompt].len();
+    lines[prompt] = format!("{{{}", "x".repeat(len - 1));
+    std::fs::write(&file, lines.join("\n") + "\n").unwrap();
+    capture(&repo);
+
+    let events = repo.events(ROUNDTRIP);
+    assert!(
+        events.iter().all(|e| e["payload"]["unparsed"].is_null()),
+        "the file was re-read from the start"
+    );
+    // Exactly the new records were appended, after the foreign events.
+    let other = Repo::new();
+    let other_file = placed_roundtrip(&other);
+    std::fs::write(&other_file, resumed_text(&other)).unwrap();
+    capture(&other);
+    let whole = other.events(ROUNDTRIP).len();
+    assert_eq!(events.len(), whole + 2);
+    assert!(
+        events[n + 2..]
+            .iter()
+            .any(|e| e["type"] == "tool.result" && e["parent_seq"].is_u64())
+    );
+    // Each new event has the parent it has when the file is captured in
+    // one go, moved past the notes where it is a new event too.
+    let alone = other.events(ROUNDTRIP);
+    for (i, want) in alone.iter().enumerate().skip(n) {
+        let moved = want["parent_seq"]
+            .as_u64()
+            .map(|p| if p >= n as u64 { p + 2 } else { p });
+        assert_eq!(events[i + 2]["parent_seq"].as_u64(), moved, "{want}");
+        assert_eq!(events[i + 2]["type"], want["type"]);
+    }
+    assert_parents(&events);
+    repo.ok(&["verify"]);
+
+    // And an unchanged file costs nothing more after all this.
+    let refs = session_refs(&repo);
+    assert_eq!(capture(&repo), "");
+    assert_eq!(session_refs(&repo), refs);
 }

@@ -437,3 +437,93 @@ fn a_passphrase_protected_key_signs_through_ssh_agent() {
         "{verify}"
     );
 }
+
+/// Returns the one rollout file under a Codex home.
+fn rollout(home: &Path) -> PathBuf {
+    let mut stack = vec![home.join(".codex/sessions")];
+    let mut found = Vec::new();
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "jsonl") {
+                found.push(path);
+            }
+        }
+    }
+    assert_eq!(found.len(), 1, "{found:?}");
+    found.remove(0)
+}
+
+#[test]
+fn the_handoff_target_continued_is_captured_as_a_linked_child() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let (printed, event) = handoff(&repo, &[]);
+    let native = printed.trim().rsplit(' ').next().unwrap().to_owned();
+    let handoff_seq = event["seq"].as_u64().unwrap();
+    let source_events = repo.events(ROUNDTRIP);
+    let home = repo.outside("codex-home");
+    let file = rollout(&home);
+    let import = |repo: &Repo| repo.ok(&["import", "--home", home.to_str().unwrap()]);
+
+    // Seen before Codex ran: the child exists at once, holding nothing new.
+    let out = import(&repo);
+    assert!(out.starts_with(&native), "{out}");
+    let child: Value = serde_json::from_str(&repo.ok(&["show", &native, "--json"])).unwrap();
+    assert_eq!(child["header"]["agent"], "codex");
+    assert_eq!(child["header"]["native_id"], native.as_str());
+    assert_eq!(child["header"]["lineage"]["parent_session"], ROUNDTRIP);
+    assert_eq!(
+        child["header"]["lineage"]["fork_seq"].as_u64(),
+        Some(handoff_seq)
+    );
+    let inherited = child["events"].as_array().unwrap().clone();
+    assert_eq!(inherited.len() as u64, handoff_seq + 1);
+    assert_eq!(inherited[..], source_events[..], "shared, not copied anew");
+
+    // Codex continues the rollout; only its records are added, to the child.
+    let mut body = std::fs::read_to_string(&file).unwrap();
+    for line in [
+        r#"{"timestamp":"2026-01-02T00:00:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"NEXT-Q: and now?"}]}}"#,
+        r#"{"timestamp":"2026-01-02T00:00:01.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"NEXT-A: done."}]}}"#,
+    ] {
+        body.push_str(line);
+        body.push('\n');
+    }
+    std::fs::write(&file, &body).unwrap();
+    import(&repo);
+    let events = repo.events(&native);
+    let added: Vec<(&str, &str)> = events[inherited.len()..]
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap(),
+                e["payload"]["text"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        added,
+        vec![
+            ("message.user", "NEXT-Q: and now?"),
+            ("message.assistant", "NEXT-A: done.")
+        ]
+    );
+    assert_eq!(
+        repo.events(ROUNDTRIP),
+        source_events,
+        "the source is untouched"
+    );
+    assert_eq!(
+        repo.git(&["for-each-ref", "refs/sessions/"])
+            .lines()
+            .count(),
+        2
+    );
+    assert_eq!(import(&repo), "");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), body);
+    repo.ok(&["verify"]);
+    repo.fsck();
+}

@@ -151,7 +151,9 @@ fn init_honours_core_hooks_path_and_sets_fetch_refspecs_only() {
     assert!(!repo.root.join(".git/hooks/post-commit").exists());
     let fetch = repo.git(&["config", "--get-all", "remote.origin.fetch"]);
     assert!(
-        fetch.contains("+refs/sessions/*:refs/remotes/origin/sessions/*"),
+        fetch.contains("+refs/sessions/*:refs/remotes/origin/sessions/*")
+            && fetch
+                .contains("+refs/session-tombstones/*:refs/remotes/origin/session-tombstones/*"),
         "{fetch}"
     );
     let push_after = repo
@@ -168,7 +170,7 @@ fn init_honours_core_hooks_path_and_sets_fetch_refspecs_only() {
         repo.git(&["config", "--get-all", "remote.origin.fetch"])
             .lines()
             .count(),
-        3,
+        4,
         "refspecs added twice"
     );
     repo.ok(&["init", "--uninstall"]);

@@ -248,3 +248,39 @@ fn append_numbers_events_after_the_end() {
     assert_eq!(seqs, vec![0, 1, 2, 3, 4]);
     repo.ok(&["verify"]);
 }
+
+#[test]
+fn a_reference_to_a_missing_artifact_is_refused_at_import() {
+    let repo = Repo::new();
+    let absent = git_session_schema::ArtifactId::of(b"never stored");
+    let mut lines = session_lines("s-dangling", 3);
+    lines[2]["refs"] = json!([absent.to_ref()]);
+    let file = repo.write_jsonl("dangling.jsonl", &lines);
+    let err = repo.fails(&["import", "--canonical", file.to_str().unwrap()], 1);
+    assert!(err.contains("dangling.jsonl:3"), "{err}");
+    assert!(err.contains(absent.hex()), "{err}");
+    assert_eq!(repo.git(&["for-each-ref", "refs/sessions/"]), "");
+
+    // An artifact stored by an earlier batch may be referenced later, by
+    // import and by append; one nobody stored may not.
+    let png = b"\x89PNG stored once".to_vec();
+    let id = git_session_schema::ArtifactId::of(&png);
+    let mut artifact_line = Vec::new();
+    git_session_schema::codec::encode_artifact_line(&id, &png, &mut artifact_line);
+    let mut first = session_lines("s-art2", 1);
+    first.push(serde_json::from_slice(&artifact_line).unwrap());
+    repo.import(&repo.write_jsonl("first.jsonl", &first));
+    let mut later = session_lines("s-art2", 3);
+    later[3]["refs"] = json!([id.to_ref()]);
+    repo.import(&repo.write_jsonl("later.jsonl", &later));
+    let mut bad = vec![event(0)];
+    bad[0]["refs"] = json!([absent.to_ref()]);
+    let file = repo.write_jsonl("bad-append.jsonl", &bad);
+    let err = repo.fails(&["append", "s-art2", file.to_str().unwrap()], 1);
+    assert!(err.contains("bad-append.jsonl:1"), "{err}");
+    let mut good = vec![event(0)];
+    good[0]["refs"] = json!([id.to_ref()]);
+    let file = repo.write_jsonl("good-append.jsonl", &good);
+    repo.ok(&["append", "s-art2", file.to_str().unwrap()]);
+    repo.ok(&["verify"]);
+}

@@ -6,16 +6,23 @@ mod support;
 mod capture;
 mod cli;
 mod concurrency;
+mod conformance;
 mod dsh;
 mod fork;
 mod handoff;
+mod hermes;
 mod hooks;
 mod import_export;
 mod layout;
 mod manpage;
+mod native;
+mod opencode;
 mod oracle;
+mod redaction;
 mod resume;
 mod sync;
+mod tamper;
+mod trust;
 mod verify;
 
 #[test]

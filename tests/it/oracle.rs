@@ -1,6 +1,7 @@
 //! Write-back checked by the real clients (`shared/oracle/`): a session is
 //! captured from a native store, written back into a fresh HOME by
 //! `git session resume`, and resumed by the real Claude Code / Codex CLI
+//! (Hermes Agent: `hermes.rs`)
 //! against the mock model. The history the client sends (`turns`) must
 //! equal what it sends when resuming the original file.
 //!
@@ -45,7 +46,7 @@ pub(crate) fn prefix() -> &'static Path {
         let out = Command::new("bash")
             .arg(shared_oracle().join("install-all.sh"))
             .arg(&prefix)
-            .args(["claude", "codex", "dsh"])
+            .args(["claude", "codex", "hermes", "opencode", "dsh"])
             .output()
             .unwrap();
         assert!(
@@ -602,5 +603,188 @@ fn claude_to_codex_to_claude_keeps_the_original_turns() {
         &[&repo.root],
     );
     assert_handed_over(&source, &got);
+    repo.ok(&["verify"]);
+}
+
+const ROUNDTRIP: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
+
+/// Returns the positions of the user turns of a check that start with `text`.
+fn user_turns(report: &Value, roots: &[&Path], text: &str) -> Vec<usize> {
+    conversation(report, roots)
+        .iter()
+        .enumerate()
+        .filter(|(_, (kind, body))| kind == "user" && body.starts_with(text))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+#[test]
+fn claude_resumes_two_continuations_from_two_homes_as_one_history() {
+    let repo = crate::resume::two_continuations();
+    let (home, _, _) = crate::resume::resume_fresh(&repo, "oracle");
+    let report = resume_check("claude", &home, ROUNDTRIP, &repo.root);
+    let roots = [repo.root.as_path()];
+    let world = user_turns(&report, &roots, "Now append world");
+    let moon = user_turns(&report, &roots, "Now append moon");
+    assert!(
+        world.len() == 1 && moon.len() == 1 && world[0] < moon[0],
+        "the client did not send both continuations in order: {:#?}",
+        conversation(&report, &roots)
+    );
+}
+
+#[test]
+fn claude_resumes_native_turns_after_an_append_with_the_appended_events() {
+    let repo = crate::resume::append_then_native_turn();
+    let (home, _, _) = crate::resume::resume_fresh(&repo, "oracle");
+    let report = resume_check("claude", &home, ROUNDTRIP, &repo.root);
+    let roots = [repo.root.as_path()];
+    let note = user_turns(&report, &roots, "APPENDED-NOTE");
+    let world = user_turns(&report, &roots, "Now append world");
+    assert!(
+        note.len() == 1 && world.len() == 1 && note[0] < world[0],
+        "the client did not send the appended note before the native turn: {:#?}",
+        conversation(&report, &roots)
+    );
+}
+
+/// Returns the origins of `events`, asserting that none repeats.
+fn unique_origins(events: &[Value]) -> usize {
+    let mut origins: Vec<String> = events
+        .iter()
+        .filter(|e| !e["origin"].is_null())
+        .map(|e| e["origin"].to_string())
+        .collect();
+    let n = origins.len();
+    origins.sort();
+    origins.dedup();
+    assert_eq!(origins.len(), n, "an event was captured twice");
+    n
+}
+
+fn probe_count(events: &[Value]) -> usize {
+    events
+        .iter()
+        .filter(|e| e["type"] == "message.user")
+        .filter(|e| {
+            e["payload"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("ORACLE_RESUME_PROBE"))
+        })
+        .count()
+}
+
+fn resumed_and_continued(agent: &str) {
+    let (repo, _, session) = fresh_captured(agent);
+    // An event of git-session's own, which the native file then holds as a
+    // record of the render's making.
+    let mut note = event(0);
+    note["payload"]["text"] = "APPENDED-NOTE: keep the tests green".into();
+    let note = repo.write_jsonl("note.jsonl", &[note]);
+    repo.ok(&["append", &session, note.to_str().unwrap()]);
+    let before = repo.events(&session);
+    let fresh = repo.outside("fresh-home");
+    std::fs::create_dir_all(&fresh).unwrap();
+    repo.ok(&["resume", &session, "--home", fresh.to_str().unwrap()]);
+    // The real client continues the written session (the probe turn).
+    resume_check(agent, &fresh, &session, &repo.root);
+    let refs = repo.git(&["for-each-ref", "refs/sessions/"]);
+    let out = repo.ok(&[
+        "import",
+        "--agent",
+        agent,
+        "--home",
+        fresh.to_str().unwrap(),
+    ]);
+    assert!(out.starts_with(&session), "{out}");
+    assert_eq!(
+        repo.git(&["for-each-ref", "--format=%(refname)", "refs/sessions/"])
+            .lines()
+            .count(),
+        refs.lines().count(),
+        "a new session was made"
+    );
+    let after = repo.events(&session);
+    assert_eq!(after[..before.len()], before[..]);
+    let new = &after[before.len()..];
+    assert_eq!(probe_count(new), 1, "the probe turn was not captured once");
+    assert_eq!(probe_count(&before), 0);
+    // Only the client's new records: nothing written by resume came back.
+    unique_origins(&after);
+    let first_prompt =
+        before.iter().find(|e| e["type"] == "message.user").unwrap()["payload"]["text"].clone();
+    assert!(
+        new.iter().all(|e| e["payload"]["text"] != first_prompt),
+        "history came back as new events"
+    );
+    let notes = after
+        .iter()
+        .filter(|e| {
+            e["payload"]["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("APPENDED-NOTE"))
+        })
+        .count();
+    assert_eq!(notes, 1, "the appended event came back as a new one");
+    assert_eq!(
+        repo.ok(&[
+            "import",
+            "--agent",
+            agent,
+            "--home",
+            fresh.to_str().unwrap()
+        ]),
+        ""
+    );
+    repo.ok(&["verify"]);
+}
+
+#[test]
+fn claude_continued_after_resume_grows_the_same_session_by_its_new_turn() {
+    resumed_and_continued("claude");
+}
+
+#[test]
+fn codex_continued_after_resume_grows_the_same_session_by_its_new_turn() {
+    resumed_and_continued("codex");
+}
+
+#[test]
+fn codex_continued_after_a_handoff_is_a_linked_child_without_duplicates() {
+    let (repo, _, session) = fresh_captured("claude");
+    let (target, native) = hand(&repo, &session, "codex", "1");
+    let source = repo.events(&session);
+    resume_check("codex", &target, &native, &repo.root);
+    let out = repo.ok(&[
+        "import",
+        "--agent",
+        "codex",
+        "--home",
+        target.to_str().unwrap(),
+    ]);
+    assert!(out.starts_with(&native), "{out}");
+    let shown: Value = serde_json::from_str(&repo.ok(&["show", &native, "--json"])).unwrap();
+    assert_eq!(
+        shown["header"]["lineage"]["parent_session"],
+        session.as_str()
+    );
+    let handoff_seq = source.last().unwrap()["seq"].as_u64().unwrap();
+    assert_eq!(
+        shown["header"]["lineage"]["fork_seq"].as_u64(),
+        Some(handoff_seq)
+    );
+    let events = shown["events"].as_array().unwrap();
+    assert_eq!(events[..source.len()], source[..], "the prefix is shared");
+    let new = &events[source.len()..];
+    assert_eq!(probe_count(new), 1, "{new:#?}");
+    assert!(
+        new.iter().all(|e| e["type"] != "handoff"
+            && !e["payload"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("carry on"))),
+        "the handoff's brief or history came back as new events"
+    );
+    assert_eq!(repo.events(&session), source, "the source is untouched");
+    unique_origins(events);
     repo.ok(&["verify"]);
 }

@@ -139,6 +139,12 @@ fn codex_resume_registers_the_thread_once_after_a_backup() {
         .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)))
         .collect();
     assert_eq!(backups.len(), 1);
+    let doctor = repo.ok(&["doctor"]);
+    assert!(
+        doctor.contains("backup     state_5.sqlite: ")
+            && doctor.contains(".git/session/backups/state_5.sqlite."),
+        "{doctor}"
+    );
 
     // Again: nothing written, no second row or index line.
     repo.ok(&["resume", CODEX_ID, "--home", home.to_str().unwrap()]);
@@ -302,4 +308,371 @@ fn resuming_where_the_session_was_captured_finds_it_in_place() {
             "{agent}: files were added next to the original"
         );
     }
+}
+
+#[test]
+fn a_killed_resume_leaves_temp_files_the_next_one_removes() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let home = repo.outside("home-b");
+    let project = git_session_adapters::claude::project_dir_name(repo.root.to_str().unwrap());
+    let dir = home.join(".claude/projects").join(project);
+    std::fs::create_dir_all(&dir).unwrap();
+    // A resume killed mid-write: its pid is gone.
+    let mut done = std::process::Command::new("true").spawn().unwrap();
+    let dead = done.id();
+    done.wait().unwrap();
+    let killed = dir.join(format!(".git-session-{dead}-AbCd12"));
+    std::fs::write(&killed, vec![b'x'; 1 << 16]).unwrap();
+    // One of a resume still running (this test's own pid stands in).
+    let running = dir.join(format!(".git-session-{}-EfGh34", std::process::id()));
+    std::fs::write(&running, b"in progress").unwrap();
+    // One left by an older version (no pid), long ago; and a fresh one.
+    let old = dir.join(".git-session-Zz9Yy8");
+    std::fs::write(&old, b"old").unwrap();
+    let touched = std::process::Command::new("touch")
+        .args(["-d", "2 days ago"])
+        .arg(&old)
+        .status()
+        .unwrap();
+    assert!(touched.success());
+    let fresh = dir.join(".git-session-Qq1Ww2");
+    std::fs::write(&fresh, b"fresh").unwrap();
+    // Someone else's file that merely looks similar stays.
+    let other = dir.join("git-session-notes.txt");
+    std::fs::write(&other, b"mine").unwrap();
+
+    repo.ok(&["resume", "d050", "--home", home.to_str().unwrap()]);
+    assert!(!killed.exists(), "a dead writer's temp file stays");
+    assert!(!old.exists(), "an old unnamed temp file stays");
+    assert!(running.exists() && fresh.exists() && other.exists());
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".git-session-"))
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+}
+
+/// Returns how many events the roundtrip fixture, and the same session
+/// continued by one more turn, give when captured on their own.
+fn claude_counts() -> (usize, usize) {
+    let count = |resumed: bool| {
+        let repo = Repo::new();
+        captured_claude(&repo);
+        if !resumed {
+            return repo.events(ROUNDTRIP).len();
+        }
+        let source = repo.outside("source");
+        let file = source.join(format!(
+            ".claude/projects/-tmp-oracle-sample-claude-project/{ROUNDTRIP}.jsonl"
+        ));
+        std::fs::write(&file, continued_text(&repo)).unwrap();
+        repo.ok(&["import", "--home", source.to_str().unwrap()]);
+        repo.events(ROUNDTRIP).len()
+    };
+    (count(false), count(true))
+}
+
+/// Returns the roundtrip session continued by one more turn, as the client
+/// wrote it (`fixtures/capture/claude-resumed.jsonl`), placed in `repo`.
+fn continued_text(repo: &Repo) -> String {
+    std::fs::read_to_string(fixtures().join("capture/claude-resumed.jsonl"))
+        .unwrap()
+        .replace(
+            "/tmp/oracle-sample/claude/project",
+            repo.root.to_str().unwrap(),
+        )
+}
+
+/// Appends the turn the client added in `claude-resumed.jsonl` to the
+/// native file at `file`, linked to that file's last record, as the client
+/// links a resumed session's next prompt.
+fn continue_natively(repo: &Repo, file: &Path) {
+    let mut all = std::fs::read_to_string(file).unwrap();
+    let last = all
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v["uuid"].as_str().map(str::to_owned))
+        .unwrap();
+    // In the fixture the new prompt names the roundtrip's last record.
+    let fixture_last = "9c8de382-";
+    let turn = continued_text(repo)
+        .lines()
+        .skip(34)
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    let at = turn
+        .find(&format!("\"parentUuid\":\"{fixture_last}"))
+        .expect("the new prompt names the old leaf");
+    let end = at + turn[at..].find("\",").unwrap() + 1;
+    all.push_str(&turn[..at]);
+    all.push_str(&format!("\"parentUuid\":\"{last}\""));
+    all.push_str(&turn[end..]);
+    std::fs::write(file, all).unwrap();
+}
+
+fn session_count(repo: &Repo) -> usize {
+    repo.git(&["for-each-ref", "refs/sessions/"])
+        .lines()
+        .count()
+}
+
+#[test]
+fn a_resumed_session_the_agent_continued_grows_by_its_new_records_only() {
+    let (base, whole) = claude_counts();
+    let new = whole - base;
+    let repo = Repo::new();
+    captured_claude(&repo);
+    // Events of git-session's own are written as minimal records, which
+    // the agent's file then holds under uuids of the render's.
+    let note = repo.write_jsonl("note.jsonl", &[event(0), event(1)]);
+    repo.ok(&["append", ROUNDTRIP, note.to_str().unwrap()]);
+    let n = repo.events(ROUNDTRIP).len();
+    assert_eq!(n, base + 2);
+    let project = git_session_adapters::claude::project_dir_name(repo.root.to_str().unwrap());
+    let home = repo.outside("home-b");
+    repo.ok(&["resume", ROUNDTRIP, "--home", home.to_str().unwrap()]);
+    let file = home
+        .join(".claude/projects")
+        .join(&project)
+        .join(format!("{ROUNDTRIP}.jsonl"));
+    let before = std::fs::read(&file).unwrap();
+    // Nothing of the agent's yet: nothing to capture.
+    assert_eq!(repo.ok(&["import", "--home", home.to_str().unwrap()]), "");
+    continue_natively(&repo, &file);
+    let grown = std::fs::read(&file).unwrap();
+    repo.ok(&["import", "--home", home.to_str().unwrap()]);
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        grown,
+        "capture wrote the store"
+    );
+    assert!(grown.starts_with(&before));
+    let events = repo.events(ROUNDTRIP);
+    assert_eq!(events.len(), n + new, "not exactly the new records");
+    assert_eq!(session_count(&repo), 1);
+    // The new prompt's parent is the last event written, a note.
+    let prompt = events[n..]
+        .iter()
+        .find(|e| e["type"] == "message.user")
+        .unwrap();
+    assert_eq!(prompt["parent_seq"].as_u64(), Some(n as u64 - 1));
+    assert_eq!(repo.ok(&["import", "--home", home.to_str().unwrap()]), "");
+
+    // Written again elsewhere, and the session moves on before the agent
+    // continues there: the agent's turn becomes a fork at the point written.
+    let home_c = repo.outside("home-c");
+    repo.ok(&["resume", ROUNDTRIP, "--home", home_c.to_str().unwrap()]);
+    let at = repo.events(ROUNDTRIP).len() as u64 - 1;
+    repo.ok(&["append", ROUNDTRIP, note.to_str().unwrap()]);
+    let file_c = home_c
+        .join(".claude/projects")
+        .join(&project)
+        .join(format!("{ROUNDTRIP}.jsonl"));
+    continue_natively(&repo, &file_c);
+    let out = repo.ok(&["import", "--home", home_c.to_str().unwrap()]);
+    let fork = out.split_whitespace().next().expect("a fork was reported");
+    assert_ne!(fork, ROUNDTRIP);
+    assert_eq!(session_count(&repo), 2);
+    let shown: serde_json::Value =
+        serde_json::from_str(&repo.ok(&["show", fork, "--json"])).unwrap();
+    assert_eq!(shown["header"]["lineage"]["parent_session"], ROUNDTRIP);
+    assert_eq!(shown["header"]["lineage"]["fork_seq"].as_u64(), Some(at));
+    assert_eq!(
+        shown["events"].as_array().unwrap().len() as u64,
+        at + 1 + new as u64
+    );
+    assert_eq!(repo.events(ROUNDTRIP).len() as u64, at + 3);
+    // Local state is rebuildable: without cursors, the same fork is found
+    // again and nothing is added twice.
+    let refs = repo.git(&["for-each-ref", "refs/sessions/"]);
+    std::fs::remove_dir_all(repo.root.join(".git/session/capture")).unwrap();
+    let again_c = repo.ok(&["import", "--home", home_c.to_str().unwrap()]);
+    let again_b = repo.ok(&["import", "--home", home.to_str().unwrap()]);
+    assert_eq!(
+        repo.git(&["for-each-ref", "refs/sessions/"]),
+        refs,
+        "{again_c}{again_b}"
+    );
+    repo.ok(&["verify"]);
+    repo.fsck();
+}
+
+fn continued_in(root: &Path) -> String {
+    std::fs::read_to_string(fixtures().join("capture/claude-resumed.jsonl"))
+        .unwrap()
+        .replace("/tmp/oracle-sample/claude/project", root.to_str().unwrap())
+}
+
+/// Returns the turn the client added in `claude-resumed.jsonl` (lines 35
+/// on), made another turn when `other`: new uuids and ids, and the prompt
+/// `Now append moon` instead of `Now append world`.
+pub(crate) fn added_turn(root: &Path, other: bool) -> String {
+    let text = continued_in(root);
+    let mut turn = text.lines().skip(34).collect::<Vec<_>>().join("\n") + "\n";
+    if other {
+        let uuids: Vec<String> = turn
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|v| v["uuid"].as_str().map(str::to_owned))
+            .collect();
+        for u in uuids {
+            turn = turn.replace(&u, &format!("{}beef", &u[..u.len() - 4]));
+        }
+        turn = turn
+            .replace("msg_mock_", "msg_mockb_")
+            .replace("toolu_", "toolu_b")
+            .replace("Now append world", "Now append moon");
+    }
+    turn
+}
+
+/// Returns the user prompts (string contents) on the path the client
+/// sends: from the last record with a uuid back to the root.
+pub(crate) fn prompts_on_path(file: &Path) -> Vec<String> {
+    let records: Vec<serde_json::Value> = std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|v: &serde_json::Value| v["uuid"].is_string())
+        .collect();
+    let by_uuid: std::collections::HashMap<&str, &serde_json::Value> = records
+        .iter()
+        .map(|r| (r["uuid"].as_str().unwrap(), r))
+        .collect();
+    let mut out = Vec::new();
+    let mut at = records.last();
+    while let Some(r) = at {
+        if r["type"] == "user"
+            && let Some(t) = r["message"]["content"].as_str()
+        {
+            out.push(t.to_owned());
+        }
+        at = r["parentUuid"]
+            .as_str()
+            .and_then(|p| by_uuid.get(p).copied());
+    }
+    out.reverse();
+    out
+}
+
+/// Two machines continue one Claude session: the repository `a` captured
+/// the roundtrip fixture; a clone `b` resumes it into its own HOME, the
+/// client adds a turn there, `b` captures and pushes; meanwhile the
+/// original file on `a` gets another turn, and `a` fetches and captures.
+/// Returns `a`; the session then holds both continuations.
+pub(crate) fn two_continuations() -> Repo {
+    let a = Repo::new();
+    captured_claude(&a);
+    let source = a.outside("source");
+    let remote = a.outside("remote.git");
+    a.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
+    a.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    a.git(&["push", "-q", "origin", "main"]);
+    a.ok(&["push", "--to", "origin"]);
+    let b = a.outside("clone-b");
+    a.git(&["clone", "-q", remote.to_str().unwrap(), b.to_str().unwrap()]);
+    let on_b = |args: &[&str]| {
+        let out = a.session_in(&b).args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    on_b(&["fetch"]);
+    let home_b = a.outside("home-b");
+    on_b(&["resume", ROUNDTRIP, "--home", home_b.to_str().unwrap()]);
+    let dir_b = git_session_adapters::claude::project_dir_name(b.to_str().unwrap());
+    let file_b = home_b
+        .join(".claude/projects")
+        .join(dir_b)
+        .join(format!("{ROUNDTRIP}.jsonl"));
+    let mut body = std::fs::read_to_string(&file_b).unwrap();
+    body.push_str(&added_turn(&b, false));
+    std::fs::write(&file_b, body).unwrap();
+    on_b(&["import", "--home", home_b.to_str().unwrap()]);
+    on_b(&["push", "--to", "origin"]);
+
+    let file_a = source.join(format!(
+        ".claude/projects/-tmp-oracle-sample-claude-project/{ROUNDTRIP}.jsonl"
+    ));
+    let mut body = std::fs::read_to_string(&file_a).unwrap();
+    body.push_str(&added_turn(&a.root, true));
+    std::fs::write(&file_a, body).unwrap();
+    a.ok(&["fetch"]);
+    a.ok(&["import", "--home", source.to_str().unwrap()]);
+    a
+}
+
+/// The session got events of git-session's own (`append`), then the agent
+/// continued its native file, which capture appended after them. Returns
+/// the repository.
+pub(crate) fn append_then_native_turn() -> Repo {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let mut note = event(0);
+    note["payload"]["text"] = "APPENDED-NOTE: the tests must pass".into();
+    let note = repo.write_jsonl("note.jsonl", &[note]);
+    repo.ok(&["append", ROUNDTRIP, note.to_str().unwrap()]);
+    let source = repo.outside("source");
+    let file = source.join(format!(
+        ".claude/projects/-tmp-oracle-sample-claude-project/{ROUNDTRIP}.jsonl"
+    ));
+    std::fs::write(&file, continued_text(&repo)).unwrap();
+    repo.ok(&["import", "--home", source.to_str().unwrap()]);
+    repo
+}
+
+/// Resumes `ROUNDTRIP` into a fresh HOME; returns it, the file and stderr.
+pub(crate) fn resume_fresh(repo: &Repo, tag: &str) -> (PathBuf, PathBuf, String) {
+    let home = repo.outside(&format!("fresh-{tag}"));
+    let out = repo
+        .session()
+        .args(["resume", ROUNDTRIP, "--home", home.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let dir = git_session_adapters::claude::project_dir_name(repo.root.to_str().unwrap());
+    let file = home
+        .join(".claude/projects")
+        .join(dir)
+        .join(format!("{ROUNDTRIP}.jsonl"));
+    (home, file, text(&out.stderr))
+}
+
+#[test]
+fn two_continuations_of_one_session_resume_as_one_chain() {
+    let repo = two_continuations();
+    let events = repo.events(ROUNDTRIP);
+    let prompts: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "message.user")
+        .filter_map(|e| e["payload"]["text"].as_str())
+        .filter(|t| t.starts_with("Now append"))
+        .collect();
+    assert_eq!(prompts, ["Now append world", "Now append moon"]);
+    let (_, file, stderr) = resume_fresh(&repo, "c");
+    let path = prompts_on_path(&file);
+    let world = path.iter().position(|p| p == "Now append world");
+    let moon = path.iter().position(|p| p == "Now append moon");
+    assert!(
+        world.is_some() && moon.is_some() && world < moon,
+        "both continuations, in canonical order, on the path the client sends: {path:?}"
+    );
+    assert!(stderr.contains("continuation-relinked"), "{stderr}");
+}
+
+#[test]
+fn native_turns_after_an_append_resume_after_the_appended_events() {
+    let repo = append_then_native_turn();
+    let (_, file, stderr) = resume_fresh(&repo, "c");
+    let path = prompts_on_path(&file);
+    let note = path.iter().position(|p| p.starts_with("APPENDED-NOTE"));
+    let world = path.iter().position(|p| p == "Now append world");
+    assert!(
+        note.is_some() && world.is_some() && note < world,
+        "the appended note is off the path: {path:?}"
+    );
+    assert!(stderr.contains("continuation-relinked"), "{stderr}");
 }

@@ -24,6 +24,12 @@ impl Clones {
         a.git(&["push", "-q", "origin", "main"]);
         let b = a.outside("clone-b");
         a.git(&["clone", "-q", remote.to_str().unwrap(), b.to_str().unwrap()]);
+        // Both clones chose origin for sessions.
+        a.git(&["config", "session.remote", "origin"]);
+        a.git_in(&b)
+            .args(["config", "session.remote", "origin"])
+            .output()
+            .unwrap();
         Clones { a, b, remote }
     }
 
@@ -280,4 +286,164 @@ fn sessions_can_go_to_a_separate_remote() {
             .stdout,
     );
     assert!(private_refs.contains("s-private"));
+}
+
+/// Returns whether process `pid` is alive and not a zombie.
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|state| state != 'Z')
+    })
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..500 {
+        if done() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[test]
+fn a_killed_sync_leaves_no_git_child_running() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let repo = Repo::new();
+    // A remote whose transport hangs: the "ssh" command records its pid
+    // and sleeps, as a stalled network would.
+    let pidfile = repo.outside("transport.pid");
+    let slow = repo.outside("slow-ssh.sh");
+    std::fs::write(
+        &slow,
+        format!(
+            "#!/bin/sh\necho $$ > {}\nexec sleep 60\n",
+            pidfile.display()
+        ),
+    )
+    .unwrap();
+    let fast = repo.outside("failing-ssh.sh");
+    std::fs::write(&fast, "#!/bin/sh\nexit 1\n").unwrap();
+    for script in [&slow, &fast] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    repo.git(&["remote", "add", "stalled", "ssh://nowhere.invalid/x.git"]);
+    // Sessions go only to the remote chosen for them.
+    repo.git(&["config", "session.remote", "stalled"]);
+    repo.git(&["config", "core.sshCommand", slow.to_str().unwrap()]);
+    let transport = |repo: &Repo| -> i32 {
+        let _ = std::fs::remove_file(&pidfile);
+        let mut sync = repo.spawnable_in(&repo.root);
+        let child = sync.args(["sync", "stalled"]).spawn().unwrap();
+        wait_for("the transport to start", || {
+            std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n'))
+        });
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let mut child = child;
+        let parent = Pid::from_raw(child.id() as i32);
+        // Stopped politely: the whole git process group goes with it.
+        kill(parent, Signal::SIGTERM).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(143), "{status:?}");
+        pid
+    };
+    let first = transport(&repo);
+    wait_for("the transport to end with sync", || !alive(first));
+
+    // Killed outright, the child outlives it; the next sync ends it first.
+    let _ = std::fs::remove_file(&pidfile);
+    let mut child = repo
+        .spawnable_in(&repo.root)
+        .args(["sync", "stalled"])
+        .spawn()
+        .unwrap();
+    wait_for("the transport to start", || {
+        std::fs::read_to_string(&pidfile).is_ok_and(|s| s.ends_with('\n'))
+    });
+    let second: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(alive(second), "SIGKILL cannot be forwarded");
+    repo.git(&["config", "core.sshCommand", fast.to_str().unwrap()]);
+    let out = repo.session().args(["sync", "stalled"]).output().unwrap();
+    assert!(!out.status.success());
+    wait_for("the orphaned transport to be ended", || !alive(second));
+}
+
+#[test]
+fn sessions_are_pushed_only_to_the_remote_chosen_for_them() {
+    let a = Repo::new();
+    let owner = a.outside("acme");
+    let mallory = a.outside("mallory");
+    std::fs::create_dir_all(&owner).unwrap();
+    std::fs::create_dir_all(&mallory).unwrap();
+    let sessions = owner.join("app-sessions.git");
+    let fork = mallory.join("app-sessions.git");
+    let other = a.outside("elsewhere.git");
+    for bare in [&sessions, &fork, &other] {
+        a.git(&["init", "-q", "--bare", bare.to_str().unwrap()]);
+    }
+    a.git(&["remote", "add", "origin", sessions.to_str().unwrap()]);
+    a.git(&["remote", "add", "fork", fork.to_str().unwrap()]);
+    a.git(&["remote", "add", "other", other.to_str().unwrap()]);
+    a.import(&a.write_jsonl("s.jsonl", &session_lines("s-consent", 2)));
+    let refs = |bare: &Path| {
+        text(
+            &a.git_in(bare)
+                .args(["for-each-ref", "refs/sessions/"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+    };
+    // init says how it works.
+    assert!(a.ok(&["init"]).contains("push --to NAME"));
+    // Nothing chosen: nothing goes anywhere, not even to origin.
+    let err = a.fails(&["push"], 1);
+    assert!(
+        err.contains("no remote is chosen") && err.contains("--to"),
+        "{err}"
+    );
+    let err = a.fails(&["sync"], 1);
+    assert!(err.contains("no remote is chosen"), "{err}");
+    assert_eq!(refs(&sessions), "");
+    // Choosing records it; then a plain push goes there.
+    a.ok(&["push", "--to", "origin"]);
+    assert_eq!(a.git(&["config", "session.remote"]).trim(), "origin");
+    assert!(refs(&sessions).contains("refs/sessions/s-consent"));
+    a.ok(&["push"]);
+    a.ok(&["push", "origin"]);
+    // Any other remote is refused with the reason, and receives nothing.
+    let err = a.fails(&["push", "other"], 1);
+    assert!(err.contains("go only to origin"), "{err}");
+    let err = a.fails(&["push", "--to", "other"], 1);
+    assert!(err.contains("go to origin, not other"), "{err}");
+    let err = a.fails(&["sync", "other"], 1);
+    assert!(err.contains("go only to origin"), "{err}");
+    let err = a.fails(&["push", "fork"], 1);
+    assert!(err.contains("looks like a fork"), "{err}");
+    let err = a.fails(&["push", fork.to_str().unwrap()], 1);
+    assert!(err.contains("looks like a fork"), "{err}");
+    assert_eq!(refs(&other), "");
+    assert_eq!(refs(&fork), "");
+    // The chosen remote quietly repointed at the fork: refused too.
+    a.git(&["remote", "set-url", "origin", fork.to_str().unwrap()]);
+    let err = a.fails(&["push"], 1);
+    assert!(
+        err.contains("now points to") && err.contains("fork"),
+        "{err}"
+    );
+    assert_eq!(refs(&fork), "");
 }

@@ -123,6 +123,35 @@ impl Adapter for Claude {
     }
 
     /// Returns `$CLAUDE_CONFIG_DIR` when set and not empty, else `~/.claude`.
+    /// A session UUID, or `<uuid>/agent-<id>` for a sub-agent transcript
+    /// (`<id>` ASCII letters, digits, `-` and `_` only).
+    fn validate_native_id(&self, native_id: &str) -> Result<(), String> {
+        let (session, agent) = match native_id.split_once('/') {
+            Some((s, a)) => (s, Some(a)),
+            None => (native_id, None),
+        };
+        if !render::is_uuid(session) {
+            return Err(format!(
+                "Claude Code session ids are UUIDs, not {session:?}"
+            ));
+        }
+        if let Some(agent) = agent {
+            let ok = agent.strip_prefix("agent-").is_some_and(|rest| {
+                !rest.is_empty()
+                    && rest.len() <= 128
+                    && rest
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+            });
+            if !ok {
+                return Err(format!(
+                    "a Claude Code sub-agent id is agent-<letters, digits, - or _>, not {agent:?}"
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn store_root(&self, env: &dyn Fn(&str) -> Option<String>, home: &Path) -> PathBuf {
         match env("CLAUDE_CONFIG_DIR") {
             Some(dir) if !dir.is_empty() => PathBuf::from(dir),
@@ -146,6 +175,29 @@ impl Adapter for Claude {
 
     fn parse(&self, input: ParseInput<'_>) -> Parsed {
         parse::parse(input)
+    }
+
+    /// Render writes the session id on every line.
+    fn l2_remap(&self, record: &mut serde_json::Value, native_id: &str) {
+        let session_id = native_id.split('/').next().unwrap_or(native_id);
+        if let Some(r) = record.as_object_mut() {
+            r.insert("sessionId".into(), session_id.into());
+        }
+    }
+
+    /// The kept record's `sessionId` is rewritten, and line numbers move
+    /// because render drops blank lines.
+    fn l0_remap(&self, event: &mut Event) {
+        if let Some(serde_json::Value::Object(r)) = event
+            .payload
+            .get_mut(NATIVE_KEY)
+            .and_then(|n| n.get_mut("record"))
+        {
+            r.remove("sessionId");
+        }
+        if let Some(o) = event.origin.as_mut() {
+            o.native_seq = None;
+        }
     }
 
     fn render_to(

@@ -157,6 +157,7 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
                         .and_then(Value::as_str)
                         .map(str::to_owned)
                 }),
+            continues: false,
         }),
     };
     let uuids = std::mem::take(&mut p.state.uuids).into_packed();

@@ -21,7 +21,11 @@
 //! to the previous one, tool ids and message ids are made unique where two
 //! different calls or turns share one, and every line ends with a newline.
 //! Each guard looks only backwards (ids already written), so none needs to
-//! see later events.
+//! see later events. One more keeps the whole session on the path the
+//! client sends: a record that continues the session from an earlier point
+//! than the record before it (a second continuation captured elsewhere, or
+//! native turns after events git-session appended) is linked after that
+//! record, and the loss report says how many were (see `Continuations`).
 //!
 //! It does not write `agent-<id>.meta.json`, `~/.claude.json` or
 //! `history.jsonl`: none is needed to resume.
@@ -60,13 +64,10 @@ pub(super) fn render_to(
         .split_once('/')
         .map_or(head.native_id, |(s, _)| s)
         .to_owned();
-    if !is_uuid(&session_id) {
-        // The client refuses anything else before looking for the file
-        // (formats/claude.md §5), so the session could never be resumed.
-        return Err(RenderError::Request(format!(
-            "Claude Code session ids are UUIDs, not {session_id:?}"
-        )));
-    }
+    // The client refuses a non-UUID before looking for the file
+    // (formats/claude.md §5), and the id becomes the file's path.
+    crate::Adapter::validate_native_id(&super::Claude, head.native_id)
+        .map_err(RenderError::Request)?;
     out.begin(&transcript_path(head.cwd, head.native_id))
         .map_err(RenderError::Sink)?;
     let mut w = Writer {
@@ -79,12 +80,16 @@ pub(super) fn render_to(
             native_id: head.native_id.to_owned(),
             ids: UniqueIds::default(),
             links: Links::default(),
+            continuations: Continuations::default(),
+            branches: Branches::default(),
+            native_line: None,
             last_uuid: None,
             wrote_message: false,
             id_losses: Vec::new(),
         },
         old_cwd: head.header.cwd.clone(),
         open: None,
+        open_line: None,
         foreign: Foreign::default(),
         losses: Vec::new(),
         skipped: BTreeMap::new(),
@@ -161,6 +166,18 @@ pub(super) fn render_to(
         ));
     }
     losses.extend(out.id_losses);
+    let inactive = out.branches.off_path(out.last_uuid.as_deref());
+    if inactive > 0 {
+        losses.push(format!(
+            "branch-inactive: {inactive} message record(s) are on branches of the conversation that claude --resume does not follow (it sends the path to the last record); they stay in the file and in the log"
+        ));
+    }
+    if out.continuations.relinked > 0 {
+        losses.push(format!(
+            "continuation-relinked: {} record(s) continued the session from an earlier point (captured elsewhere, or after events appended by git-session); each was linked after the record before it, so the client sends every turn in the session's order",
+            out.continuations.relinked
+        ));
+    }
     if out.links.linked > 0 {
         losses.push(format!(
             "uuid-assigned: {} message line(s) had no uuid; given one and linked in file order so the client sends them",
@@ -216,6 +233,11 @@ struct Output<'s> {
     native_id: String,
     ids: UniqueIds,
     links: Links,
+    continuations: Continuations,
+    branches: Branches,
+    /// The capture line number of the native record [`Output::line`] gets
+    /// next, set just before it is called for one.
+    native_line: Option<Option<u64>>,
     /// The `uuid` of the last line that came with one, which minimal records
     /// link to.
     last_uuid: Option<String>,
@@ -229,7 +251,16 @@ struct Output<'s> {
 impl Output<'_> {
     /// Guards, serializes and queues one finished line.
     fn line(&mut self, mut line: Map<String, Value>) {
+        match self.native_line.take() {
+            Some(no) => self
+                .continuations
+                .native(&mut line, no, self.last_uuid.as_deref()),
+            None if line.contains_key("uuid") => self.continuations.foreign(),
+            None => {}
+        }
         if let Some(uuid) = line.get("uuid").and_then(Value::as_str) {
+            self.continuations.written(uuid);
+            self.branches.add(&line, uuid);
             self.last_uuid = Some(uuid.to_owned());
         }
         self.wrote_message |= matches!(
@@ -275,6 +306,8 @@ struct Writer<'a, 's> {
     old_cwd: Option<String>,
     /// A native message line whose blocks are still being collected.
     open: Option<Map<String, Value>>,
+    /// The capture line number of `open`.
+    open_line: Option<u64>,
     foreign: Foreign,
     losses: Vec<String>,
     /// Foreign tool names Claude Code does not have, with their call counts.
@@ -319,6 +352,7 @@ impl Writer<'_, '_> {
             self.close();
             self.flush_foreign();
             self.native_records += 1;
+            let line_no = event.origin.as_ref().and_then(|o| o.native_seq);
             if let (Some(old), Some(Value::String(cwd))) = (&self.old_cwd, record.get_mut("cwd"))
                 && let Some(rest) = cwd.strip_prefix(old.as_str())
                 && (rest.is_empty() || rest.starts_with('/'))
@@ -332,12 +366,15 @@ impl Writer<'_, '_> {
                     .map(Value::take)
                     .unwrap_or_else(|| json!(""));
                 set_content(&mut record, text);
+                self.out.native_line = Some(line_no);
                 self.out.line(record);
             } else if native.contains_key("block") {
                 let block = self.block(&mut event, native);
                 set_content(&mut record, Value::Array(vec![block]));
                 self.open = Some(record);
+                self.open_line = line_no;
             } else {
+                self.out.native_line = Some(line_no);
                 self.out.line(record);
             }
             return Ok(());
@@ -477,6 +514,7 @@ impl Writer<'_, '_> {
     /// Queues the native message line being assembled, if any.
     fn close(&mut self) {
         if let Some(record) = self.open.take() {
+            self.out.native_line = Some(self.open_line.take());
             self.out.line(record);
         }
     }
@@ -715,7 +753,7 @@ fn set_content(record: &mut Map<String, Value>, content: Value) {
 }
 
 /// Returns whether `id` has the 8-4-4-4-12 hex shape of a UUID.
-fn is_uuid(id: &str) -> bool {
+pub(super) fn is_uuid(id: &str) -> bool {
     let groups: Vec<&str> = id.split('-').collect();
     groups.len() == 5
         && groups
@@ -842,6 +880,118 @@ impl UniqueIds {
                 .clone();
             message.insert("id".into(), json!(new));
         }
+    }
+}
+
+/// Keeps every continuation of the session on the one path the client
+/// sends (formats/claude.md §3: root to leaf by `parentUuid`).
+///
+/// A canonical session can hold two continuations of one native session:
+/// the same file continued on two machines and captured on both, or turns
+/// the agent added after git-session appended events of its own. Their
+/// records name a parent from before the other continuation, so written
+/// as they were they would be sibling branches and the client would send
+/// only one. Records are grouped in runs ("epochs"): a new run starts at a
+/// record written here (foreign events) and at a native record whose
+/// capture line number is not after the previous one's (another capture of
+/// the file). A native record whose parent is in an earlier run, and is
+/// not the record just before it, is linked to the record just before it.
+/// Within one run the links are the agent's own and stay as they are (a
+/// branch the user made in one file stays a branch).
+#[derive(Default)]
+struct Continuations {
+    epoch: u32,
+    /// The capture line number of the last native record in this run.
+    last_line: Option<u64>,
+    /// The run each uuid written so far was written in.
+    written: HashMap<String, u32>,
+    /// Records linked anew, for the loss report.
+    relinked: usize,
+}
+
+impl Continuations {
+    /// Marks a record written here: what follows is a new run.
+    fn foreign(&mut self) {
+        self.epoch += 1;
+        self.last_line = None;
+    }
+
+    /// Relinks a native record from capture line `no` if it continues from
+    /// an earlier run; `last` is the uuid of the line before it.
+    fn native(&mut self, line: &mut Map<String, Value>, no: Option<u64>, last: Option<&str>) {
+        if let Some(no) = no {
+            if self.last_line.is_some_and(|prev| no <= prev) {
+                self.epoch += 1;
+            }
+            self.last_line = Some(no);
+        }
+        let Some(last) = last else {
+            return;
+        };
+        let Some(parent) = line.get("parentUuid").and_then(Value::as_str) else {
+            // A root after other records (a brief written first, a Claude
+            // session handed back to Claude) would start a second tree. Compaction boundaries and sub-agent roots keep
+            // their null parent.
+            let root = line.get("parentUuid").is_some_and(Value::is_null)
+                && !line.contains_key("logicalParentUuid")
+                && line.get("isSidechain").and_then(Value::as_bool) != Some(true);
+            if root {
+                line.insert("parentUuid".into(), json!(last));
+                self.relinked += 1;
+            }
+            return;
+        };
+        if parent != last && self.written.get(parent).is_some_and(|&e| e < self.epoch) {
+            line.insert("parentUuid".into(), json!(last));
+            self.relinked += 1;
+        }
+    }
+
+    fn written(&mut self, uuid: &str) {
+        self.written.insert(uuid.to_owned(), self.epoch);
+    }
+}
+
+/// Remembers the conversation tree as written (uuids and parents only), to
+/// count the messages a resume will not send: those off the path from the
+/// last record back to the root, as on a branch the user made by editing
+/// an earlier prompt. Compaction boundaries are followed through their
+/// `logicalParentUuid` (what precedes them was summarized, not dropped);
+/// sidechain records belong to sub-agents and are not counted.
+#[derive(Default)]
+struct Branches {
+    /// Each uuid's parent and whether it is a user or assistant message.
+    nodes: HashMap<String, (Option<String>, bool)>,
+}
+
+impl Branches {
+    fn add(&mut self, line: &Map<String, Value>, uuid: &str) {
+        let parent = line
+            .get("parentUuid")
+            .and_then(Value::as_str)
+            .or_else(|| line.get("logicalParentUuid").and_then(Value::as_str))
+            .map(str::to_owned);
+        let message = matches!(
+            line.get("type").and_then(Value::as_str),
+            Some("user" | "assistant")
+        ) && line.get("isSidechain").and_then(Value::as_bool) != Some(true);
+        self.nodes.insert(uuid.to_owned(), (parent, message));
+    }
+
+    /// Returns how many messages are not on the path from `leaf` to the root.
+    fn off_path(&self, leaf: Option<&str>) -> usize {
+        let mut on = HashSet::new();
+        let mut at = leaf.map(str::to_owned);
+        while let Some(uuid) = at {
+            if !on.insert(uuid.clone()) {
+                break;
+            }
+            at = self.nodes.get(&uuid).and_then(|(p, _)| p.clone());
+        }
+        self.nodes
+            .iter()
+            .filter(|(uuid, (_, message))| *message && !on.contains(*uuid))
+            .count()
     }
 }
 

@@ -56,7 +56,7 @@ use git_session_schema::{Agent, Event};
 use serde_json::Value;
 
 use crate::registry::{AgentSpec, TokenizerFamily, ToolKind};
-use crate::source::Source;
+use crate::source::{Corrupt, Source};
 use crate::{Adapter, ChangeSet, FileSink, ParseInput, Parsed, RenderError, RenderHead};
 
 pub use render::{PRIVACY_NOTE, log_path, resume_command};
@@ -92,8 +92,10 @@ pub static SPEC: AgentSpec = AgentSpec {
     env: &["DSH_HOME"],
     default_store: ".dsh",
     sources: &[
+        // dsh refuses a log with a corrupt frame as a whole.
         Source::ZstdJsonl {
             files: &["sessions/*/*/session*.jsonl.zstd"],
+            corrupt: Corrupt::RefuseFile,
         },
         Source::Jsonl {
             files: &["sessions/*/*/session*.jsonl"],
@@ -135,6 +137,10 @@ pub static SPEC: AgentSpec = AgentSpec {
 impl Adapter for Dsh {
     fn spec(&self) -> &'static AgentSpec {
         &SPEC
+    }
+
+    fn validate_native_id(&self, native_id: &str) -> Result<(), String> {
+        render::validate_native_id(native_id)
     }
 
     fn store_root(&self, env: &dyn Fn(&str) -> Option<String>, home: &Path) -> PathBuf {

@@ -24,7 +24,7 @@ use serde_json::{Map, Value, json};
 use super::derive::{self, Pending};
 use super::wire::{self, Header};
 use super::{ACTOR_AGENT, NATIVE_KEY};
-use crate::{NativeParent, NativeSession, ParseInput, Parsed, Warning};
+use crate::{NativeParent, NativeSession, ParseInput, Parsed, Position, Warning};
 
 /// Holds what a parse of one log must remember for the next slice.
 ///
@@ -109,6 +109,19 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
         source: input.source,
     };
     for record in input.records.iter() {
+        // dsh lists sessions from the first frame alone, and refuses a log
+        // whose first frame is more than the header line.
+        if let Position::Frame {
+            frame: 0,
+            offset,
+            line: 1..,
+        } = record.pos
+        {
+            p.refused = Some(format!(
+                "corrupt Zstandard session log: frame at byte {offset} is the first frame but does not hold exactly the header line"
+            ));
+            break;
+        }
         p.line(record.pos.ordinal(), record.bytes);
         if p.refused.is_some() {
             break;
@@ -145,6 +158,7 @@ impl Parser<'_> {
             parent: h.parent.clone().map(|native_id| NativeParent {
                 native_id,
                 spawned_by: None,
+                continues: false,
             }),
         }
     }

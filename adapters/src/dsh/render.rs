@@ -66,6 +66,20 @@ pub fn resume_command(native_id: &str) -> String {
     super::SPEC.resume_command(native_id)
 }
 
+/// Checks that `id` can be a dsh session id: non-empty, at most 200
+/// characters, no control characters. Any other text is safe as a path:
+/// it becomes one directory name through [`wire::encode_segment`], which
+/// escapes separators and never yields `.` or `..`.
+pub fn validate_native_id(id: &str) -> Result<(), String> {
+    if id.is_empty() || id.len() > 200 || id.chars().any(char::is_control) {
+        return Err(format!(
+            "{:?} cannot be a dsh session id (non-empty, at most 200 characters, no control characters)",
+            id.escape_debug().to_string()
+        ));
+    }
+    Ok(())
+}
+
 /// Says what dsh does with a session it resumes (gotcha 4).
 pub const PRIVACY_NOTE: &str = "dsh uploads the session log to its model provider (DeepSeek) when it resumes a session: the whole history written here, including anything imported from other agents, is sent on the first resume";
 
@@ -75,12 +89,7 @@ pub(super) fn render(
     out: &mut dyn FileSink,
 ) -> Result<ChangeSet, RenderError> {
     let id = head.native_id;
-    if id.is_empty() || id.len() > 200 || id.chars().any(char::is_control) {
-        return Err(RenderError::Request(format!(
-            "{:?} cannot be a dsh session id (non-empty, at most 200 characters, no control characters)",
-            id.escape_debug().to_string()
-        )));
-    }
+    validate_native_id(id).map_err(RenderError::Request)?;
     if !head.cwd.starts_with('/') {
         return Err(RenderError::Request(format!(
             "dsh needs an absolute working directory, not {:?}",

@@ -117,10 +117,16 @@ impl Repo {
 
     /// Returns a `git` command in `dir`.
     pub fn git_in(&self, dir: &Path) -> Command {
+        Command::from(self.git_process_in(dir))
+    }
+
+    /// Returns a plain `git` process command in `dir` (for servers a test
+    /// spawns and kills).
+    pub fn git_process_in(&self, dir: &Path) -> std::process::Command {
         let mut cmd = std::process::Command::new("git");
         self.env(&mut cmd);
         cmd.current_dir(dir);
-        Command::from(cmd)
+        cmd
     }
 
     /// Runs git with `args`, asserts success; returns trimmed stdout.

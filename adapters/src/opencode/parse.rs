@@ -1,0 +1,956 @@
+//! Rows of one OpenCode session to canonical events, incrementally.
+//!
+//! Each call gets the rows that are new or changed since the last call
+//! (any mix of `session`, `message` and `part` rows; a row handed again
+//! unchanged is ignored, so handing the whole session again is safe) and
+//! the state the last call returned.
+//!
+//! * **Prefix, no torn messages.** Messages are taken in OpenCode's order
+//!   (`time_created`, then id). The last message is held back, with its
+//!   parts, while it is still being written: an assistant message without
+//!   `time.completed`, or a user message without parts. Held rows travel
+//!   in the state and are taken as soon as the message settles (or a later
+//!   message shows it never will).
+//! * **Changed rows are updates, not duplicates.** A row seen before with
+//!   other content gives one update event: a tool part that went from
+//!   `pending`/`running` to `completed`/`error` gives its `tool.result`
+//!   (and derived events); anything else a `meta` event with
+//!   `opencode: "<table>.updated"`. Each carries the new row, so write-back
+//!   uses the latest version of every row.
+//! * **Bad rows are warnings.** A `data` column that is not a JSON object,
+//!   or a part whose message is nowhere, is a warning naming the table and
+//!   row id; the row is kept in a `meta` event and the rest is captured.
+
+use std::collections::{BTreeMap, HashMap};
+
+use git_session_schema::{Agent, ArtifactId, Event, Level, Origin, kinds};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::wire::{Row, Table, ptr};
+use super::{ACTOR_AGENT, NATIVE_KEY, ms_to_rfc3339};
+use crate::{NativeParent, NativeSession, Parsed, Warning};
+
+/// How much of a command's output `command.run` keeps, in bytes.
+const OUTPUT_TAIL: usize = 2000;
+
+/// What a parse of one session remembers for the next call.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+struct State {
+    /// Session facts so far.
+    #[serde(default)]
+    facts: Facts,
+    /// Fingerprint of every row taken, by id (`session`, `msg_…`, `prt_…`).
+    #[serde(default)]
+    seen: BTreeMap<String, Seen>,
+    /// Messages taken: id -> role.
+    #[serde(default)]
+    messages: BTreeMap<String, String>,
+    /// The newest message taken: (time_created, id).
+    #[serde(default)]
+    newest: Option<(i64, String)>,
+    /// Rows held back (the message still being written, and its parts).
+    #[serde(default)]
+    held: Vec<HeldRow>,
+    /// Todo items by id -> status, for `todo.add` / `todo.update`.
+    #[serde(default)]
+    todos: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+struct Facts {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    created: Option<String>,
+    #[serde(default)]
+    parent: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+struct Seen {
+    /// FNV-1a of the row's columns.
+    hash: u64,
+    /// The seq of the row's primary event.
+    seq: u64,
+    /// A tool part's status when last seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    status: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+struct HeldRow {
+    table: String,
+    columns: Map<String, Value>,
+}
+
+/// Parses `rows` of one session; see the module docs.
+pub fn parse_rows(rows: Vec<Row>, next_seq: u64, state: Option<Value>) -> Parsed {
+    let mut warnings = Vec::new();
+    let state: State = match state {
+        None | Some(Value::Null) => State::default(),
+        Some(v) => serde_json::from_value(v).unwrap_or_else(|e| {
+            warnings.push(Warning {
+                line: 0,
+                message: format!("capture state unreadable ({e}); starting afresh"),
+            });
+            State::default()
+        }),
+    };
+    let mut p = Parser {
+        state,
+        events: Vec::new(),
+        artifacts: Vec::new(),
+        warnings,
+        next_seq,
+    };
+    p.run(rows);
+    let facts = &p.state.facts;
+    let session = NativeSession {
+        native_id: facts.id.clone(),
+        cwd: facts.cwd.clone(),
+        title: facts.title.clone(),
+        created: facts.created.clone(),
+        parent: facts.parent.clone().map(|native_id| NativeParent {
+            native_id,
+            spawned_by: None,
+            continues: false,
+        }),
+    };
+    Parsed {
+        session,
+        events: p.events,
+        artifacts: p.artifacts,
+        warnings: p.warnings,
+        state: serde_json::to_value(&p.state).expect("state serializes"),
+        refused: None,
+    }
+}
+
+struct Parser {
+    state: State,
+    events: Vec<Event>,
+    artifacts: Vec<(ArtifactId, Vec<u8>)>,
+    warnings: Vec<Warning>,
+    next_seq: u64,
+}
+
+/// A message row with what ordering and settling need.
+struct Msg {
+    row: Row,
+    created: i64,
+    data: Result<Map<String, Value>, String>,
+}
+
+fn fingerprint(row: &Row) -> u64 {
+    // Hashes the columns as serialized, without building the text.
+    struct Fnv(u64);
+    impl std::io::Write for Fnv {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            for b in bytes {
+                self.0 ^= u64::from(*b);
+                self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+            }
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    for (k, v) in &row.columns {
+        // OpenCode touches the session with every change; only a change of
+        // its content (title, counters) is an update.
+        if row.table == Table::Session && k == "time_updated" {
+            continue;
+        }
+        let _ = std::io::Write::write_all(&mut h, k.as_bytes());
+        let _ = serde_json::to_writer(&mut h, v);
+    }
+    h.0
+}
+
+fn role_of(data: &Result<Map<String, Value>, String>) -> String {
+    data.as_ref()
+        .ok()
+        .and_then(|d| d.get("role"))
+        .and_then(Value::as_str)
+        .unwrap_or("assistant")
+        .to_owned()
+}
+
+impl Parser {
+    fn run(&mut self, rows: Vec<Row>) {
+        // Held rows first, then the new ones; a newer version of a row
+        // replaces an older one.
+        let mut latest: Vec<Row> = Vec::new();
+        let mut index: HashMap<(Table, String), usize> = HashMap::new();
+        let held = std::mem::take(&mut self.state.held);
+        let held = held.into_iter().filter_map(|h| {
+            Table::parse(&h.table).map(|table| Row {
+                table,
+                columns: h.columns,
+            })
+        });
+        for mut row in held.chain(rows) {
+            row.parse_data();
+            let key = (row.table, row.id().to_owned());
+            match index.get(&key) {
+                Some(&i) => latest[i] = row,
+                None => {
+                    index.insert(key, latest.len());
+                    latest.push(row);
+                }
+            }
+        }
+        let mut messages = Vec::new();
+        let mut parts: BTreeMap<String, Vec<Row>> = BTreeMap::new();
+        for row in latest {
+            match row.table {
+                Table::Session => self.session(&row),
+                Table::Message => messages.push(Msg {
+                    created: row.int("time_created").unwrap_or(0),
+                    data: row.data(),
+                    row,
+                }),
+                Table::Part => parts
+                    .entry(row.text("message_id").unwrap_or("").to_owned())
+                    .or_default()
+                    .push(row),
+                Table::Project => {}
+            }
+        }
+        for list in parts.values_mut() {
+            list.sort_by(|a, b| a.id().cmp(b.id()));
+        }
+        messages.sort_by(|a, b| (a.created, a.row.id()).cmp(&(b.created, b.row.id())));
+        // Parts of messages taken by an earlier call come first: they
+        // belong to earlier messages.
+        let known: Vec<String> = parts
+            .keys()
+            .filter(|m| self.state.messages.contains_key(*m))
+            .filter(|m| !messages.iter().any(|x| x.row.id() == m.as_str()))
+            .cloned()
+            .collect();
+        for m in known {
+            let role = self.state.messages[&m].clone();
+            for part in parts.remove(&m).unwrap_or_default() {
+                self.part(&part, &role);
+            }
+        }
+        let count = messages.len();
+        for (i, msg) in messages.into_iter().enumerate() {
+            let id = msg.row.id().to_owned();
+            let has_parts = parts.get(&id).is_some_and(|p| !p.is_empty());
+            let later = i + 1 < count
+                || self
+                    .state
+                    .newest
+                    .as_ref()
+                    .is_some_and(|(t, n)| (*t, n.as_str()) > (msg.created, id.as_str()));
+            let settled = match &msg.data {
+                Err(_) => true,
+                Ok(d) => {
+                    later
+                        || self.state.messages.contains_key(&id)
+                        || match d.get("role").and_then(Value::as_str) {
+                            Some("user") => has_parts,
+                            _ => ptr(d, "/time/completed").is_some_and(|v| !v.is_null()),
+                        }
+                }
+            };
+            if !settled {
+                self.state.held.push(HeldRow {
+                    table: Table::Message.name().into(),
+                    columns: msg.row.columns.clone(),
+                });
+                for part in parts.remove(&id).unwrap_or_default() {
+                    self.state.held.push(HeldRow {
+                        table: Table::Part.name().into(),
+                        columns: part.columns,
+                    });
+                }
+                continue;
+            }
+            let role = role_of(&msg.data);
+            self.message(&msg);
+            for part in parts.remove(&id).unwrap_or_default() {
+                self.part(&part, &role);
+            }
+        }
+        // What is left are parts whose message is nowhere.
+        for (message, list) in parts {
+            for part in list {
+                self.warn(
+                    Table::Part,
+                    part.id(),
+                    &format!("its message {message:?} is missing; kept as meta"),
+                );
+                let body = json!({"opencode": "part.orphaned", NATIVE_KEY: part.to_native()});
+                let ts = self.ts_of(&part, None);
+                self.push(
+                    &ts,
+                    "system",
+                    kinds::META,
+                    Level::Native,
+                    body,
+                    part.id(),
+                    None,
+                );
+                self.mark(&part, None);
+            }
+        }
+    }
+
+    fn warn(&mut self, table: Table, id: &str, what: &str) {
+        self.warnings.push(Warning {
+            line: 0,
+            message: format!("table {} row {}: {what}", table.name(), escape(id)),
+        });
+    }
+
+    fn ts_of(&self, row: &Row, data: Option<&Map<String, Value>>) -> String {
+        let ms = data
+            .and_then(|d| {
+                ptr(d, "/time/start")
+                    .or_else(|| ptr(d, "/time/created"))
+                    .or_else(|| ptr(d, "/state/time/start"))
+            })
+            .and_then(Value::as_i64)
+            .or_else(|| row.int("time_created"))
+            .unwrap_or(0);
+        ms_to_rfc3339(ms)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        ts: &str,
+        actor: &str,
+        kind: &str,
+        level: Level,
+        payload: Value,
+        native_id: &str,
+        parent_seq: Option<u64>,
+    ) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let mut event = Event::new(seq, ts, Agent::Opencode, actor, kind, level, payload);
+        event.parent_seq = parent_seq;
+        event.origin = Some(Origin {
+            agent: Agent::Opencode,
+            native_id: Some(native_id.to_owned()),
+            native_seq: None,
+            extra: Default::default(),
+        });
+        self.events.push(event);
+        seq
+    }
+
+    /// Records a row as taken; returns its previous fingerprint entry.
+    fn mark(&mut self, row: &Row, status: Option<String>) -> Option<Seen> {
+        let seq = self.next_seq.saturating_sub(1);
+        let entry = Seen {
+            hash: fingerprint(row),
+            seq,
+            status,
+        };
+        let key = match row.table {
+            Table::Session => "session".to_owned(),
+            _ => row.id().to_owned(),
+        };
+        self.state.seen.insert(key, entry)
+    }
+
+    /// Returns whether `row` was taken before unchanged, and its entry.
+    fn seen(&self, row: &Row) -> (bool, Option<&Seen>) {
+        let key = match row.table {
+            Table::Session => "session",
+            _ => row.id(),
+        };
+        match self.state.seen.get(key) {
+            Some(s) => (s.hash == fingerprint(row), Some(s)),
+            None => (false, None),
+        }
+    }
+
+    fn session(&mut self, row: &Row) {
+        let (same, before) = self.seen(row);
+        if same {
+            return;
+        }
+        let first = before.is_none();
+        let facts = &mut self.state.facts;
+        facts.id = row.text("id").map(str::to_owned);
+        facts.cwd = row.text("directory").map(str::to_owned);
+        facts.title = row.text("title").map(str::to_owned);
+        facts.created = row.int("time_created").map(ms_to_rfc3339);
+        facts.parent = row.text("parent_id").map(str::to_owned);
+        let model = row
+            .text("model")
+            .and_then(|m| serde_json::from_str::<Value>(m).ok());
+        let ts = ms_to_rfc3339(
+            row.int(if first {
+                "time_created"
+            } else {
+                "time_updated"
+            })
+            .unwrap_or(0),
+        );
+        let (kind, level, body) = if first {
+            (
+                kinds::SESSION_START,
+                Level::Context,
+                json!({
+                    "cwd": row.text("directory"),
+                    "title": row.text("title"),
+                    "slug": row.text("slug"),
+                    "version": row.text("version"),
+                    "project_id": row.text("project_id"),
+                    "parent_id": row.text("parent_id"),
+                    "agent": row.text("agent"),
+                    "model": model,
+                    NATIVE_KEY: row.to_native(),
+                }),
+            )
+        } else {
+            (
+                kinds::META,
+                Level::Native,
+                json!({
+                    "opencode": "session.updated",
+                    "title": row.text("title"),
+                    "tokens": {
+                        "input": row.int("tokens_input"),
+                        "output": row.int("tokens_output"),
+                        "reasoning": row.int("tokens_reasoning"),
+                    },
+                    "cost": row.columns.get("cost"),
+                    NATIVE_KEY: row.to_native(),
+                }),
+            )
+        };
+        let native_id = if first {
+            row.id().to_owned()
+        } else {
+            format!("{}@{}", row.id(), row.int("time_updated").unwrap_or(0))
+        };
+        self.push(&ts, "system", kind, level, body, &native_id, None);
+        self.mark(row, None);
+    }
+
+    fn message(&mut self, msg: &Msg) {
+        let row = &msg.row;
+        let (same, before) = self.seen(row);
+        if same {
+            return;
+        }
+        let first = before.is_none();
+        let id = row.id().to_owned();
+        if (msg.created, id.as_str())
+            > self
+                .state
+                .newest
+                .as_ref()
+                .map_or((i64::MIN, ""), |(t, n)| (*t, n.as_str()))
+        {
+            self.state.newest = Some((msg.created, id.clone()));
+        }
+        let role = role_of(&msg.data);
+        self.state.messages.insert(id.clone(), role.clone());
+        let body = match &msg.data {
+            Err(e) => {
+                self.warn(Table::Message, &id, &format!("{e}; kept as meta"));
+                json!({"opencode": "message.unreadable", NATIVE_KEY: row.to_native()})
+            }
+            Ok(d) => {
+                let model = d
+                    .get("modelID")
+                    .cloned()
+                    .or_else(|| ptr(d, "/model/modelID").cloned());
+                let provider = d
+                    .get("providerID")
+                    .cloned()
+                    .or_else(|| ptr(d, "/model/providerID").cloned());
+                json!({
+                    "opencode": if first { "message" } else { "message.updated" },
+                    "role": role,
+                    "model": model,
+                    "provider": provider,
+                    "agent": d.get("agent"),
+                    "tokens": d.get("tokens"),
+                    "cost": d.get("cost"),
+                    "finish": d.get("finish"),
+                    "error": d.get("error"),
+                    NATIVE_KEY: row.to_native(),
+                })
+            }
+        };
+        let ts = self.ts_of(row, msg.data.as_ref().ok());
+        let native_id = if first {
+            id
+        } else {
+            format!("{id}@{}", row.int("time_updated").unwrap_or(0))
+        };
+        self.push(
+            &ts,
+            "system",
+            kinds::META,
+            Level::Native,
+            body,
+            &native_id,
+            None,
+        );
+        self.mark(row, None);
+    }
+
+    fn part(&mut self, row: &Row, role: &str) {
+        let (same, before) = self.seen(row);
+        if same {
+            return;
+        }
+        let before = before.cloned();
+        let id = row.id().to_owned();
+        let data = match row.data() {
+            Ok(d) => d,
+            Err(e) => {
+                self.warn(Table::Part, &id, &format!("{e}; kept as meta"));
+                let ts = self.ts_of(row, None);
+                let body = json!({"opencode": "part.unreadable", NATIVE_KEY: row.to_native()});
+                self.push(&ts, "system", kinds::META, Level::Native, body, &id, None);
+                self.mark(row, None);
+                return;
+            }
+        };
+        let ts = self.ts_of(row, Some(&data));
+        let kind = data.get("type").and_then(Value::as_str).unwrap_or("");
+        if let Some(before) = before {
+            self.update(row, &data, before, &ts);
+            return;
+        }
+        let user = role == "user";
+        let actor = if user { "user" } else { ACTOR_AGENT };
+        let native = row.to_native();
+        let text = data.get("text").and_then(Value::as_str).unwrap_or("");
+        let mut status = None;
+        match kind {
+            "text" => {
+                let synthetic = data.get("synthetic").and_then(Value::as_bool) == Some(true);
+                let body = json!({"text": text, NATIVE_KEY: native});
+                if synthetic {
+                    let mut body = body;
+                    body["injected"] = json!(true);
+                    body["opencode"] = json!("text");
+                    self.push(&ts, "system", kinds::META, Level::Native, body, &id, None);
+                } else if user {
+                    self.push(
+                        &ts,
+                        actor,
+                        kinds::MESSAGE_USER,
+                        Level::History,
+                        body,
+                        &id,
+                        None,
+                    );
+                } else {
+                    self.push(
+                        &ts,
+                        actor,
+                        kinds::MESSAGE_ASSISTANT,
+                        Level::History,
+                        body,
+                        &id,
+                        None,
+                    );
+                }
+            }
+            "reasoning" => {
+                let body = json!({"text": text, NATIVE_KEY: native});
+                self.push(
+                    &ts,
+                    actor,
+                    kinds::MESSAGE_THINKING,
+                    Level::History,
+                    body,
+                    &id,
+                    None,
+                );
+            }
+            "tool" => {
+                let name = data.get("tool").and_then(Value::as_str).unwrap_or("");
+                let call_id = data.get("callID").and_then(Value::as_str).unwrap_or("");
+                let state = data.get("state").cloned().unwrap_or(Value::Null);
+                let st = state
+                    .get("status")
+                    .and_then(Value::as_str)
+                    .unwrap_or("pending");
+                let body = json!({
+                    "call_id": call_id,
+                    "name": name,
+                    "arguments": state.get("input").cloned().unwrap_or(json!({})),
+                    "status": st,
+                    NATIVE_KEY: native,
+                });
+                let seq = self.push(
+                    &ts,
+                    ACTOR_AGENT,
+                    kinds::TOOL_CALL,
+                    Level::History,
+                    body,
+                    &id,
+                    None,
+                );
+                status = Some(st.to_owned());
+                if matches!(st, "completed" | "error") {
+                    self.tool_done(&id, name, call_id, &state, seq, None);
+                }
+                self.mark_at(row, seq, status);
+                return;
+            }
+            "file" => {
+                let mut native = native;
+                let mut refs = Vec::new();
+                let url = data.get("url").and_then(Value::as_str).unwrap_or("");
+                let mut artifact = None;
+                if let Some(bytes) = data_url_bytes(url) {
+                    let aid = ArtifactId::of(&bytes);
+                    refs.push(aid.to_ref());
+                    if let Some(d) = native.pointer_mut("/row/data") {
+                        d["url"] = json!(format!("artifact:{}", aid.hex()));
+                        d["gitSessionDataUrl"] = json!(url.split(',').next().unwrap_or(""));
+                    }
+                    if !self.artifacts.iter().any(|(a, _)| *a == aid) {
+                        self.artifacts.push((aid.clone(), bytes));
+                    }
+                    artifact = Some(aid.to_string());
+                }
+                let body = json!({
+                    "file": {
+                        "mime": data.get("mime"),
+                        "filename": data.get("filename"),
+                        "url": if artifact.is_some() { Value::Null } else { json!(url) },
+                        "artifact": artifact,
+                    },
+                    NATIVE_KEY: native,
+                });
+                let kind = if user {
+                    kinds::MESSAGE_USER
+                } else {
+                    kinds::MESSAGE_ASSISTANT
+                };
+                self.push(&ts, actor, kind, Level::History, body, &id, None);
+                if let Some(e) = self.events.last_mut() {
+                    e.refs = refs;
+                }
+            }
+            "patch" => {
+                let body = json!({
+                    "reason": "snapshot",
+                    "snapshot": data.get("hash"),
+                    "files": data.get("files"),
+                    NATIVE_KEY: native,
+                });
+                self.push(
+                    &ts,
+                    "system",
+                    kinds::CHECKPOINT,
+                    Level::Context,
+                    body,
+                    &id,
+                    None,
+                );
+            }
+            "snapshot" => {
+                let body = json!({
+                    "reason": "snapshot",
+                    "snapshot": data.get("snapshot"),
+                    NATIVE_KEY: native,
+                });
+                self.push(
+                    &ts,
+                    "system",
+                    kinds::CHECKPOINT,
+                    Level::Context,
+                    body,
+                    &id,
+                    None,
+                );
+            }
+            "compaction" => {
+                let body = json!({
+                    "reason": "compaction",
+                    "auto": data.get("auto"),
+                    NATIVE_KEY: native,
+                });
+                self.push(
+                    &ts,
+                    "system",
+                    kinds::CHECKPOINT,
+                    Level::Context,
+                    body,
+                    &id,
+                    None,
+                );
+            }
+            "step-start" | "step-finish" | "agent" | "subtask" | "retry" => {
+                let mut body = json!({"opencode": kind, NATIVE_KEY: native});
+                for key in [
+                    "snapshot",
+                    "reason",
+                    "tokens",
+                    "cost",
+                    "name",
+                    "agent",
+                    "prompt",
+                    "description",
+                    "attempt",
+                    "error",
+                ] {
+                    if let Some(v) = data.get(key) {
+                        body[key] = v.clone();
+                    }
+                }
+                self.push(&ts, "system", kinds::META, Level::Native, body, &id, None);
+            }
+            other => {
+                let body = json!({"opencode": format!("part.{other}"), NATIVE_KEY: native});
+                self.push(&ts, "system", kinds::META, Level::Native, body, &id, None);
+            }
+        }
+        self.mark(row, status);
+    }
+
+    fn mark_at(&mut self, row: &Row, seq: u64, status: Option<String>) {
+        self.state.seen.insert(
+            row.id().to_owned(),
+            Seen {
+                hash: fingerprint(row),
+                seq,
+                status,
+            },
+        );
+    }
+
+    /// A row taken before came again with other content.
+    fn update(&mut self, row: &Row, data: &Map<String, Value>, before: Seen, ts: &str) {
+        let id = row.id().to_owned();
+        let updated = row.int("time_updated").unwrap_or(0);
+        let state = data.get("state").cloned().unwrap_or(Value::Null);
+        let st = state.get("status").and_then(Value::as_str);
+        let was_open = matches!(before.status.as_deref(), Some("pending" | "running"));
+        if data.get("type").and_then(Value::as_str) == Some("tool")
+            && was_open
+            && matches!(st, Some("completed" | "error"))
+        {
+            let name = data.get("tool").and_then(Value::as_str).unwrap_or("");
+            let call_id = data.get("callID").and_then(Value::as_str).unwrap_or("");
+            self.tool_done(
+                &id,
+                name,
+                call_id,
+                &state,
+                before.seq,
+                Some(row.to_native()),
+            );
+        } else {
+            let body = json!({
+                "opencode": "part.updated",
+                "part": id,
+                "status": st,
+                NATIVE_KEY: row.to_native(),
+            });
+            self.push(
+                ts,
+                "system",
+                kinds::META,
+                Level::Native,
+                body,
+                &format!("{id}@{updated}"),
+                Some(before.seq),
+            );
+        }
+        self.mark_at(row, before.seq, st.map(str::to_owned));
+    }
+
+    /// Emits the result of a finished tool part and what derives from it.
+    fn tool_done(
+        &mut self,
+        part: &str,
+        name: &str,
+        call_id: &str,
+        state: &Value,
+        call_seq: u64,
+        native: Option<Value>,
+    ) {
+        let error = state.get("status").and_then(Value::as_str) == Some("error");
+        let output = if error {
+            state.get("error").and_then(Value::as_str).unwrap_or("")
+        } else {
+            state.get("output").and_then(Value::as_str).unwrap_or("")
+        };
+        let ms = state
+            .pointer("/time/end")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let ts = ms_to_rfc3339(ms);
+        let mut body = json!({
+            "call_id": call_id,
+            "name": name,
+            "output": output,
+            "is_error": error,
+        });
+        if let Some(n) = native {
+            body[NATIVE_KEY] = n;
+        }
+        let result = self.push(
+            &ts,
+            "tool",
+            kinds::TOOL_RESULT,
+            Level::History,
+            body,
+            &format!("{part}/tool.result"),
+            Some(call_seq),
+        );
+        let input = state.get("input").cloned().unwrap_or(Value::Null);
+        let metadata = state.get("metadata").cloned().unwrap_or(Value::Null);
+        let path = input
+            .get("filePath")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        match name {
+            "bash" if !error => {
+                let tail = tail(output, OUTPUT_TAIL);
+                let body = json!({
+                    "cmd": input.get("command"),
+                    "exit_code": metadata.get("exit"),
+                    "output_tail": tail,
+                    "call_id": call_id,
+                });
+                self.push(
+                    &ts,
+                    ACTOR_AGENT,
+                    kinds::COMMAND_RUN,
+                    Level::Context,
+                    body,
+                    &format!("{part}/command.run"),
+                    Some(result),
+                );
+            }
+            "edit" | "write" | "patch" | "multiedit" if !error => {
+                let body = json!({
+                    "path": path,
+                    "diff": metadata.get("diff"),
+                    "tool": name,
+                    "call_id": call_id,
+                });
+                self.push(
+                    &ts,
+                    ACTOR_AGENT,
+                    kinds::FILE_EDIT,
+                    Level::Context,
+                    body,
+                    &format!("{part}/file.edit"),
+                    Some(result),
+                );
+            }
+            "read" if !error => {
+                let body = json!({
+                    "path": path,
+                    "offset": input.get("offset"),
+                    "limit": input.get("limit"),
+                    "call_id": call_id,
+                });
+                self.push(
+                    &ts,
+                    ACTOR_AGENT,
+                    kinds::FILE_READ,
+                    Level::Context,
+                    body,
+                    &format!("{part}/file.read"),
+                    Some(result),
+                );
+            }
+            "todowrite" if !error => {
+                let todos = input
+                    .get("todos")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                for (i, todo) in todos.iter().enumerate() {
+                    let tid = todo
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                        .or_else(|| {
+                            todo.get("content")
+                                .and_then(Value::as_str)
+                                .map(str::to_owned)
+                        })
+                        .unwrap_or_else(|| i.to_string());
+                    let status = todo
+                        .get("status")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned();
+                    let kind = match self.state.todos.get(&tid) {
+                        None => kinds::TODO_ADD,
+                        Some(s) if *s != status => kinds::TODO_UPDATE,
+                        Some(_) => continue,
+                    };
+                    self.state.todos.insert(tid.clone(), status.clone());
+                    let body = json!({
+                        "id": tid,
+                        "content": todo.get("content"),
+                        "status": status,
+                        "priority": todo.get("priority"),
+                    });
+                    self.push(
+                        &ts,
+                        ACTOR_AGENT,
+                        kind,
+                        Level::Context,
+                        body,
+                        &format!("{part}/{kind}/{i}"),
+                        Some(result),
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Returns the last `max` bytes of `text`, cut at a char boundary.
+fn tail(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    &text[start..]
+}
+
+/// Decodes a `data:<mime>;base64,<bytes>` URL.
+fn data_url_bytes(url: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    let rest = url.strip_prefix("data:")?;
+    let (head, body) = rest.split_once(',')?;
+    if !head.ends_with(";base64") {
+        return None;
+    }
+    base64::engine::general_purpose::STANDARD.decode(body).ok()
+}
+
+/// Escapes control characters in an untrusted id before it is printed.
+fn escape(text: &str) -> String {
+    text.chars()
+        .flat_map(char::escape_default)
+        .take(200)
+        .collect()
+}

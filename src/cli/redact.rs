@@ -1,0 +1,62 @@
+//! `git session redact --check`: re-scan stored sessions with the current
+//! rules.
+
+use std::io::Write;
+
+use super::{CommandError, Env};
+use crate::ops;
+
+/// Re-scan stored sessions for secrets with the current rules.
+///
+/// Everything git-session stores is redacted when it is written (unless
+/// session.redact=false); the rules grow, so a session stored earlier may
+/// hold a secret today's rules find. `--check` reads every event and the
+/// header of each session (or of one) and prints one line per place with
+/// hits: `<id> seq <n>` (or `header`) and the rules with their counts,
+/// never the secret. Exits 1 when anything is found. Nothing is rewritten:
+/// the stored history is append-only.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Scan and report; nothing is changed (the only mode).
+    #[arg(long)]
+    check: bool,
+    /// Session id or unique prefix (default: every session).
+    session: Option<String>,
+}
+
+pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
+    if !args.check {
+        return Err(CommandError::usage("redact only checks: pass --check")
+            .hint("stored history is append-only and never rewritten in place"));
+    }
+    let store = env.store()?;
+    let ids = match &args.session {
+        Some(q) => vec![store.resolve(q)?],
+        None => store.session_ids()?,
+    };
+    let hits = ops::redact::check(&store, &ids)?;
+    for h in &hits {
+        let place = h
+            .seq
+            .map_or_else(|| "header".to_owned(), |s| format!("seq {s}"));
+        let rules: Vec<String> = h.rules.iter().map(|(r, n)| format!("{r} ×{n}")).collect();
+        writeln!(out, "{}  {place}  {}", h.session, rules.join(", "))?;
+    }
+    if hits.is_empty() {
+        super::status(format!(
+            "No secrets found in {} session{} with the current rules",
+            ids.len(),
+            if ids.len() == 1 { "" } else { "s" }
+        ));
+        return Ok(());
+    }
+    let sessions: std::collections::BTreeSet<_> = hits.iter().map(|h| &h.session).collect();
+    Err(CommandError::failure(format!(
+        "secrets found in {} place{} of {} session{}",
+        hits.len(),
+        if hits.len() == 1 { "" } else { "s" },
+        sessions.len(),
+        if sessions.len() == 1 { "" } else { "s" },
+    ))
+    .hint("rotate each credential now: it stays in the session's history here and on any remote it was pushed to"))
+}

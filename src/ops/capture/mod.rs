@@ -1,0 +1,1140 @@
+//! Native capture (`git session import`): find the agent sessions that ran
+//! in this repository, map their new records to canonical events with the
+//! agent's adapter, and append them, one batch commit per changed session.
+//!
+//! Agent stores are only ever read. Each native file has a cursor (see
+//! [`crate::native::cursor`]): an unchanged file costs one `stat`; a grown file is
+//! read from its cursor, complete lines only (a line the agent is still
+//! writing waits for the next capture); a rewritten or truncated file, or
+//! one whose cursor was lost, is re-read whole and reconciled by native ids
+//! so nothing is appended twice. Events others appended to the session in
+//! between (a handoff's, an `append`) do not force a re-read: the parse
+//! numbers the file's events in file order and a [`SeqMap`] maps them, and
+//! their parents, to the stored seqs.
+//!
+//! A file that `resume` or `handoff` wrote (see [`super::written`]) is not
+//! a new session: what was written is already stored, so only the agent's
+//! records after it are appended, to the session it came from, a fork of
+//! it, or the handoff's child.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use git_session_adapters::source::Corrupt;
+use git_session_adapters::{Adapter, NativeSession, ParseInput, Records, Source, Warning};
+use git_session_schema::{Agent, Event, SessionHeader, SessionId, SpawnedBy};
+use gix::ObjectId;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+mod rows;
+
+use super::canonical::commit_info;
+use super::written::{Written, WrittenBy, WrittenFile};
+use super::{OpError, OpResult};
+use crate::clock::Clock;
+use crate::native::cursor::{CursorIndex, FileCursor, FileState, SeqMap, tail_hash};
+use crate::native::jsonl::{JsonlReader, ReadPosition, RecordReader};
+use crate::native::zstd::FramedReader;
+use crate::store::{BatchSink, Scrubbed, Scrubber, SeqMode, Store, StoreError};
+
+/// One parsed block on its way to the writer: the adapter's output with
+/// its events, every other one already redacted. Redaction is the bulk of
+/// the reading thread's work, so the writer redacts the rest: the two
+/// threads stay about even.
+struct Block {
+    parsed: git_session_adapters::Parsed,
+    events: Vec<Pending>,
+}
+
+/// An event of a [`Block`], redacted by the reader or left to the writer.
+enum Pending {
+    Done(Scrubbed),
+    Raw(Event),
+    Taken,
+}
+
+impl Pending {
+    /// Redacts a raw event now (on the calling thread) and returns it.
+    fn scrubbed(&mut self, scrubber: Scrubber) -> &mut Scrubbed {
+        if let Pending::Raw(_) = self
+            && let Pending::Raw(e) = std::mem::replace(self, Pending::Taken)
+        {
+            *self = Pending::Done(scrubber.seal(e));
+        }
+        match self {
+            Pending::Done(s) => s,
+            _ => unreachable!("a taken event is always put back redacted"),
+        }
+    }
+}
+
+/// How much of a new file is read to learn which project it belongs to.
+const PEEK_BYTES: u64 = 1 << 20;
+
+/// Says what to capture.
+pub struct CaptureRequest<'a> {
+    /// Agents to capture; empty means every agent that has an adapter.
+    pub agents: Vec<Agent>,
+    /// The user's home directory (agent stores default to it).
+    pub home: PathBuf,
+    /// Looks up an environment variable (an agent's store override).
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// How patient database reads are.
+    pub sqlite: crate::native::sqlite::Options,
+}
+
+/// Reports one session that received events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CapturedSession {
+    /// The canonical session.
+    pub id: SessionId,
+    /// Its agent.
+    pub agent: Agent,
+    /// The native file, absolute.
+    pub source: PathBuf,
+    /// Whether this capture created the session.
+    pub created: bool,
+    /// Events appended now.
+    pub appended: u64,
+    /// The session's event count afterwards.
+    pub events: u64,
+    /// The batch commit.
+    pub commit: Option<ObjectId>,
+}
+
+/// Reports one native file that could not be captured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedFile {
+    /// The native file.
+    pub path: PathBuf,
+    /// Why, and what to do.
+    pub reason: String,
+}
+
+/// Reports a record the adapter could not map; the rest was captured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CaptureWarning {
+    /// The native file.
+    pub path: PathBuf,
+    /// One-based line number (for a database row: its rowid).
+    pub line: u64,
+    /// What the adapter said.
+    pub message: String,
+}
+
+/// Holds the outcome of a capture; partial success is a value.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CaptureReport {
+    /// Sessions that received events (or were created).
+    pub sessions: Vec<CapturedSession>,
+    /// Native files of this repository with nothing new.
+    pub unchanged: usize,
+    /// Files that failed; the others were still captured.
+    pub skipped: Vec<SkippedFile>,
+    /// Sources skipped with a warning because they cannot be read now or
+    /// by this build (a database locked past the wait, corrupt, or of an
+    /// unknown schema; a corrupt frame): nothing of them was captured, the
+    /// others were, and capture still succeeds.
+    pub skipped_sources: Vec<SkippedFile>,
+    /// Records kept out of the log with a reason.
+    pub warnings: Vec<CaptureWarning>,
+    /// Agent stores that do not exist here (nothing to capture from them).
+    pub missing: Vec<(Agent, PathBuf)>,
+}
+
+/// Captures the sessions of every requested agent that ran in this repository.
+pub fn capture(
+    store: &Store,
+    clock: &Clock,
+    request: &CaptureRequest<'_>,
+) -> OpResult<CaptureReport> {
+    let adapters: Vec<&dyn Adapter> = git_session_adapters::registry::ADAPTERS
+        .iter()
+        .copied()
+        .filter(|a| request.agents.is_empty() || request.agents.contains(&a.agent()))
+        .collect();
+    capture_with(store, clock, request, &adapters)
+}
+
+/// Captures with the given adapters (the registry's, or test adapters);
+/// `request.agents` is not consulted.
+pub fn capture_with(
+    store: &Store,
+    clock: &Clock,
+    request: &CaptureRequest<'_>,
+    adapters: &[&dyn Adapter],
+) -> OpResult<CaptureReport> {
+    let worktrees = store.worktree_paths();
+    let mut report = CaptureReport::default();
+    for &adapter in adapters {
+        let agent = adapter.agent();
+        let root = adapter.store_root(request.env, &request.home);
+        if !root.is_dir() {
+            report.missing.push((agent.clone(), root));
+            continue;
+        }
+        store.ensure_state_dir()?;
+        // One capture of an agent at a time: cursors are read and written
+        // around the appends.
+        let _lock = store.lock_state(&format!("capture-{agent}"))?;
+        let mut cursors = CursorIndex::load(store.state_dir(), agent.as_str());
+        let written = Written::load(store.state_dir(), &agent);
+        let files = crate::native::discover(adapter, &root);
+        // Parents before sub-agents, older before newer: stable order.
+        for rel in files {
+            let abs = root.join(&rel);
+            let rel_text = rel.to_string_lossy().into_owned();
+            let key = abs.to_string_lossy().into_owned();
+            if let Some(Source::Sqlite(decl)) = crate::native::source_for(adapter, &rel) {
+                let mut job = rows::DbJob {
+                    store,
+                    clock,
+                    adapter,
+                    decl,
+                    agent: &agent,
+                    abs: &abs,
+                    rel: &rel_text,
+                    worktrees: &worktrees,
+                    cursors: &mut cursors,
+                    report: &mut report,
+                    options: request.sqlite,
+                };
+                if let Err(e) = job.run() {
+                    report.skipped.push(SkippedFile {
+                        path: abs.clone(),
+                        reason: e.to_string(),
+                    });
+                }
+                continue;
+            }
+            let corrupt = match crate::native::source_for(adapter, &rel) {
+                Some(Source::ZstdJsonl { corrupt, .. }) => Some(corrupt),
+                _ => None,
+            };
+            let mut job = FileJob {
+                framed: corrupt.is_some(),
+                corrupt: corrupt.unwrap_or(Corrupt::KeepPrefix),
+                refused: RefCell::new(None),
+                store,
+                clock,
+                adapter,
+                root: &root,
+                agent: &agent,
+                abs: &abs,
+                rel: &rel_text,
+                key: &key,
+                worktrees: &worktrees,
+                cursors: &mut cursors,
+                written: &written,
+                report: &mut report,
+            };
+            if let Err(e) = job.run() {
+                // A file the agent itself would refuse is a source this
+                // build cannot read, not a failure of the capture.
+                let (list, reason) = match job.refused.take() {
+                    Some(reason) => (&mut report.skipped_sources, reason),
+                    None => (&mut report.skipped, e.to_string()),
+                };
+                list.push(SkippedFile {
+                    path: abs.clone(),
+                    reason,
+                });
+            }
+        }
+        cursors.save()?;
+    }
+    Ok(report)
+}
+
+/// Returns the canonical id of a native session: the native id itself when
+/// it is a valid session id (so the agent's resume command and `git session show
+/// <id>` name the same thing), else a stable hash of agent and native id.
+pub fn canonical_id(agent: &Agent, native_id: &str) -> SessionId {
+    if let Ok(id) = SessionId::new(native_id) {
+        return id;
+    }
+    // Keep it readable (a sub-agent's "<session>/agent-<id>" becomes
+    // "<session>-agent-<id>-<hash>"); the hash keeps distinct native ids
+    // distinct after the replacement.
+    let digest = Sha256::digest(format!("{agent}\n{native_id}").as_bytes());
+    let hash: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    let mut readable: String = native_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    readable.truncate(SessionId::MAX_LEN - 10);
+    let readable = readable.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    SessionId::new(format!("{readable}-{hash}"))
+        .or_else(|_| SessionId::new(format!("{agent}-{hash}")))
+        .expect("agent names and hex make valid ids")
+}
+
+/// Returns the id of the fork that holds an agent's continuation of a
+/// session resume wrote, when that session moved on meanwhile: UUID-shaped,
+/// from the session, the native id and the bytes written.
+fn derived_fork_id(parent: &SessionId, w: &WrittenFile) -> SessionId {
+    let digest = Sha256::digest(format!("{parent}\n{}\n{}", w.native_id, w.tail).as_bytes());
+    let h: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    SessionId::new(format!(
+        "{}-{}-8{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[13..16],
+        &h[16..20],
+        &h[20..32]
+    ))
+    .expect("hex and dashes make a valid id")
+}
+
+struct FileJob<'a> {
+    store: &'a Store,
+    clock: &'a Clock,
+    adapter: &'a dyn Adapter,
+    /// The agent's store root.
+    root: &'a Path,
+    agent: &'a Agent,
+    abs: &'a Path,
+    rel: &'a str,
+    /// The file's key in the cursors and the record of written files: its
+    /// absolute path, so files under the same relative path in two agent
+    /// homes (`--home`) are never taken for one another.
+    key: &'a str,
+    worktrees: &'a [PathBuf],
+    cursors: &'a mut CursorIndex,
+    /// The native sessions git-session wrote for this agent.
+    written: &'a Written,
+    report: &'a mut CaptureReport,
+    /// Whether the file is zstd frames ([`Source::ZstdJsonl`]).
+    framed: bool,
+    /// What a corrupt frame does to the file (zstd frames only).
+    corrupt: Corrupt,
+    /// Why the file is refused as a whole, once known (a corrupt frame of a
+    /// [`Corrupt::RefuseFile`] source, or [`Parsed::refused`]): the capture
+    /// of it fails and it is reported as a skipped source.
+    ///
+    /// [`Parsed::refused`]: git_session_adapters::Parsed::refused
+    refused: RefCell<Option<String>>,
+}
+
+/// What reading a file from a cursor produced.
+struct Fed {
+    pos: ReadPosition,
+    state: Value,
+    warnings: Vec<Warning>,
+    /// Why the reader stopped early (a corrupt frame), if it did.
+    problem: Option<String>,
+}
+
+/// Says which of the events read are already stored.
+#[derive(Clone, Copy)]
+enum Known<'k> {
+    /// None: every event is appended.
+    Nothing,
+    /// Events whose key (see [`dedup_key`]) is here are stored at that
+    /// seq already and are not appended again.
+    Stored(&'k HashMap<String, u64>),
+    /// Every event was written by git-session from the stored session: none
+    /// is appended; each maps to the stored event with its key, else to
+    /// `fallback` (the last event written), so the agent's later records
+    /// point at a stored parent.
+    Written {
+        keys: &'k HashMap<String, u64>,
+        fallback: u64,
+    },
+}
+
+impl FileJob<'_> {
+    fn run(&mut self) -> OpResult<()> {
+        let meta = std::fs::metadata(self.abs).map_err(OpError::io(self.abs))?;
+        let size = meta.len();
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as i128);
+        let cursor = self.cursors.files.get(self.key).cloned();
+        if let Some(c) = &cursor
+            && c.size == size
+            && c.mtime_ns == mtime_ns
+        {
+            if c.session.is_some() {
+                self.report.unchanged += 1;
+            }
+            return Ok(());
+        }
+        // Whether the file still holds what its cursor says was read.
+        let read_on = match &cursor {
+            Some(c) if c.session.is_some() && size >= c.offset => {
+                tail_hash(self.abs, c.offset)? == c.tail
+            }
+            _ => false,
+        };
+        // A file git-session wrote, not read since (a cursor that does not
+        // fit it belongs to an earlier file under the same path).
+        if !read_on
+            && let Some(w) = self.written.lookup(self.key, self.abs, size)?.cloned()
+            && let Ok(parent) = SessionId::new(w.session.as_str())
+            && self.store.tip(&parent)?.is_some()
+        {
+            return self.continue_written(&w, &parent, size, mtime_ns);
+        }
+        let id = match cursor.as_ref().and_then(|c| c.session.clone()) {
+            Some(id) => SessionId::new(id).map_err(|e| OpError::Conflict {
+                message: e.to_string(),
+                hint: None,
+            })?,
+            None => match self.identify(size)? {
+                Some(id) => id,
+                None => {
+                    self.remember_foreign(size, mtime_ns);
+                    return Ok(());
+                }
+            },
+        };
+        let stored = self
+            .store
+            .tip(&id)?
+            .map(|_| self.store.stat(&id))
+            .transpose()?;
+        // The saved state, when the file can be read on from its cursor:
+        // it only grew, and the session holds at least what the file gave
+        // it (events appended by others since are fine, see `SeqMap`).
+        let resumable: Option<FileState> = match (&cursor, &stored) {
+            (Some(c), Some(s)) if read_on && s.events >= c.events => {
+                self.cursors.load_state(self.key)
+            }
+            _ => None,
+        };
+        let info = commit_info(self.store, self.clock);
+        let mut seqs = SeqMap::default();
+        let (outcome, fed) = if let Some(state) = resumable {
+            let c = cursor.as_ref().expect("resumable implies a cursor");
+            let s = stored.as_ref().expect("resumable implies a stored session");
+            seqs = state.seqs;
+            // Events appended by others since this file's last batch are
+            // checked too, in case one of them is a record read here.
+            let others = if s.events > c.events {
+                self.stored_keys(&id, c.events)?
+            } else {
+                HashMap::new()
+            };
+            let known = if others.is_empty() {
+                Known::Nothing
+            } else {
+                Known::Stored(&others)
+            };
+            let mut fed = None;
+            let outcome =
+                self.store
+                    .append(&id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
+                        let mut attempt = seqs.clone();
+                        fed = Some(self.feed(
+                            sink,
+                            ReadPosition {
+                                offset: c.offset,
+                                lines: c.lines,
+                                frames: c.frames,
+                            },
+                            None,
+                            Some(state.adapter.clone()),
+                            &mut attempt,
+                            known,
+                        )?);
+                        seqs = attempt;
+                        Ok::<_, OpError>(())
+                    })?;
+            (outcome, fed)
+        } else if let Some(s) = &stored {
+            // A new cursor for a stored session, or a rewritten file:
+            // re-read everything and keep only records not yet stored.
+            let header = &s.header;
+            if header.agent != *self.agent {
+                return Err(OpError::Conflict {
+                    message: format!(
+                        "session id {id} is already used by a {} session",
+                        header.agent
+                    ),
+                    hint: None,
+                });
+            }
+            let known = self.stored_keys(&id, 0)?;
+            let mut fed = None;
+            let outcome =
+                self.store
+                    .append(&id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
+                        seqs = SeqMap::default();
+                        fed = Some(self.feed(
+                            sink,
+                            ReadPosition::default(),
+                            None,
+                            None,
+                            &mut seqs,
+                            Known::Stored(&known),
+                        )?);
+                        Ok::<_, OpError>(())
+                    })?;
+            (outcome, fed)
+        } else {
+            let mut fed = None;
+            let mut session = NativeSession::default();
+            // The header needs the session facts, which a first parse of the
+            // head already gave; parse again inside the batch.
+            let head = self.peek(size)?;
+            if let Some(h) = head {
+                session = h;
+            }
+            let header = self.header(&id, &session);
+            let outcome = self.store.create(
+                &header,
+                SeqMode::Assign,
+                &info,
+                |sink: &mut BatchSink<'_>| {
+                    seqs = SeqMap::default();
+                    fed = Some(self.feed(
+                        sink,
+                        ReadPosition::default(),
+                        None,
+                        None,
+                        &mut seqs,
+                        Known::Nothing,
+                    )?);
+                    Ok::<_, OpError>(())
+                },
+            )?;
+            (outcome, fed)
+        };
+        let fed = fed.expect("the producer ran");
+        self.finish(FileDone {
+            id,
+            created: stored.is_none(),
+            size,
+            mtime_ns,
+            fed,
+            seqs,
+            outcome,
+        })
+    }
+
+    /// Captures a native session git-session wrote, seen for the first
+    /// time (see [`super::written`]): what was written is already stored,
+    /// so only the agent's records after it are appended, to the session it
+    /// was written from, to a fork of it when that session moved on since
+    /// (a resume), or to a child forked at the handoff (a handoff).
+    fn continue_written(
+        &mut self,
+        w: &WrittenFile,
+        parent: &SessionId,
+        size: u64,
+        mtime_ns: i128,
+    ) -> OpResult<()> {
+        if size == w.size && w.by == WrittenBy::Resume {
+            // Nothing of the agent's yet; looked at again when it grows. (A
+            // handoff's child is made at once, so its id names a session.)
+            self.remember_foreign(size, mtime_ns);
+            return Ok(());
+        }
+        let stat = self.store.stat(parent)?;
+        let id = match w.by {
+            WrittenBy::Resume if stat.events == w.seq + 1 => parent.clone(),
+            // The session moved on since; unless by this very continuation
+            // (captured before, its cursor since lost), the agent's records
+            // go to a fork. Its id is derived from what was written, so such
+            // a capture finds the same fork again.
+            WrittenBy::Resume if self.continued_here(parent, w)? => parent.clone(),
+            WrittenBy::Resume => derived_fork_id(parent, w),
+            WrittenBy::Handoff => canonical_id(self.agent, &w.native_id),
+        };
+        let info = commit_info(self.store, self.clock);
+        let created = self.store.tip(&id)?.is_none();
+        if created {
+            let agent = self.agent.clone();
+            let native_id = w.native_id.clone();
+            let by = w.by;
+            let shape = move |h: &mut SessionHeader| {
+                if by == WrittenBy::Handoff {
+                    h.agent = agent.clone();
+                }
+                h.native_id = Some(native_id.clone());
+            };
+            self.store
+                .fork_as(parent, w.seq, &id, &self.clock.now_rfc3339(), &info, &shape)?;
+        }
+        let keys = self.stored_keys(&id, 0)?;
+        let mut seqs = SeqMap::default();
+        let mut fed = None;
+        let outcome =
+            self.store
+                .append(&id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
+                    seqs = SeqMap::default();
+                    let ours = self.feed(
+                        sink,
+                        ReadPosition::default(),
+                        Some(w.size),
+                        None,
+                        &mut seqs,
+                        Known::Written {
+                            keys: &keys,
+                            fallback: w.seq,
+                        },
+                    )?;
+                    let mut theirs = self.feed(
+                        sink,
+                        ours.pos,
+                        None,
+                        Some(ours.state),
+                        &mut seqs,
+                        Known::Stored(&keys),
+                    )?;
+                    theirs.warnings.splice(0..0, ours.warnings);
+                    fed = Some(theirs);
+                    Ok::<_, OpError>(())
+                })?;
+        let fed = fed.expect("the producer ran");
+        self.finish(FileDone {
+            id,
+            created,
+            size,
+            mtime_ns,
+            fed,
+            seqs,
+            outcome,
+        })
+    }
+
+    /// Returns whether `parent` already holds the first record the agent
+    /// added after what resume wrote (`w`).
+    fn continued_here(&self, parent: &SessionId, w: &WrittenFile) -> OpResult<bool> {
+        let reader = |from, end| BlockReader {
+            adapter: self.adapter,
+            scrubber: self.store.scrubber(),
+            path: self.abs,
+            rel: self.rel,
+            from,
+            end,
+            framed: self.framed,
+            first_seq: 0,
+        };
+        let (_, pos, state) = read_keys(reader(ReadPosition::default(), Some(w.size)), None)?;
+        let (theirs, _, _) = read_keys(reader(pos, None), Some(state))?;
+        let Some(first) = theirs.first() else {
+            return Ok(false);
+        };
+        Ok(self.stored_keys(parent, w.seq + 1)?.contains_key(first))
+    }
+
+    /// Remembers cheaply that the file feeds nothing (another project's, or
+    /// one git-session wrote that has nothing new).
+    fn remember_foreign(&mut self, size: u64, mtime_ns: i128) {
+        self.cursors.files.insert(
+            self.key.to_owned(),
+            FileCursor {
+                size,
+                mtime_ns,
+                ..FileCursor::default()
+            },
+        );
+    }
+
+    /// Saves the cursor and state after a batch and reports it.
+    fn finish(&mut self, done: FileDone) -> OpResult<()> {
+        let FileDone {
+            id,
+            created,
+            size,
+            mtime_ns,
+            fed,
+            seqs,
+            outcome,
+        } = done;
+        for w in &fed.warnings {
+            self.report.warnings.push(CaptureWarning {
+                path: self.abs.to_owned(),
+                line: w.line + 1,
+                message: w.message.clone(),
+            });
+        }
+        if let Some(problem) = &fed.problem {
+            self.report.skipped_sources.push(SkippedFile {
+                path: self.abs.to_owned(),
+                reason: format!(
+                    "{problem}; the frames before it were captured, the rest is skipped"
+                ),
+            });
+        }
+        self.cursors.save_state(
+            self.key,
+            &FileState {
+                adapter: fed.state,
+                seqs,
+            },
+        )?;
+        self.cursors.files.insert(
+            self.key.to_owned(),
+            FileCursor {
+                size,
+                mtime_ns,
+                offset: fed.pos.offset,
+                lines: fed.pos.lines,
+                frames: fed.pos.frames,
+                tail: tail_hash(self.abs, fed.pos.offset)?,
+                session: Some(id.to_string()),
+                events: outcome.events,
+            },
+        );
+        let appended = outcome.seq.map_or(0, |(a, b)| b - a + 1);
+        if outcome.commit.is_some() || created {
+            self.report.sessions.push(CapturedSession {
+                id,
+                agent: self.agent.clone(),
+                source: self.abs.to_owned(),
+                created,
+                appended,
+                events: outcome.events,
+                commit: outcome.commit,
+            });
+        } else {
+            self.report.unchanged += 1;
+        }
+        Ok(())
+    }
+
+    /// Decides from the head of a new file whether it ran in this
+    /// repository, and if so returns its canonical id.
+    fn identify(&self, size: u64) -> OpResult<Option<SessionId>> {
+        let (session, refused) = self.peek_facts(size)?;
+        let Some(session) = session else {
+            return Ok(None);
+        };
+        if !inside(self.worktrees, &session) {
+            return Ok(None);
+        }
+        // A session of this repository that this build cannot read is
+        // refused with the adapter's reason, never read half-way.
+        if let Some(reason) = refused {
+            return Err(self.refuse(reason));
+        }
+        let native = session.native_id.clone().unwrap_or_else(|| {
+            Path::new(self.rel)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        });
+        Ok(Some(canonical_id(self.agent, &native)))
+    }
+
+    /// Parses the first complete records of the file for its session facts.
+    fn peek(&self, size: u64) -> OpResult<Option<NativeSession>> {
+        Ok(self.peek_facts(size)?.0)
+    }
+
+    /// Parses the first complete records of the file (whole frames of a
+    /// framed file) for its session facts, and says why the adapter refuses
+    /// the file, if it does.
+    fn peek_facts(&self, size: u64) -> OpResult<(Option<NativeSession>, Option<String>)> {
+        let (buf, frames);
+        let records = if self.framed {
+            (frames, _) = FramedReader::head(self.abs, PEEK_BYTES)?;
+            Records::Frames(&frames)
+        } else {
+            buf = JsonlReader::head(self.abs, size.min(PEEK_BYTES))?;
+            Records::lines(&buf, 0, 0)
+        };
+        if records.iter().next().is_none() {
+            return Ok((None, None));
+        }
+        let sidecar = self
+            .adapter
+            .sidecar(Path::new(self.rel))
+            .and_then(|rel| std::fs::read(self.root.join(rel)).ok());
+        let parsed = self.adapter.parse(ParseInput {
+            records,
+            next_seq: 0,
+            state: None,
+            source: self.rel,
+            session: None,
+            sidecar: sidecar.as_deref(),
+        });
+        let s = parsed.session;
+        Ok((
+            (s.cwd.is_some() || s.native_id.is_some()).then_some(s),
+            parsed.refused,
+        ))
+    }
+
+    /// Remembers that the file is refused as a whole and returns the error
+    /// that ends its capture.
+    fn refuse(&self, reason: String) -> OpError {
+        let message = format!("{reason}; nothing of this file is captured until it is readable");
+        *self.refused.borrow_mut() = Some(message.clone());
+        OpError::Conflict {
+            message,
+            hint: None,
+        }
+    }
+
+    fn header(&self, id: &SessionId, session: &NativeSession) -> SessionHeader {
+        header_for(self.clock, self.agent, id, session)
+    }
+
+    /// Returns the dedup keys of the events stored in `id` from seq `from`
+    /// on, each with its seq.
+    fn stored_keys(&self, id: &SessionId, from: u64) -> OpResult<HashMap<String, u64>> {
+        stored_keys_from(self.store, id, from)
+    }
+
+    /// Reads the file from `range.0` (to `range.1`, or its end) in blocks
+    /// of whole lines, parses them and pushes the events into `sink`,
+    /// leaving out those `known` says are stored; `seqs` maps each event's
+    /// file seq to its stored one and is extended as events are read.
+    ///
+    /// Reading and parsing run on a second thread, one block ahead of the
+    /// sealing and writing here, so the two halves of a capture share the
+    /// machine's cores. The bounded channel keeps at most two parsed blocks
+    /// in memory.
+    fn feed(
+        &self,
+        sink: &mut BatchSink<'_>,
+        from: ReadPosition,
+        end: Option<u64>,
+        state: Option<Value>,
+        seqs: &mut SeqMap,
+        known: Known<'_>,
+    ) -> OpResult<Fed> {
+        // The parse numbers events in file order from 0 (see `SeqMap`), so
+        // its parent links stay valid from one capture to the next.
+        let reader = BlockReader {
+            adapter: self.adapter,
+            scrubber: sink.scrubber(),
+            path: self.abs,
+            rel: self.rel,
+            from,
+            end,
+            framed: self.framed,
+            first_seq: seqs.len(),
+        };
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel(2);
+            // Sealed events go back to the reader to be freed on the thread
+            // that allocated them: freeing them here cost a third of the
+            // import's CPU in malloc's cross-thread bookkeeping.
+            let (spent_tx, spent_rx) = std::sync::mpsc::channel();
+            let producer = scope.spawn(move || reader.run(state, tx, spent_rx));
+            let mut warnings = Vec::new();
+            let mut failed = None;
+            for block in rx {
+                let mut block: Block = block;
+                let parsed = &mut block.parsed;
+                if let Err(e) =
+                    self.push_block(sink, &parsed.artifacts, &mut block.events, seqs, known)
+                {
+                    // Dropping the receiver stops the reader at its next block.
+                    failed = Some(e);
+                    break;
+                }
+                warnings.append(&mut parsed.warnings);
+                let _ = spent_tx.send(block);
+            }
+            drop(spent_tx);
+            let read = producer.join().expect("the block reader does not panic");
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            let (pos, state, problem, refused) = read?;
+            if let Some(reason) = refused {
+                return Err(self.refuse(reason));
+            }
+            if let (Some(problem), Corrupt::RefuseFile) = (&problem, self.corrupt) {
+                return Err(self.refuse(format!(
+                    "{problem} (the agent refuses such a log as a whole)"
+                )));
+            }
+            Ok(Fed {
+                pos,
+                state,
+                warnings,
+                problem,
+            })
+        })
+    }
+
+    fn push_block(
+        &self,
+        sink: &mut BatchSink<'_>,
+        artifacts: &[(git_session_schema::ArtifactId, Vec<u8>)],
+        events: &mut [Pending],
+        seqs: &mut SeqMap,
+        known: Known<'_>,
+    ) -> OpResult<()> {
+        let scrubber = sink.scrubber();
+        if !matches!(known, Known::Written { .. }) {
+            for (id, bytes) in artifacts {
+                let stored = sink.add_artifact(bytes)?;
+                debug_assert_eq!(&stored, id);
+            }
+        }
+        for event in events {
+            let event = event.scrubbed(scrubber);
+            let e = event.event();
+            debug_assert_eq!(e.seq, seqs.len(), "the parse numbers in file order");
+            let stored = match known {
+                Known::Nothing => None,
+                Known::Stored(keys) => keys.get(&dedup_key(e)).copied(),
+                Known::Written { keys, fallback } => {
+                    Some(keys.get(&dedup_key(e)).copied().unwrap_or(fallback))
+                }
+            };
+            if let Some(seq) = stored {
+                seqs.push(seq);
+                continue;
+            }
+            let parent = e.parent_seq.and_then(|p| seqs.get(p));
+            event.relink(parent);
+            let seq = sink.push_scrubbed(event)?;
+            seqs.push(seq);
+        }
+        Ok(())
+    }
+}
+
+/// What a capture of one file wrote, for its cursor and the report.
+struct FileDone {
+    id: SessionId,
+    created: bool,
+    size: u64,
+    mtime_ns: i128,
+    fed: Fed,
+    seqs: SeqMap,
+    outcome: crate::store::AppendOutcome,
+}
+
+/// Reads a native file from an offset in blocks of whole lines and parses
+/// them in order, carrying the adapter's state from block to block.
+struct BlockReader<'a> {
+    adapter: &'a dyn Adapter,
+    /// Redacts every other event before it leaves this thread (the store's
+    /// scrubber; the writer redacts the others, see [`Block`]).
+    scrubber: Scrubber,
+    path: &'a Path,
+    rel: &'a str,
+    /// Where to start: a line start (JSONL) or a frame start.
+    from: ReadPosition,
+    /// Where to stop (a line or frame boundary), or the end of the file.
+    end: Option<u64>,
+    framed: bool,
+    first_seq: u64,
+}
+
+impl BlockReader<'_> {
+    /// Sends each block's parse to `tx`; returns how far it read (complete
+    /// records only), the final state, and why it stopped early, if it did.
+    fn run(
+        self,
+        mut state: Option<Value>,
+        tx: std::sync::mpsc::SyncSender<Block>,
+        spent: std::sync::mpsc::Receiver<Block>,
+    ) -> OpResult<(ReadPosition, Value, Option<String>, Option<String>)> {
+        let mut reader: Box<dyn RecordReader> = if self.framed {
+            let r = FramedReader::open(
+                self.path,
+                self.from.offset,
+                self.from.lines,
+                self.from.frames,
+            )?;
+            Box::new(match self.end {
+                Some(end) => r.until(end),
+                None => r,
+            })
+        } else {
+            let r = JsonlReader::open(self.path, self.from.offset, self.from.lines)?;
+            Box::new(match self.end {
+                Some(end) => r.until(end),
+                None => r,
+            })
+        };
+        let mut next_seq = self.first_seq;
+        while let Some(records) = reader.next_batch()? {
+            let mut parsed = self.adapter.parse(ParseInput {
+                records,
+                next_seq,
+                state: state.take(),
+                source: self.rel,
+                session: None,
+                sidecar: None,
+            });
+            if let Some(reason) = parsed.refused.take() {
+                // The adapter cannot read the file (a version it does not
+                // know, a record it must not skip): nothing more is read.
+                drop(tx);
+                for done in spent.iter() {
+                    drop(done);
+                }
+                return Ok((reader.position(), Value::Null, None, Some(reason)));
+            }
+            next_seq += parsed.events.len() as u64;
+            let events = parsed
+                .events
+                .drain(..)
+                .enumerate()
+                .map(|(i, e)| {
+                    if i % 2 == 0 {
+                        Pending::Done(self.scrubber.seal(e))
+                    } else {
+                        Pending::Raw(e)
+                    }
+                })
+                .collect();
+            state = Some(std::mem::take(&mut parsed.state));
+            if tx.send(Block { parsed, events }).is_err() {
+                // The writer stopped; its error is the one reported.
+                break;
+            }
+            while let Ok(done) = spent.try_recv() {
+                drop(done);
+            }
+        }
+        // Free the last blocks here too, once the writer is through with
+        // them; it stops returning blocks when it has seen the last one.
+        drop(tx);
+        for done in spent.iter() {
+            drop(done);
+        }
+        Ok((
+            reader.position(),
+            state.unwrap_or(Value::Null),
+            reader.problem(),
+            None,
+        ))
+    }
+}
+
+/// Returns the canonical header of a new native session.
+fn header_for(
+    clock: &Clock,
+    agent: &Agent,
+    id: &SessionId,
+    session: &NativeSession,
+) -> SessionHeader {
+    let created = session
+        .created
+        .clone()
+        .unwrap_or_else(|| clock.now_rfc3339());
+    let mut header = SessionHeader::new(id.clone(), agent.clone(), created);
+    header.native_id = session.native_id.clone();
+    header.cwd = session.cwd.clone();
+    header.title = session.title.clone();
+    header.spawned_by = session.parent.as_ref().map(|p| SpawnedBy {
+        session: canonical_id(agent, &p.native_id),
+        call: p.spawned_by.clone(),
+        extra: Default::default(),
+    });
+    header
+}
+
+/// Returns the dedup keys of the events stored in `id`, each with its seq.
+fn stored_keys(store: &Store, id: &SessionId) -> OpResult<HashMap<String, u64>> {
+    stored_keys_from(store, id, 0)
+}
+
+/// Returns the dedup keys of the events stored in `id` from seq `from` on,
+/// each with its (first) seq.
+fn stored_keys_from(store: &Store, id: &SessionId, from: u64) -> OpResult<HashMap<String, u64>> {
+    let mut keys = HashMap::new();
+    for line in store.lines(id, from, None)? {
+        let line = line?;
+        let event = line.decode().map_err(|e| StoreError::Corrupt {
+            id: id.clone(),
+            message: format!("seq {}: {e}", line.seq),
+        })?;
+        keys.entry(dedup_key(&event)).or_insert(line.seq);
+    }
+    Ok(keys)
+}
+
+/// Returns whether a session's cwd is inside one of this repository's
+/// work trees.
+fn inside(worktrees: &[PathBuf], session: &NativeSession) -> bool {
+    session
+        .cwd
+        .as_deref()
+        .is_some_and(|cwd| worktrees.iter().any(|w| Path::new(cwd).starts_with(w)))
+}
+
+/// Returns the identity (see [`dedup_key`]) of every event `adapter` reads
+/// from the native file at `path`, in order, redacted by `scrubber` as a
+/// capture would store them.
+pub(crate) fn native_keys(
+    adapter: &dyn Adapter,
+    scrubber: Scrubber,
+    path: &Path,
+    rel: &str,
+) -> OpResult<Vec<String>> {
+    let reader = BlockReader {
+        adapter,
+        scrubber,
+        path,
+        rel,
+        from: ReadPosition::default(),
+        end: None,
+        framed: matches!(
+            crate::native::source_for(adapter, Path::new(rel)),
+            Some(Source::ZstdJsonl { .. })
+        ),
+        first_seq: 0,
+    };
+    Ok(read_keys(reader, None)?.0)
+}
+
+/// Runs `reader` and returns the keys of the events it parses, with what
+/// [`BlockReader::run`] returns.
+fn read_keys(
+    reader: BlockReader<'_>,
+    state: Option<Value>,
+) -> OpResult<(Vec<String>, ReadPosition, Value)> {
+    let scrubber = reader.scrubber;
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(2);
+        // Nothing is returned to the reader here: the keys are all we keep.
+        let (_, spent_rx) = std::sync::mpsc::channel();
+        let producer = scope.spawn(move || reader.run(state, tx, spent_rx));
+        let keys: Vec<String> = rx
+            .into_iter()
+            .flat_map(|block: Block| block.events)
+            .map(|mut e| dedup_key(e.scrubbed(scrubber).event()))
+            .collect();
+        let (pos, state, _, refused) = producer.join().expect("the block reader does not panic")?;
+        if let Some(reason) = refused {
+            return Err(OpError::Conflict {
+                message: reason,
+                hint: None,
+            });
+        }
+        Ok((keys, pos, state))
+    })
+}
+
+/// Returns what identifies an event across re-reads of its native file:
+/// its origin (native id or position, and type, since one record can give
+/// several events), or for events without one, a hash of type and body.
+fn dedup_key(event: &Event) -> String {
+    match &event.origin {
+        Some(o) if o.native_id.is_some() || o.native_seq.is_some() => format!(
+            "{}\n{}\n{}",
+            o.native_id.as_deref().unwrap_or(""),
+            o.native_seq.map(|n| n.to_string()).unwrap_or_default(),
+            event.kind,
+        ),
+        _ => {
+            let digest = Sha256::digest(event.payload.to_string().as_bytes());
+            let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+            format!("{}\n{hex}", event.kind)
+        }
+    }
+}

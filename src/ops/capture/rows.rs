@@ -1,0 +1,482 @@
+//! Capture from a SQLite source: one database, many sessions.
+//!
+//! An unchanged database costs two `stat`s (the file and its `-wal`). A
+//! changed one is read once, in one snapshot ([`crate::native::sqlite`]),
+//! and each session with new rows becomes one batch: a new session of
+//! this repository is created, a known one appended to, another project's
+//! remembered and skipped from then on. Per session, the cursor keeps the
+//! highest rowid of each append-only table handed to the adapter, so rows
+//! read again after a failed capture are not appended twice, and a digest
+//! of its whole-read rows (the session row), so a session whose row came
+//! again unchanged costs nothing more.
+//!
+//! A new native session that continues another one (the adapter says so
+//! with [`git_session_adapters::NativeParent::continues`], e.g. Hermes'
+//! compression split) is appended to the canonical session its parent
+//! feeds; sessions arrive in the session table's row order, so the parent
+//! is known first. A parent this capture does not know leaves the child a
+//! session of its own, with a warning.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use git_session_adapters::source::{Database, Incremental, Row};
+use git_session_adapters::{Adapter, ParseInput, Parsed, Records};
+use git_session_schema::{Agent, SessionId};
+
+use super::{
+    CaptureReport, CaptureWarning, CapturedSession, SkippedFile, canonical_id, dedup_key,
+    header_for, inside, stored_keys,
+};
+use crate::clock::Clock;
+use crate::native::cursor::{CursorIndex, RowSession};
+use crate::native::sqlite;
+use crate::ops::{OpError, OpResult};
+use crate::store::{BatchSink, SeqMode, Store};
+
+/// Names everything one database capture needs.
+pub(super) struct DbJob<'a> {
+    pub store: &'a Store,
+    pub clock: &'a Clock,
+    pub adapter: &'a dyn Adapter,
+    pub decl: &'static Database,
+    pub agent: &'a Agent,
+    pub abs: &'a Path,
+    pub rel: &'a str,
+    pub worktrees: &'a [std::path::PathBuf],
+    pub cursors: &'a mut CursorIndex,
+    pub report: &'a mut CaptureReport,
+    pub options: sqlite::Options,
+}
+
+impl DbJob<'_> {
+    /// Captures what is new in the database. A database that cannot be read
+    /// (locked past the wait, corrupt, unknown schema) is reported in
+    /// [`CaptureReport::skipped_sources`] and its cursor left as it was.
+    pub fn run(&mut self) -> OpResult<()> {
+        let (db_stamp, wal_stamp) = sqlite::stamps(self.abs);
+        let mut cursor = self
+            .cursors
+            .databases
+            .get(self.rel)
+            .cloned()
+            .unwrap_or_default();
+        if cursor.db == db_stamp && cursor.wal == wal_stamp {
+            self.report.unchanged += cursor
+                .sessions
+                .values()
+                .filter(|s| s.session.is_some())
+                .count();
+            return Ok(());
+        }
+        let known = cursor.sessions.clone();
+        let snapshot = match sqlite::read(
+            self.abs,
+            self.decl,
+            &cursor.tables,
+            &|key| !known.contains_key(key),
+            &|key| known.get(key).is_some_and(|s| s.session.is_none()),
+            &self.options,
+        ) {
+            Ok(s) => s,
+            Err(e) => {
+                self.report.skipped_sources.push(SkippedFile {
+                    path: self.abs.to_owned(),
+                    reason: source_reason(e),
+                });
+                return Ok(());
+            }
+        };
+        for w in &snapshot.warnings {
+            self.report.warnings.push(CaptureWarning {
+                path: self.abs.to_owned(),
+                line: 0,
+                message: w.clone(),
+            });
+        }
+        let mut failed = false;
+        for (key, rows) in snapshot.sessions {
+            let entry = cursor.sessions.get(&key).cloned();
+            match self.session(&key, rows, entry, &cursor.sessions) {
+                Ok(Some(next)) => {
+                    cursor.sessions.insert(key, next);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    failed = true;
+                    self.report.skipped.push(SkippedFile {
+                        path: self.abs.to_owned(),
+                        reason: format!("session {key}: {e}"),
+                    });
+                }
+            }
+        }
+        if !failed {
+            // Everything read was handed over: the next read starts after it.
+            for (table, mark) in snapshot.marks {
+                cursor.tables.insert(table, mark);
+            }
+            cursor.db = db_stamp;
+            cursor.wal = wal_stamp;
+        }
+        self.cursors.databases.insert(self.rel.to_owned(), cursor);
+        Ok(())
+    }
+
+    /// Captures one session's new rows; returns its new cursor entry.
+    fn session(
+        &mut self,
+        key: &str,
+        rows: Vec<Row>,
+        entry: Option<RowSession>,
+        known: &BTreeMap<String, RowSession>,
+    ) -> OpResult<Option<RowSession>> {
+        let state_key = format!("{}#{key}", self.rel);
+        let rows = match &entry {
+            Some(e) => fresh_rows(self.decl, rows, &e.seen),
+            None => rows,
+        };
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        let whole = whole_digest(self.decl, &rows);
+        if let Some(e) = &entry
+            && e.session.is_some()
+            && whole.is_some()
+            && e.whole == whole
+            && rows.iter().all(|r| is_whole(self.decl, r.table))
+        {
+            // Only the session row came again, as it was: nothing to parse.
+            self.report.unchanged += 1;
+            return Ok(None);
+        }
+        let seen = seen_marks(self.decl, &rows, entry.as_ref().map(|e| &e.seen));
+        let info = super::commit_info(self.store, self.clock);
+        let (id, stored_events) = match entry.as_ref().and_then(|e| e.session.clone()) {
+            Some(id) => {
+                let id = session_id(&id)?;
+                (
+                    id.clone(),
+                    self.store
+                        .tip(&id)?
+                        .map(|_| self.store.stat(&id))
+                        .transpose()?,
+                )
+            }
+            None => {
+                // A new session: its facts decide whether it is ours.
+                let probe = self.parse(key, &rows, 0, None);
+                if !inside(self.worktrees, &probe.session) {
+                    return Ok(Some(RowSession {
+                        session: None,
+                        events: 0,
+                        seen,
+                        whole: None,
+                    }));
+                }
+                if let Some(parent) = probe.session.parent.as_ref().filter(|p| p.continues) {
+                    match known.get(&parent.native_id).and_then(|p| p.session.clone()) {
+                        Some(target) => {
+                            return self.continuation(key, rows, &session_id(&target)?, seen, whole);
+                        }
+                        None => self.report.warnings.push(CaptureWarning {
+                            path: self.abs.to_owned(),
+                            line: 0,
+                            message: format!(
+                                "session {key} continues {}, which is not a captured session of this repository; captured as a session of its own",
+                                parent.native_id
+                            ),
+                        }),
+                    }
+                }
+                let native = probe
+                    .session
+                    .native_id
+                    .clone()
+                    .unwrap_or_else(|| key.to_owned());
+                let id = canonical_id(self.agent, &native);
+                let stored = self
+                    .store
+                    .tip(&id)?
+                    .map(|_| self.store.stat(&id))
+                    .transpose()?;
+                if stored.is_none() {
+                    let header = header_for(self.clock, self.agent, &id, &probe.session);
+                    let mut parsed = None;
+                    let outcome = self.store.create(
+                        &header,
+                        SeqMode::Exact,
+                        &info,
+                        |sink: &mut BatchSink<'_>| {
+                            let p = self.parse(key, &rows, 0, None);
+                            push(sink, &p, None)?;
+                            parsed = Some(p);
+                            Ok::<_, OpError>(())
+                        },
+                    )?;
+                    let parsed = parsed.expect("the producer ran");
+                    return self.finish(&id, true, &state_key, parsed, outcome, (seen, whole));
+                }
+                (id, stored)
+            }
+        };
+        let stored = stored_events.ok_or_else(|| OpError::Conflict {
+            message: format!(
+                "session {id} was captured from {} but is gone from the store",
+                self.rel
+            ),
+            hint: Some("delete .git/session/capture to capture it again".into()),
+        })?;
+        let incremental = entry
+            .as_ref()
+            .is_some_and(|e| e.session.is_some() && e.events == stored.events);
+        let mut parsed = None;
+        let outcome = if incremental {
+            let state = self.cursors.load_state(&state_key);
+            self.store
+                .append(&id, SeqMode::Exact, &info, |sink: &mut BatchSink<'_>| {
+                    let p = self.parse(key, &rows, sink.next_seq(), state.clone());
+                    push(sink, &p, None)?;
+                    parsed = Some(p);
+                    Ok::<_, OpError>(())
+                })?
+        } else {
+            // Cursor lost or the log moved: read the whole session again and
+            // keep only what is not stored yet.
+            let all = sqlite::read(
+                self.abs,
+                self.decl,
+                &BTreeMap::new(),
+                &|_| true,
+                &|k| k != key,
+                &self.options,
+            )
+            .map_err(OpError::from)?
+            .sessions
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, r)| r)
+            .unwrap_or_default();
+            let seen_all = seen_marks(self.decl, &all, None);
+            let keys = stored_keys(self.store, &id)?;
+            let outcome =
+                self.store
+                    .append(&id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
+                        let p = self.parse(key, &all, 0, None);
+                        push(sink, &p, Some(&keys))?;
+                        parsed = Some(p);
+                        Ok::<_, OpError>(())
+                    })?;
+            let parsed = parsed.take().expect("the producer ran");
+            let whole_all = whole_digest(self.decl, &all);
+            return self.finish(
+                &id,
+                false,
+                &state_key,
+                parsed,
+                outcome,
+                (seen_all, whole_all),
+            );
+        };
+        let parsed = parsed.expect("the producer ran");
+        self.finish(&id, false, &state_key, parsed, outcome, (seen, whole))
+    }
+
+    /// Appends a new native session that continues another one (see
+    /// [`git_session_adapters::NativeParent::continues`]) to the canonical
+    /// session its parent feeds, after what is stored.
+    fn continuation(
+        &mut self,
+        key: &str,
+        rows: Vec<Row>,
+        id: &SessionId,
+        seen: BTreeMap<String, i64>,
+        whole: Option<String>,
+    ) -> OpResult<Option<RowSession>> {
+        let state_key = format!("{}#{key}", self.rel);
+        let info = super::commit_info(self.store, self.clock);
+        if self.store.tip(id)?.is_none() {
+            return Err(OpError::Conflict {
+                message: format!("session {key} continues {id}, which is gone from the store"),
+                hint: Some("delete .git/session/capture to capture it again".into()),
+            });
+        }
+        // Rows of the continuation may already be stored (a cursor lost
+        // after an earlier capture): origins tell them apart.
+        let keys = stored_keys(self.store, id)?;
+        let mut parsed = None;
+        let outcome = self.store.append(
+            id,
+            SeqMode::Exact,
+            &info,
+            |sink: &mut BatchSink<'_>| {
+                let p = self.parse(key, &rows, sink.next_seq(), None);
+                let scrubber = sink.scrubber();
+                if p.events
+                    .iter()
+                    .any(|e| keys.contains_key(&dedup_key(scrubber.seal(e.clone()).event())))
+                {
+                    return Err(OpError::Conflict {
+                        message: format!(
+                            "session {key} is already partly stored in {id}; its cursor was lost"
+                        ),
+                        hint: Some("delete .git/session/capture and capture again".into()),
+                    });
+                }
+                push(sink, &p, None)?;
+                parsed = Some(p);
+                Ok::<_, OpError>(())
+            },
+        )?;
+        let parsed = parsed.expect("the producer ran");
+        self.finish(id, false, &state_key, parsed, outcome, (seen, whole))
+    }
+
+    fn parse(
+        &self,
+        key: &str,
+        rows: &[Row],
+        next_seq: u64,
+        state: Option<serde_json::Value>,
+    ) -> Parsed {
+        self.adapter.parse(ParseInput {
+            records: Records::Rows(rows),
+            next_seq,
+            state,
+            source: self.rel,
+            session: Some(key),
+            sidecar: None,
+        })
+    }
+
+    fn finish(
+        &mut self,
+        id: &SessionId,
+        created: bool,
+        state_key: &str,
+        parsed: Parsed,
+        outcome: crate::store::AppendOutcome,
+        (seen, whole): (BTreeMap<String, i64>, Option<String>),
+    ) -> OpResult<Option<RowSession>> {
+        for w in &parsed.warnings {
+            self.report.warnings.push(CaptureWarning {
+                path: self.abs.to_owned(),
+                line: w.line,
+                message: w.message.clone(),
+            });
+        }
+        self.cursors.save_state(state_key, &parsed.state)?;
+        let appended = outcome.seq.map_or(0, |(a, b)| b - a + 1);
+        if outcome.commit.is_some() {
+            self.report.sessions.push(CapturedSession {
+                id: id.clone(),
+                agent: self.agent.clone(),
+                source: self.abs.to_owned(),
+                created,
+                appended,
+                events: outcome.events,
+                commit: outcome.commit,
+            });
+        } else {
+            self.report.unchanged += 1;
+        }
+        Ok(Some(RowSession {
+            session: Some(id.to_string()),
+            events: outcome.events,
+            seen,
+            whole,
+        }))
+    }
+}
+
+/// Pushes a parse's artifacts and events, redacted by the store's
+/// scrubber, leaving out events whose key (taken after redaction, as the
+/// stored ones were) is in `skip`.
+fn push(
+    sink: &mut BatchSink<'_>,
+    parsed: &Parsed,
+    skip: Option<&HashMap<String, u64>>,
+) -> OpResult<()> {
+    for (_, bytes) in &parsed.artifacts {
+        sink.add_artifact(bytes)?;
+    }
+    let scrubber = sink.scrubber();
+    for event in &parsed.events {
+        let mut event = scrubber.seal(event.clone());
+        if skip.is_some_and(|s| s.contains_key(&dedup_key(event.event()))) {
+            continue;
+        }
+        sink.push_scrubbed(&mut event)?;
+    }
+    Ok(())
+}
+
+/// Drops rows of append-only tables this session was already given.
+fn fresh_rows(decl: &Database, rows: Vec<Row>, seen: &BTreeMap<String, i64>) -> Vec<Row> {
+    rows.into_iter()
+        .filter(|r| {
+            let append_only = decl
+                .tables
+                .iter()
+                .any(|t| t.name == r.table && t.incremental == Incremental::RowId);
+            !append_only || seen.get(r.table).is_none_or(|&m| r.rowid > m)
+        })
+        .collect()
+}
+
+/// Says whether `table` is read whole each time ([`Incremental::Whole`]).
+fn is_whole(decl: &Database, table: &str) -> bool {
+    decl.tables
+        .iter()
+        .any(|t| t.name == table && t.incremental == Incremental::Whole)
+}
+
+/// Returns a digest of the rows of whole-read tables among `rows`, if any.
+fn whole_digest(decl: &Database, rows: &[Row]) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    let mut any = false;
+    for r in rows.iter().filter(|r| is_whole(decl, r.table)) {
+        any = true;
+        h.update(r.table.as_bytes());
+        h.update([0]);
+        h.update(&r.json);
+        h.update([0]);
+    }
+    any.then(|| format!("{:x}", h.finalize()))
+}
+
+/// Returns the highest rowid per append-only table among `rows` and `prev`.
+fn seen_marks(
+    decl: &Database,
+    rows: &[Row],
+    prev: Option<&BTreeMap<String, i64>>,
+) -> BTreeMap<String, i64> {
+    let mut out = prev.cloned().unwrap_or_default();
+    for r in rows {
+        if decl
+            .tables
+            .iter()
+            .any(|t| t.name == r.table && t.incremental == Incremental::RowId)
+        {
+            let m = out.entry(r.table.to_owned()).or_insert(r.rowid);
+            *m = (*m).max(r.rowid);
+        }
+    }
+    out
+}
+
+fn session_id(text: &str) -> OpResult<SessionId> {
+    SessionId::new(text).map_err(|e| OpError::Conflict {
+        message: e.to_string(),
+        hint: None,
+    })
+}
+
+/// Returns the reason a source was skipped, for the report.
+fn source_reason(e: crate::native::NativeError) -> String {
+    match e {
+        crate::native::NativeError::Source { message, .. } => message,
+        other => other.to_string(),
+    }
+}

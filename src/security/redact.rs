@@ -1,0 +1,704 @@
+//! Secret redaction: what an agent saw of a key or token never becomes a
+//! git object (DESIGN.md, Security).
+//!
+//! The store applies it to every event and header it writes (see
+//! `store::Scrubber`): every string of an event's payload (canonical fields
+//! and the native record kept for write-back alike), its unknown fields and
+//! refs, every JSON object key, and the header's title, cwd and unknown
+//! fields. A string is searched with the rule set of [`super::rules`]:
+//! one Aho-Corasick pass finds the rules' keywords, and only the rules a
+//! keyword selects run their regex. Each secret becomes `[REDACTED:<rule>]`
+//! and the event records which rules fired how often and the rule set's
+//! fingerprint (`event.redacted`), so the log says what was removed
+//! without keeping it.
+//!
+//! Structural rules the text rules cannot see: a JSON string under a key
+//! that names a secret (`password`, `client_secret`, `apiKey`, `*_token`,
+//! `authorization`, `cookie`, ...) is replaced whole (`json-secret-field`)
+//! unless it is a placeholder.
+//!
+//! Exempt, by exact place and never by a key name alone: provider-bound
+//! opaque blobs, which are ciphertext and which the agent's own resume
+//! needs byte for byte — thinking signatures and redacted-thinking data
+//! (`opaque.signature` / `opaque.data` of a canonical thinking event,
+//! `signature` of a `{"type":"thinking"}` block, `data` of a
+//! `{"type":"redacted_thinking"}` block), encrypted reasoning
+//! (`encrypted_content` of a `reasoning` or `compaction` item), and base64
+//! payloads (`data` of a
+//! `{"type":"base64"}` source, `data:<mime>;base64,` URLs) — images and
+//! documents whose bytes must survive. Strings shorter than 7 bytes or
+//! made only of lowercase letters, spaces, `_` and `-`, and
+//! identifier-shaped object keys shorter than 20, cannot hold a secret the
+//! rules would find and are not searched.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use git_session_schema::{Event, SessionHeader};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::rules::RuleSet;
+
+/// Strings shorter than this are not searched (`pwd=ab1` is the shortest
+/// secret a rule finds).
+const SHORTEST: usize = 7;
+/// Strings up to this long are searched whole by every rule a keyword
+/// selects; longer ones only near the keywords.
+const WINDOWLESS: usize = 2048;
+/// How far before a keyword a rule's match may start, in the window.
+const LEAD: usize = 256;
+/// How far after a keyword a rule's match may end, in the window.
+const TRAIL: usize = 1024;
+/// Identifier-shaped keys shorter than this are not searched.
+const SHORTEST_KEY: usize = 20;
+/// The rule id of the structural JSON rule.
+const JSON_FIELD: &str = "json-secret-field";
+/// How deep JSON nests before the rest of it is searched as text only
+/// (bounds the work a hostile document can cause).
+const MAX_DEPTH: usize = 64;
+/// Bumped when the engine (not the rules) changes what it finds.
+const ENGINE_VERSION: &str = "git-session redact 2";
+
+/// One secret found in a string.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    /// The rule that found it.
+    pub rule: String,
+    /// Byte range of the secret in the string.
+    pub span: (usize, usize),
+}
+
+/// Holds the compiled rule set.
+pub struct Redactor {
+    set: RuleSet,
+    fingerprint: String,
+}
+
+impl Default for Redactor {
+    fn default() -> Self {
+        Redactor::new()
+    }
+}
+
+impl std::fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Redactor")
+            .field("rules", &self.set.rules.len())
+            .field("fingerprint", &self.fingerprint)
+            .finish()
+    }
+}
+
+impl Redactor {
+    /// Builds the built-in rule set.
+    pub fn new() -> Redactor {
+        let mut h = Sha256::new();
+        h.update(ENGINE_VERSION.as_bytes());
+        for text in [super::rules::GITLEAKS_TOML, super::rules::GIT_SESSION_TOML] {
+            h.update(b"\0");
+            h.update(text.as_bytes());
+        }
+        let fingerprint = h
+            .finalize()
+            .iter()
+            .take(8)
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Redactor {
+            set: RuleSet::builtin(),
+            fingerprint,
+        }
+    }
+
+    /// The process's one redactor, built on first use.
+    pub fn shared() -> &'static Redactor {
+        static SHARED: OnceLock<Redactor> = OnceLock::new();
+        SHARED.get_or_init(Redactor::new)
+    }
+
+    /// Returns a short hash of the rule set, recorded with each redaction.
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+
+    /// The ids of the rules that can fire.
+    pub fn rule_ids(&self) -> impl Iterator<Item = &str> {
+        self.set.rules.iter().map(|r| r.id.as_str())
+    }
+
+    /// Redacts `event` in place; returns how many secrets were replaced.
+    ///
+    /// A redacted event gets `redacted: {"rules": {rule: count}, "ruleset":
+    /// fingerprint}` among its fields (added to any it already had).
+    pub fn redact(&self, event: &mut Event) -> usize {
+        let mut counts = BTreeMap::new();
+        self.redact_counts(event, &mut counts);
+        let total = counts.values().sum();
+        if total > 0 {
+            let mut rules: Map<String, Value> = event
+                .extra
+                .get("redacted")
+                .and_then(|r| r.get("rules"))
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            for (rule, n) in counts {
+                let before = rules.get(rule).and_then(Value::as_u64).unwrap_or(0);
+                rules.insert(rule.to_owned(), json!(before + n as u64));
+            }
+            event.extra.insert(
+                "redacted".into(),
+                json!({ "rules": rules, "ruleset": self.fingerprint }),
+            );
+        }
+        total
+    }
+
+    /// Redacts `event` in place, adding what each rule found to `counts`,
+    /// and records nothing in the event.
+    pub fn redact_counts<'s>(&'s self, event: &mut Event, counts: &mut BTreeMap<&'s str, usize>) {
+        self.walk(&mut event.payload, None, counts, 0);
+        for (k, v) in event.extra.iter_mut() {
+            if k != "redacted" {
+                self.walk(v, Some(k), counts, 0);
+            }
+        }
+        for r in event.refs.iter_mut() {
+            if let Some(clean) = self.redact_text(r, counts) {
+                *r = clean;
+            }
+        }
+    }
+
+    /// Redacts the free-text fields of a header (title, cwd, unknown
+    /// fields); returns how many secrets were replaced. Ids, agent and
+    /// times are validated elsewhere and left alone.
+    pub fn redact_header(&self, header: &mut SessionHeader) -> usize {
+        let mut counts = BTreeMap::new();
+        self.redact_header_counts(header, &mut counts);
+        counts.values().sum()
+    }
+
+    /// Like [`Redactor::redact_header`], adding what each rule found to
+    /// `counts`.
+    pub fn redact_header_counts<'s>(
+        &'s self,
+        header: &mut SessionHeader,
+        counts: &mut BTreeMap<&'s str, usize>,
+    ) {
+        for field in [&mut header.title, &mut header.cwd] {
+            if let Some(text) = field.as_mut()
+                && let Some(clean) = self.redact_text(text, counts)
+            {
+                *text = clean;
+            }
+        }
+        for (k, v) in header.extra.iter_mut() {
+            self.walk(v, Some(k), counts, 0);
+        }
+    }
+
+    /// Returns every secret the rules find in `text`, in order, overlapping
+    /// findings merged (the first rule names the merged one).
+    pub fn findings(&self, text: &str) -> Vec<Finding> {
+        let mut found: Vec<(usize, usize, usize)> = Vec::new();
+        self.scan(text, &mut found);
+        found
+            .into_iter()
+            .map(|(s, e, r)| Finding {
+                rule: self.set.rules[r].id.clone(),
+                span: (s, e),
+            })
+            .collect()
+    }
+
+    /// Returns `text` with every secret replaced, or `None` if it has none.
+    pub fn redact_text<'s>(
+        &'s self,
+        text: &str,
+        counts: &mut BTreeMap<&'s str, usize>,
+    ) -> Option<String> {
+        let mut found = Vec::new();
+        self.scan(text, &mut found);
+        if found.is_empty() {
+            return None;
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for (s, e, r) in found {
+            let id = self.set.rules[r].id.as_str();
+            out.push_str(&text[at..s]);
+            out.push_str("[REDACTED:");
+            out.push_str(id);
+            out.push(']');
+            at = e;
+            *counts.entry(id).or_default() += 1;
+        }
+        out.push_str(&text[at..]);
+        Some(out)
+    }
+
+    /// Collects the merged secret spans of `text` into `out`.
+    ///
+    /// A rule runs only near its keywords: on the byte range from
+    /// `LEAD` before to `TRAIL` after each hit (merged), or on the whole
+    /// string when it is short. A match that touches the edge of its range
+    /// might be cut by it, so that rule then runs on the whole string.
+    fn scan(&self, text: &str, out: &mut Vec<(usize, usize, usize)>) {
+        if text.len() < SHORTEST || plain_words(text) {
+            return;
+        }
+        let bytes = text.as_bytes();
+        // (rule, start, end) of each keyword hit's range.
+        let mut ranges: Vec<(usize, usize, usize)> = Vec::new();
+        let whole = bytes.len() <= WINDOWLESS;
+        let mut seen = [0u64; 8];
+        for m in self.set.keywords.find_overlapping_iter(bytes) {
+            for &r in &self.set.keyword_rules[m.pattern().as_usize()] {
+                if whole {
+                    if seen[r / 64] & (1 << (r % 64)) == 0 {
+                        seen[r / 64] |= 1 << (r % 64);
+                        ranges.push((r, 0, bytes.len()));
+                    }
+                } else {
+                    ranges.push((
+                        r,
+                        m.start().saturating_sub(LEAD),
+                        (m.end() + TRAIL).min(bytes.len()),
+                    ));
+                }
+            }
+        }
+        for &r in &self.set.always {
+            ranges.push((r, 0, bytes.len()));
+        }
+        if ranges.is_empty() {
+            return;
+        }
+        ranges.sort_unstable();
+        let mut i = 0;
+        while i < ranges.len() {
+            let r = ranges[i].0;
+            let mut j = i;
+            while j < ranges.len() && ranges[j].0 == r {
+                j += 1;
+            }
+            // Merge this rule's ranges.
+            let mut merged: Vec<(usize, usize)> = Vec::new();
+            for &(_, s, e) in &ranges[i..j] {
+                match merged.last_mut() {
+                    Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                    _ => merged.push((s, e)),
+                }
+            }
+            let before = out.len();
+            let mut cut = false;
+            for &(s, e) in &merged {
+                if !self.run_rule(r, text, s, e, out) {
+                    cut = true;
+                    break;
+                }
+            }
+            if cut {
+                out.truncate(before);
+                self.run_rule(r, text, 0, bytes.len(), out);
+            }
+            i = j;
+        }
+        if out.len() > 1 {
+            out.sort_by_key(|&(s, e, _)| (s, std::cmp::Reverse(e)));
+            let mut merged: Vec<(usize, usize, usize)> = Vec::with_capacity(out.len());
+            for &(s, e, r) in out.iter() {
+                match merged.last_mut() {
+                    Some(last) if s < last.1 => last.1 = last.1.max(e),
+                    _ => merged.push((s, e, r)),
+                }
+            }
+            *out = merged;
+        }
+    }
+
+    /// Runs rule `r` on `text[from..to]`, pushing its findings; returns
+    /// false (and may have pushed some) when a match touches a cut edge of
+    /// the range.
+    fn run_rule(
+        &self,
+        r: usize,
+        text: &str,
+        from: usize,
+        to: usize,
+        out: &mut Vec<(usize, usize, usize)>,
+    ) -> bool {
+        let bytes = text.as_bytes();
+        let hay = &bytes[from..to];
+        let rule = &self.set.rules[r];
+        for caps in rule.regex().captures_iter(hay) {
+            let whole = caps.get(0).expect("group 0 always matches");
+            if (whole.start() == 0 && from > 0) || (whole.end() == hay.len() && to < bytes.len()) {
+                return false;
+            }
+            let (s, e) = rule.secret_span(&caps);
+            if s == e {
+                continue;
+            }
+            let (mut s, mut e) = (s + from, e + from);
+            let secret = &bytes[s..e];
+            if !rule.strong_enough(secret) {
+                continue;
+            }
+            let (ws, we) = (whole.start() + from, whole.end() + from);
+            let line_start = bytes[..ws]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1);
+            let line_end = bytes[we..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(bytes.len(), |i| we + i);
+            let line = &bytes[line_start..line_end];
+            if self
+                .set
+                .global
+                .iter()
+                .chain(&rule.allowlists)
+                .any(|a| a.allows(secret, &bytes[ws..we], line))
+            {
+                continue;
+            }
+            // Patterns run over bytes; never cut a character in two.
+            while !text.is_char_boundary(s) {
+                s -= 1;
+            }
+            while !text.is_char_boundary(e) {
+                e += 1;
+            }
+            out.push((s, e, r));
+        }
+        true
+    }
+
+    fn walk<'s>(
+        &'s self,
+        value: &mut Value,
+        key: Option<&str>,
+        counts: &mut BTreeMap<&'s str, usize>,
+        depth: usize,
+    ) {
+        match value {
+            Value::String(s) => {
+                if is_base64_data_url(s) {
+                    return;
+                }
+                // JSON kept as text (tool-call arguments): its own strings
+                // and keys are searched as JSON, and it is rewritten only
+                // when something was found.
+                if depth < MAX_DEPTH
+                    && looks_like_json(s)
+                    && self.set.keywords.is_match(s.as_bytes())
+                    && let Ok(mut inner) = serde_json::from_str::<Value>(s)
+                    && (inner.is_object() || inner.is_array())
+                {
+                    let before: usize = counts.values().sum();
+                    self.walk(&mut inner, None, counts, depth + 1);
+                    if counts.values().sum::<usize>() > before {
+                        *s = inner.to_string();
+                    }
+                    return;
+                }
+                if let Some(clean) = self.redact_text(s, counts) {
+                    *s = clean;
+                }
+            }
+            Value::Array(items) => items
+                .iter_mut()
+                .for_each(|v| self.walk(v, None, counts, depth + 1)),
+            Value::Object(map) => self.walk_object(map, key == Some("opaque"), counts, depth + 1),
+            _ => {}
+        }
+    }
+
+    fn walk_object<'s>(
+        &'s self,
+        map: &mut Map<String, Value>,
+        in_opaque: bool,
+        counts: &mut BTreeMap<&'s str, usize>,
+        depth: usize,
+    ) {
+        // Objects are small: a scan beats hashing the key.
+        let ty = map
+            .iter()
+            .find(|(k, _)| k.as_str() == "type")
+            .and_then(|(_, v)| v.as_str());
+        let kind = match ty {
+            Some("thinking") => Kind::Thinking,
+            Some("redacted_thinking") => Kind::RedactedThinking,
+            Some("reasoning") | Some("compaction") => Kind::Reasoning,
+            Some("base64") => Kind::Base64,
+            _ => Kind::Other,
+        };
+        let mut renamed = false;
+        for (k, v) in map.iter_mut() {
+            if v.is_string() && opaque_place(kind, in_opaque, k) {
+                continue;
+            }
+            if let Value::String(s) = v
+                && names_secret(k)
+                && !is_placeholder(s)
+                && !self.set.global.iter().any(|a| {
+                    let b = s.as_bytes();
+                    a.allows(b, b, b)
+                })
+            {
+                *s = format!("[REDACTED:{JSON_FIELD}]");
+                *counts.entry(JSON_FIELD).or_default() += 1;
+                continue;
+            }
+            self.walk(v, Some(k), counts, depth);
+            renamed |= key_needs_search(k);
+        }
+        if renamed {
+            // Rebuild the object only when a key itself holds a secret.
+            let mut clean: Vec<(usize, String)> = Vec::new();
+            for (i, k) in map.keys().enumerate() {
+                if key_needs_search(k)
+                    && let Some(c) = self.redact_text(k, counts)
+                {
+                    clean.push((i, c));
+                }
+            }
+            if !clean.is_empty() {
+                let old = std::mem::take(map);
+                let mut next = clean.into_iter().peekable();
+                for (i, (k, v)) in old.into_iter().enumerate() {
+                    let k = match next.peek() {
+                        Some((at, _)) if *at == i => next.next().expect("peeked").1,
+                        _ => k,
+                    };
+                    map.insert(k, v);
+                }
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Thinking,
+    RedactedThinking,
+    Reasoning,
+    Base64,
+    Other,
+}
+
+/// Says whether the string under `key` of an object of `kind` is a
+/// provider-bound opaque blob.
+fn opaque_place(kind: Kind, in_opaque: bool, key: &str) -> bool {
+    match key {
+        "signature" => in_opaque || kind == Kind::Thinking,
+        "data" => in_opaque || kind == Kind::RedactedThinking || kind == Kind::Base64,
+        "encrypted_content" => kind == Kind::Reasoning,
+        _ => false,
+    }
+}
+
+/// Says whether `text` is only lowercase letters, spaces, `_` and `-`
+/// (`tool_use`, `cache_creation_input_tokens`, `end turn`): no rule finds
+/// a secret in that (they need a digit, a capital, or a `=`, `:`, `/`).
+fn plain_words(text: &str) -> bool {
+    text.bytes()
+        .all(|b| b.is_ascii_lowercase() || matches!(b, b'_' | b'-' | b' '))
+}
+
+/// Says whether an object key must be searched for secrets itself.
+fn key_needs_search(key: &str) -> bool {
+    !plain_words(key)
+        && key.len() >= SHORTEST
+        && (key.len() >= SHORTEST_KEY
+            || !key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
+}
+
+/// Says whether a JSON key names a secret: its last words are one of the
+/// names below, whatever the case and separators (`client_secret`,
+/// `apiKey`, `X-Auth-Token`, `DB_PASSWORD`).
+fn names_secret(key: &str) -> bool {
+    const TAILS: [&[u8]; 12] = [
+        b"sword", b"asswd", b"hrase", b"ecret", b"token", b"ntial", b"tials", b"ation", b"ookie",
+        b"pikey", b"sskey", b"tekey",
+    ];
+    const NAMES: [&[u8]; 18] = [
+        b"password",
+        b"passwd",
+        b"passphrase",
+        b"secret",
+        b"token",
+        b"credential",
+        b"credentials",
+        b"authorization",
+        b"cookie",
+        b"apikey",
+        b"accesskey",
+        b"secretkey",
+        b"privatekey",
+        b"accesstoken",
+        b"refreshtoken",
+        b"authtoken",
+        b"sessiontoken",
+        b"bearertoken",
+    ];
+    if key.len() < 5 {
+        return false;
+    }
+    let mut tail = [0u8; 5];
+    let mut n = 0;
+    for b in key.bytes().rev() {
+        if b.is_ascii_alphanumeric() {
+            tail[4 - n] = b.to_ascii_lowercase();
+            n += 1;
+            if n == 5 {
+                break;
+            }
+        }
+    }
+    if n < 5 || !TAILS.contains(&&tail[..]) {
+        return false;
+    }
+    let norm: Vec<u8> = key
+        .bytes()
+        .filter(u8::is_ascii_alphanumeric)
+        .map(|b| b.to_ascii_lowercase())
+        .collect();
+    // Token counts and the like are not secrets; a name ending in one of
+    // these is.
+    let plural_count = norm.ends_with(b"tokens");
+    !plural_count && NAMES.iter().any(|name| norm.ends_with(name))
+}
+
+/// Says whether a secret-named field holds a placeholder, not a value.
+fn is_placeholder(s: &str) -> bool {
+    s.is_empty() || s.starts_with("[REDACTED:") || s.bytes().all(|b| b == b'*')
+}
+
+/// Says whether `s` may be a JSON object or array kept as text.
+fn looks_like_json(s: &str) -> bool {
+    let t = s.trim();
+    (t.starts_with('{') && t.ends_with('}')) || (t.starts_with('[') && t.ends_with(']'))
+}
+
+/// Says whether `s` is a `data:<mime>;base64,<base64>` URL.
+fn is_base64_data_url(s: &str) -> bool {
+    let Some(rest) = s.strip_prefix("data:") else {
+        return false;
+    };
+    let Some(comma) = rest.find(";base64,") else {
+        return false;
+    };
+    rest[..comma].len() < 100
+        && rest[comma + 8..]
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use git_session_schema::{Agent, Level};
+
+    fn event(payload: Value) -> Event {
+        Event::new(
+            0,
+            "t",
+            Agent::Claude,
+            "user",
+            "message.user",
+            Level::History,
+            payload,
+        )
+    }
+
+    #[test]
+    fn secrets_are_replaced_and_counted() {
+        let r = Redactor::new();
+        let mut e = event(json!({
+            "text": "use AKIAZ3MHQX7WQPLV4KTR and then",
+            "claude": {"record": {"message": {"content": "export OPENAI_API_KEY=sk-proj-Qw7eRt2YuI9oPa4SdF6gHj1KlZx3CvBn8Mq5"}}},
+            "cmd": "curl -H 'Authorization: Bearer abcdefghijklmnop1234' https://x",
+        }));
+        assert!(r.redact(&mut e) >= 3);
+        let text = e.payload.to_string();
+        for secret in [
+            "AKIAZ3MHQX7WQPLV4KTR",
+            "Qw7eRt2YuI9oPa4SdF6g",
+            "abcdefghijklmnop1234",
+        ] {
+            assert!(!text.contains(secret), "{secret} survived: {text}");
+        }
+        assert!(text.contains("OPENAI_API_KEY=[REDACTED:"), "{text}");
+        assert_eq!(e.extra["redacted"]["ruleset"], r.fingerprint());
+    }
+
+    #[test]
+    fn opaque_blobs_are_exempt_by_place_only() {
+        let r = Redactor::new();
+        let blob = "password=hunter2 ".repeat(4);
+        let payload = json!({
+            "text": "the token budget is 32000 tokens; run cargo test --release",
+            "opaque": {"agent": "claude", "signature": blob.clone(), "data": blob.clone()},
+            "native": {"type": "reasoning", "encrypted_content": blob.clone()},
+            "source": {"type": "base64", "media_type": "image/png", "data": blob.clone()},
+            "usage": {"input_tokens": 1234},
+        });
+        let mut e = event(payload.clone());
+        assert_eq!(r.redact(&mut e), 0, "{}", e.payload);
+        assert_eq!(e.payload, payload);
+        // The same key names elsewhere are searched.
+        let mut e = event(json!({"data": blob.clone(), "signature": blob.clone(),
+            "doc": {"type": "text", "data": blob}}));
+        assert!(r.redact(&mut e) >= 3);
+        assert!(!e.payload.to_string().contains("hunter2"), "{}", e.payload);
+    }
+
+    #[test]
+    fn json_keys_and_secret_fields() {
+        let r = Redactor::new();
+        let mut e = event(json!({
+            "input": {"password": "hunter2", "client_secret": "abc", "apiKey": "k3y-9f8e7d",
+                      "max_tokens": "1000", "input_tokens": 5, "token": ""},
+            "env": {"ghp_R5z0aQk8T2mVx7LbN3cYw9EuJ4hS6dFgPq1M": "x"},
+        }));
+        r.redact(&mut e);
+        let p = &e.payload;
+        assert_eq!(p["input"]["password"], "[REDACTED:json-secret-field]");
+        assert_eq!(p["input"]["client_secret"], "[REDACTED:json-secret-field]");
+        assert_eq!(p["input"]["apiKey"], "[REDACTED:json-secret-field]");
+        assert_eq!(p["input"]["max_tokens"], "1000");
+        assert_eq!(p["input"]["token"], "");
+        assert!(!p.to_string().contains("ghp_R5z0"), "{p}");
+    }
+
+    #[test]
+    fn header_title_and_cwd() {
+        let r = Redactor::new();
+        let mut h = SessionHeader::new(
+            git_session_schema::SessionId::new("s1").unwrap(),
+            Agent::Claude,
+            "2026-01-01T00:00:00Z",
+        );
+        h.title = Some("deploy with glpat-Xk3mN8pQ2rT5vW9yZ1bC".into());
+        assert_eq!(r.redact_header(&mut h), 1);
+        assert!(!h.title.unwrap().contains("Xk3mN8"));
+    }
+
+    #[test]
+    fn redaction_is_idempotent() {
+        let r = Redactor::new();
+        let mut e =
+            event(json!({"text": "password=hunter2 and postgres://app:s3cr3tPw@db:5432/x"}));
+        assert_eq!(r.redact(&mut e), 2, "{}", e.payload);
+        let once = e.clone();
+        assert_eq!(r.redact(&mut e), 0);
+        assert_eq!(e, once);
+    }
+}

@@ -1,0 +1,507 @@
+//! The rule set: gitleaks-format TOML files compiled once per process.
+//!
+//! Two files are built in: `rules/gitleaks.toml`, vendored from gitleaks
+//! (its version, licence and local changes are in its head comment), and
+//! `rules/git-session.toml`, the rules a transcript needs that gitleaks
+//! lacks (URL passwords, `.env` lines, short `password=` values, truncated
+//! key blocks, webhooks, ...), in the same format. Both are read with the
+//! same code, so updating gitleaks is replacing one file.
+//!
+//! What is honoured of the gitleaks format: `id`, `regex`, `secretGroup`,
+//! `entropy`, `keywords`, the global `[allowlist]` and per-rule
+//! `[[rules.allowlists]]` with `regexes`, `regexTarget` (`secret`, `match`,
+//! `line`), `stopwords` and `condition`. A transcript string has no file
+//! path or commit, so a rule with a `path` never fires, an allow-list that
+//! needs a path (`condition = "AND"` with `paths`) never applies, and an
+//! allow-list's `paths` and `commits` alone never match. As in gitleaks, a
+//! rule whose id starts with `generic` also needs a digit in the secret,
+//! and a rule without keywords runs on every string.
+//!
+//! Go's RE2 syntax is close to Rust's `regex`; patterns are compiled over
+//! bytes with Unicode off (RE2's `\w`, `\s`, `\b` are ASCII too), and a
+//! `{` that does not start a repetition is escaped, which RE2 allows and
+//! `regex` does not. The end-of-secret group most gitleaks rules share
+//! also accepts sentence and path punctuation (see `TRANSCRIPT_END`): a
+//! token at the end of a sentence or inside a path is still a token. Each rule's regex is compiled the first time one of
+//! its keywords is seen, so a capture that meets few keywords compiles few.
+
+use std::sync::OnceLock;
+
+use aho_corasick::AhoCorasick;
+use regex::bytes::{Regex, RegexBuilder};
+use serde::Deserialize;
+
+/// The vendored gitleaks rules.
+pub const GITLEAKS_TOML: &str = include_str!("rules/gitleaks.toml");
+/// git-session's own rules, in the same format.
+pub const GIT_SESSION_TOML: &str = include_str!("rules/git-session.toml");
+
+/// One file in gitleaks' format.
+#[derive(Debug, Default, Deserialize)]
+struct ConfigFile {
+    #[serde(default)]
+    allowlist: Option<AllowlistFile>,
+    #[serde(default)]
+    allowlists: Vec<AllowlistFile>,
+    #[serde(default)]
+    rules: Vec<RuleFile>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RuleFile {
+    id: String,
+    #[serde(default)]
+    regex: Option<String>,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    secret_group: Option<usize>,
+    #[serde(default)]
+    entropy: Option<f64>,
+    #[serde(default)]
+    keywords: Vec<String>,
+    #[serde(default)]
+    allowlist: Option<AllowlistFile>,
+    #[serde(default)]
+    allowlists: Vec<AllowlistFile>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AllowlistFile {
+    #[serde(default)]
+    condition: Option<String>,
+    #[serde(default)]
+    regex_target: Option<String>,
+    #[serde(default)]
+    regexes: Vec<String>,
+    #[serde(default)]
+    stopwords: Vec<String>,
+    #[serde(default)]
+    paths: Vec<String>,
+    #[serde(default)]
+    commits: Vec<String>,
+}
+
+/// What an allow-list regex is matched against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// The secret (the rule's secret group, or the whole match).
+    Secret,
+    /// The whole match.
+    Match,
+    /// The line the match is on.
+    Line,
+}
+
+/// One allow-list, patterns compiled on first use.
+#[derive(Debug)]
+pub struct Allowlist {
+    target: Target,
+    patterns: Vec<String>,
+    regexes: OnceLock<Vec<Regex>>,
+    stopword_list: Vec<String>,
+    stopwords: OnceLock<Option<AhoCorasick>>,
+}
+
+impl Allowlist {
+    /// Returns `None` when the list can never apply to a transcript string.
+    fn new(file: AllowlistFile) -> Result<Option<Allowlist>, String> {
+        let and = file
+            .condition
+            .as_deref()
+            .is_some_and(|c| c.eq_ignore_ascii_case("and"));
+        if and && (!file.paths.is_empty() || !file.commits.is_empty()) {
+            return Ok(None);
+        }
+        if file.regexes.is_empty() && file.stopwords.is_empty() {
+            return Ok(None);
+        }
+        let target = match file.regex_target.as_deref() {
+            None | Some("secret") => Target::Secret,
+            Some("match") => Target::Match,
+            Some("line") => Target::Line,
+            Some(other) => return Err(format!("unknown regexTarget {other:?}")),
+        };
+        Ok(Some(Allowlist {
+            target,
+            patterns: file.regexes,
+            regexes: OnceLock::new(),
+            stopword_list: file.stopwords,
+            stopwords: OnceLock::new(),
+        }))
+    }
+
+    /// Says whether this list allows the finding.
+    pub fn allows(&self, secret: &[u8], whole: &[u8], line: &[u8]) -> bool {
+        let regexes = self.regexes.get_or_init(|| {
+            self.patterns
+                .iter()
+                .map(|p| compile(p).expect("checked when the rule set was built"))
+                .collect()
+        });
+        let subject = match self.target {
+            Target::Secret => secret,
+            Target::Match => whole,
+            Target::Line => line,
+        };
+        if regexes.iter().any(|r| r.is_match(subject)) {
+            return true;
+        }
+        // Stopwords are always checked against the secret.
+        self.stopwords
+            .get_or_init(|| {
+                (!self.stopword_list.is_empty()).then(|| {
+                    AhoCorasick::builder()
+                        .ascii_case_insensitive(true)
+                        .build(&self.stopword_list)
+                        .expect("literal stopwords build")
+                })
+            })
+            .as_ref()
+            .is_some_and(|s| s.is_match(secret))
+    }
+
+    /// Compiles every pattern now, naming the first that does not compile.
+    pub fn validate(&self) -> Result<(), String> {
+        for p in &self.patterns {
+            compile(p).map_err(|e| format!("allow-list regex {p:?}: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// One compiled rule.
+#[derive(Debug)]
+pub struct Rule {
+    /// The rule id (reported as `[REDACTED:<id>]`).
+    pub id: String,
+    pattern: String,
+    regex: OnceLock<Regex>,
+    secret_group: Option<usize>,
+    entropy: Option<f64>,
+    /// Lowercased; empty means the rule runs on every string.
+    pub keywords: Vec<String>,
+    /// Per-rule allow-lists.
+    pub allowlists: Vec<Allowlist>,
+}
+
+impl Rule {
+    /// The compiled regex (compiled on first call).
+    pub fn regex(&self) -> &Regex {
+        self.regex
+            .get_or_init(|| compile(&self.pattern).expect("checked when the rule set was built"))
+    }
+
+    /// Returns the span of the secret in a match, per gitleaks: the
+    /// `secretGroup`, else the first group that matched non-empty, else the
+    /// whole match. A rule whose groups are named (they label parts of one
+    /// token) gives the whole match.
+    pub fn secret_span(&self, caps: &regex::bytes::Captures<'_>) -> (usize, usize) {
+        let whole = caps.get(0).expect("group 0 always matches");
+        if let Some(g) = self.secret_group {
+            if let Some(m) = caps.get(g) {
+                return (m.start(), m.end());
+            }
+            return (whole.start(), whole.end());
+        }
+        if self.regex().capture_names().flatten().next().is_none() {
+            for m in caps.iter().skip(1).flatten() {
+                if !m.is_empty() {
+                    return (m.start(), m.end());
+                }
+            }
+        }
+        (whole.start(), whole.end())
+    }
+
+    /// Says whether `secret` passes the rule's entropy (and, for generic
+    /// rules, digit) requirement.
+    pub fn strong_enough(&self, secret: &[u8]) -> bool {
+        let Some(min) = self.entropy else {
+            return true;
+        };
+        if shannon_entropy(secret) <= min {
+            return false;
+        }
+        !self.id.starts_with("generic") || secret.iter().any(u8::is_ascii_digit)
+    }
+}
+
+/// The whole rule set.
+#[derive(Debug)]
+pub struct RuleSet {
+    /// Every rule that can fire, gitleaks' first.
+    pub rules: Vec<Rule>,
+    /// The global allow-lists of both files.
+    pub global: Vec<Allowlist>,
+    /// Finds every keyword in one pass.
+    pub keywords: AhoCorasick,
+    /// For each keyword (by pattern index), the rules it selects.
+    pub keyword_rules: Vec<Vec<usize>>,
+    /// Rules without keywords, run on every string.
+    pub always: Vec<usize>,
+    /// Rule ids loaded but never run here (they need a file path).
+    pub path_only: Vec<String>,
+}
+
+impl RuleSet {
+    /// Compiles every regex now (they are otherwise compiled on first use),
+    /// naming the first that does not compile.
+    pub fn validate(&self) -> Result<(), String> {
+        for rule in &self.rules {
+            compile(&rule.pattern).map_err(|e| format!("rule {}: {e}", rule.id))?;
+            for a in &rule.allowlists {
+                a.validate().map_err(|e| format!("rule {}: {e}", rule.id))?;
+            }
+        }
+        self.global.iter().try_for_each(Allowlist::validate)
+    }
+
+    /// Builds the built-in rule set; panics if a built-in file is broken
+    /// (a test compiles every rule of it).
+    pub fn builtin() -> RuleSet {
+        RuleSet::from_files(&[GITLEAKS_TOML, GIT_SESSION_TOML]).expect("the built-in rules build")
+    }
+
+    /// Builds a rule set from gitleaks-format TOML files; regexes are
+    /// compiled on first use ([`RuleSet::validate`] compiles them all).
+    pub fn from_files(files: &[&str]) -> Result<RuleSet, String> {
+        let mut rules = Vec::new();
+        let mut global = Vec::new();
+        let mut path_only = Vec::new();
+        for (i, text) in files.iter().enumerate() {
+            let file: ConfigFile =
+                toml::from_str(text).map_err(|e| format!("rule file {i}: {e}"))?;
+            for a in file.allowlist.into_iter().chain(file.allowlists) {
+                global.extend(Allowlist::new(a).map_err(|e| format!("rule file {i}: {e}"))?);
+            }
+            for r in file.rules {
+                let (Some(pattern), None) = (r.regex, r.path) else {
+                    path_only.push(r.id);
+                    continue;
+                };
+                let mut allowlists = Vec::new();
+                for a in r.allowlist.into_iter().chain(r.allowlists) {
+                    allowlists
+                        .extend(Allowlist::new(a).map_err(|e| format!("rule {}: {e}", r.id))?);
+                }
+                rules.push(Rule {
+                    id: r.id,
+                    pattern,
+                    regex: OnceLock::new(),
+                    secret_group: r.secret_group,
+                    entropy: r.entropy,
+                    keywords: r.keywords.iter().map(|k| k.to_ascii_lowercase()).collect(),
+                    allowlists,
+                });
+            }
+        }
+        let mut words: Vec<String> = Vec::new();
+        let mut keyword_rules: Vec<Vec<usize>> = Vec::new();
+        let mut always = Vec::new();
+        for (i, rule) in rules.iter().enumerate() {
+            if rule.keywords.is_empty() {
+                always.push(i);
+            }
+            for k in &rule.keywords {
+                match words.iter().position(|w| w == k) {
+                    Some(at) => keyword_rules[at].push(i),
+                    None => {
+                        words.push(k.clone());
+                        keyword_rules.push(vec![i]);
+                    }
+                }
+            }
+        }
+        let keywords = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .build(&words)
+            .map_err(|e| format!("keywords: {e}"))?;
+        Ok(RuleSet {
+            rules,
+            global,
+            keywords,
+            keyword_rules,
+            always,
+            path_only,
+        })
+    }
+}
+
+/// The end-of-secret test most gitleaks rules share: quote, space, `;`, a
+/// `\n` escape or the end. In a transcript a secret also ends a sentence
+/// or a path segment, so the compiled form also accepts `/ . , : ) ] } > |
+/// ! ? &` there.
+const GITLEAKS_END: &str = r#"(?:[\x60'"\s;]|\\[nr]|$)"#;
+const TRANSCRIPT_END: &str = r#"(?:[\x60'"\s;/.,:)\]}>|!?&]|\\[nr]|$)"#;
+
+/// Compiles a gitleaks (RE2) pattern for byte haystacks.
+pub fn compile(pattern: &str) -> Result<Regex, regex::Error> {
+    let pattern = pattern.replace(GITLEAKS_END, TRANSCRIPT_END);
+    RegexBuilder::new(&translate(&pattern))
+        .unicode(false)
+        .size_limit(1 << 25)
+        .build()
+}
+
+/// Rewrites what RE2 accepts and `regex` does not: a literal `{` that does
+/// not start a counted repetition.
+fn translate(pattern: &str) -> String {
+    let b = pattern.as_bytes();
+    let mut out = String::with_capacity(pattern.len() + 8);
+    let mut i = 0;
+    let mut class = false;
+    while i < b.len() {
+        let c = b[i] as char;
+        if c == '\\' && i + 1 < b.len() {
+            out.push('\\');
+            // Copy the escaped char whole (it may be multi-byte).
+            let rest = &pattern[i + 1..];
+            let ch = rest.chars().next().expect("not at the end");
+            out.push(ch);
+            i += 1 + ch.len_utf8();
+            continue;
+        }
+        if class {
+            if c == ']' {
+                class = false;
+            }
+        } else if c == '[' {
+            class = true;
+            out.push('[');
+            i += 1;
+            // `]` right after `[` or `[^` is a literal.
+            if b.get(i) == Some(&b'^') {
+                out.push('^');
+                i += 1;
+            }
+            if b.get(i) == Some(&b']') {
+                out.push(']');
+                i += 1;
+            }
+            continue;
+        } else if c == '{' && !starts_repetition(&b[i..]) {
+            out.push_str("\\{");
+            i += 1;
+            continue;
+        } else if c == '}' {
+            out.push_str("\\}");
+            i += 1;
+            continue;
+        }
+        let ch = pattern[i..].chars().next().expect("not at the end");
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    // A `}` closing a repetition was escaped above; undo that for them.
+    fix_repetitions(&out)
+}
+
+/// Says whether `b` (starting at `{`) is `{n}`, `{n,}` or `{n,m}`.
+fn starts_repetition(b: &[u8]) -> bool {
+    let mut i = 1;
+    let digits = |i: &mut usize| {
+        let s = *i;
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        *i > s
+    };
+    if !digits(&mut i) {
+        return false;
+    }
+    if b.get(i) == Some(&b',') {
+        i += 1;
+        digits(&mut i);
+    }
+    b.get(i) == Some(&b'}')
+}
+
+/// Turns `{n\}`, `{n,\}` and `{n,m\}` back into repetitions.
+fn fix_repetitions(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'{' && (i == 0 || b[i - 1] != b'\\') {
+            let mut j = i + 1;
+            while j < b.len() && (b[j].is_ascii_digit() || b[j] == b',') {
+                j += 1;
+            }
+            if j > i + 1 && b[j..].starts_with(b"\\}") {
+                out.push_str(&s[i..j]);
+                out.push('}');
+                i = j + 2;
+                continue;
+            }
+        }
+        let ch = s[i..].chars().next().expect("not at the end");
+        out.push(ch);
+        i += ch.len_utf8();
+    }
+    out
+}
+
+/// Shannon entropy of `data` in bits per byte, as gitleaks computes it.
+pub fn shannon_entropy(data: &[u8]) -> f64 {
+    if data.is_empty() {
+        return 0.0;
+    }
+    let mut counts = [0u32; 256];
+    for &b in data {
+        counts[b as usize] += 1;
+    }
+    let n = data.len() as f64;
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = f64::from(c) / n;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_vendored_rule_compiles_and_has_an_id() {
+        let set = RuleSet::from_files(&[GITLEAKS_TOML, GIT_SESSION_TOML]).unwrap();
+        set.validate().unwrap();
+        assert!(set.rules.len() > 200, "{}", set.rules.len());
+        for rule in &set.rules {
+            let _ = rule.regex();
+            assert!(!rule.id.is_empty());
+            for a in &rule.allowlists {
+                a.allows(b"x", b"x", b"x");
+            }
+        }
+        for a in &set.global {
+            a.allows(b"x", b"x", b"x");
+        }
+        // Path-scoped gitleaks rules are listed, not silently lost.
+        assert!(set.path_only.iter().any(|r| r == "pkcs12-file"));
+        // Only rules that need no keyword run on every string.
+        assert!(set.always.is_empty(), "{:?}", set.always);
+    }
+
+    #[test]
+    fn go_syntax_translates() {
+        assert_eq!(translate(r"^\${(?:[A-Z_]+)}$"), r"^\$\{(?:[A-Z_]+)\}$");
+        assert_eq!(translate(r"a{2,3}b{4}"), r"a{2,3}b{4}");
+        assert_eq!(translate(r"[^]]+{{x}}"), r"[^]]+\{\{x\}\}");
+        assert!(compile(r"^\{\{[ \t]*[\w ().|]+[ \t]*}}$").is_ok());
+    }
+
+    #[test]
+    fn entropy_matches_gitleaks() {
+        assert_eq!(shannon_entropy(b"aaaa"), 0.0);
+        assert!((shannon_entropy(b"ab") - 1.0).abs() < 1e-9);
+        assert!(shannon_entropy(b"hunter2") > 2.5);
+    }
+}

@@ -1,0 +1,788 @@
+//! OpenCode: capture from its SQLite store, and write-back that the real
+//! client (`opencode run --session`) continues.
+//!
+//! Stores are built from `fixtures/opencode/oracle-sample` (the client's own
+//! schema and rows) with the recorded project moved into the test repo. The
+//! real-client tests (`*_resume_*`) run `shared/oracle/opencode-*.sh` against
+//! the mock model and compare the `turns` the client sent.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::oracle::{prefix as oracle_prefix, resume_check, shared_oracle, turns};
+use crate::support::*;
+
+const RECORDED_CWD: &str = "/tmp/oracle-sample/opencode/project";
+const RECORDED_PROJECT: &str = "339b79cf39b89bf4409a44344b9f1a5dfea2ed58";
+const AUTHENTIC: &str = "ses_dd9bef97bffevgJiskCcm7yFfU";
+const SAMPLE_SESSIONS: [&str; 3] = [
+    AUTHENTIC,
+    "ses_0handcrafted0minimal0001",
+    "ses_0handcrafted0full000001",
+];
+
+fn fixture() -> PathBuf {
+    fixtures().join("opencode/oracle-sample")
+}
+
+/// Returns the database path under a HOME.
+fn db_path(home: &Path) -> PathBuf {
+    home.join(".local/share/opencode/opencode.db")
+}
+
+/// Returns the root commit of the repository at `dir` (OpenCode's project id).
+fn root_commit(dir: &Path) -> String {
+    let out = Command::new("git")
+        .args(["rev-list", "--max-parents=0", "HEAD"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    let roots = text(&out.stdout);
+    let mut roots: Vec<&str> = roots.split_whitespace().collect();
+    roots.sort();
+    roots.first().map(|s| (*s).to_owned()).unwrap_or_default()
+}
+
+/// Builds `HOME/.local/share/opencode/opencode.db` with the client's schema
+/// and the sample's rows, recorded as run in `cwd` (project `project`).
+fn fake_store(home: &Path, cwd: &Path, project: &str) -> PathBuf {
+    let db = db_path(home);
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(&std::fs::read_to_string(fixture().join("schema.sql")).unwrap())
+        .unwrap();
+    conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+    let cwd = cwd.to_str().unwrap();
+    let rows: Value =
+        serde_json::from_slice(&std::fs::read(fixture().join("rows.json")).unwrap()).unwrap();
+    for table in ["migration", "project", "session", "message", "part"] {
+        for row in rows[table].as_array().unwrap() {
+            insert(&conn, table, row.as_object().unwrap(), cwd, project);
+        }
+    }
+    drop(conn);
+    db
+}
+
+fn insert(
+    conn: &rusqlite::Connection,
+    table: &str,
+    row: &Map<String, Value>,
+    cwd: &str,
+    project: &str,
+) {
+    let names: Vec<&String> = row.keys().collect();
+    let values: Vec<rusqlite::types::Value> = row
+        .values()
+        .map(|v| match v {
+            Value::Null => rusqlite::types::Value::Null,
+            Value::Number(n) if n.is_i64() => rusqlite::types::Value::Integer(n.as_i64().unwrap()),
+            Value::Number(n) => rusqlite::types::Value::Real(n.as_f64().unwrap()),
+            Value::String(s) => rusqlite::types::Value::Text(
+                s.replace(RECORDED_CWD, cwd)
+                    .replace(RECORDED_PROJECT, project),
+            ),
+            other => rusqlite::types::Value::Text(other.to_string()),
+        })
+        .collect();
+    let sql = format!(
+        "INSERT INTO \"{table}\" ({}) VALUES ({})",
+        names
+            .iter()
+            .map(|n| format!("\"{n}\""))
+            .collect::<Vec<_>>()
+            .join(", "),
+        vec!["?"; names.len()].join(", ")
+    );
+    conn.execute(&sql, rusqlite::params_from_iter(values))
+        .unwrap();
+}
+
+/// Returns every file under `dir` with its SHA-256.
+fn hash_tree(dir: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let digest = Sha256::digest(std::fs::read(&path).unwrap());
+                out.insert(
+                    path.clone(),
+                    digest.iter().map(|b| format!("{b:02x}")).collect(),
+                );
+            }
+        }
+    }
+    out
+}
+
+fn import(repo: &Repo, home: &Path) -> (String, String) {
+    let out = repo
+        .session()
+        .args([
+            "import",
+            "--agent",
+            "opencode",
+            "--home",
+            home.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "import failed: {}", text(&out.stderr));
+    (text(&out.stdout), text(&out.stderr))
+}
+
+fn kinds(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["type"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn opencode_capture_reads_every_session_of_the_repo_and_never_writes_the_store() {
+    let repo = Repo::new();
+    let home = repo.outside("oc-home");
+    let db = fake_store(&home, &repo.root, &root_commit(&repo.root));
+    let store = db.parent().unwrap().to_owned();
+    let before = hash_tree(&store);
+    let (out, err) = import(&repo, &home);
+    for id in SAMPLE_SESSIONS {
+        assert!(out.contains(id), "{id} not captured: {out}{err}");
+    }
+    assert_eq!(hash_tree(&store), before, "capture changed the store");
+    let events = repo.events(AUTHENTIC);
+    let k = kinds(&events);
+    for kind in [
+        "session.start",
+        "message.user",
+        "message.thinking",
+        "message.assistant",
+        "tool.call",
+        "tool.result",
+        "command.run",
+        "checkpoint",
+    ] {
+        assert!(k.contains(&kind.to_owned()), "no {kind} in {k:?}");
+    }
+    let user = events.iter().find(|e| e["type"] == "message.user").unwrap();
+    assert_eq!(user["payload"]["text"], "Please write hello into note.txt");
+    // Nothing new: nothing appended.
+    let (again, _) = import(&repo, &home);
+    assert!(
+        !again.contains("ses_"),
+        "an unchanged store appended: {again}"
+    );
+    assert_eq!(repo.events(AUTHENTIC).len(), events.len());
+    assert_eq!(hash_tree(&store), before);
+}
+
+#[test]
+fn opencode_capture_skips_sessions_of_other_projects() {
+    let repo = Repo::new();
+    let home = repo.outside("oc-home");
+    let elsewhere = repo.outside("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    fake_store(
+        &home,
+        &elsewhere,
+        "0000000000000000000000000000000000000000",
+    );
+    let (out, _) = import(&repo, &home);
+    assert!(!out.contains("ses_"), "{out}");
+}
+
+#[test]
+fn opencode_capture_takes_new_rows_and_finished_tools_incrementally() {
+    let repo = Repo::new();
+    let home = repo.outside("oc-home");
+    let db = fake_store(&home, &repo.root, &root_commit(&repo.root));
+    import(&repo, &home);
+    let before = repo.events(AUTHENTIC).len();
+    // OpenCode continues the session: a user message, an assistant message
+    // whose tool is still running (held back), then it finishes.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let t = 1_795_938_200_000i64;
+    conn.execute(
+        "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?3, ?4)",
+        rusqlite::params![
+            "msg_3000000000001aaaaaaaaaaaaaa",
+            AUTHENTIC,
+            t,
+            r#"{"role":"user","time":{"created":1795938200000}}"#
+        ],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+        rusqlite::params![
+            "prt_3000000000001aaaaaaaaaaaaaa",
+            "msg_3000000000001aaaaaaaaaaaaaa",
+            AUTHENTIC,
+            t,
+            r#"{"type":"text","text":"Now list the files"}"#
+        ],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?3, ?4)",
+        rusqlite::params![
+            "msg_3000000000002aaaaaaaaaaaaaa",
+            AUTHENTIC,
+            t + 10,
+            r#"{"role":"assistant","parentID":"msg_3000000000001aaaaaaaaaaaaaa","time":{"created":1795938200010}}"#
+        ],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+        rusqlite::params![
+            "prt_3000000000002aaaaaaaaaaaaaa",
+            "msg_3000000000002aaaaaaaaaaaaaa",
+            AUTHENTIC,
+            t + 11,
+            r#"{"type":"tool","tool":"bash","callID":"call_x","state":{"status":"running","input":{"command":"ls"},"time":{"start":1795938200011}}}"#
+        ],
+    )
+    .unwrap();
+    // OpenCode touches the session with every change (and appends to its
+    // event sequence); capture reads only sessions that moved.
+    let touch = |t: i64| {
+        conn.execute(
+            "UPDATE session SET time_updated = ?1 WHERE id = ?2",
+            rusqlite::params![t, AUTHENTIC],
+        )
+        .unwrap();
+    };
+    touch(t + 12);
+    let (out, _) = import(&repo, &home);
+    assert!(out.contains(AUTHENTIC), "{out}");
+    let mid = repo.events(AUTHENTIC);
+    assert_eq!(
+        kinds(&mid[before..]),
+        ["meta", "message.user"],
+        "the running request waits"
+    );
+    conn.execute(
+        "UPDATE part SET time_updated = ?1, data = ?2 WHERE id = 'prt_3000000000002aaaaaaaaaaaaaa'",
+        rusqlite::params![
+            t + 20,
+            r#"{"type":"tool","tool":"bash","callID":"call_x","state":{"status":"completed","input":{"command":"ls"},"output":"note.txt","metadata":{"exit":0},"title":"ls","time":{"start":1795938200011,"end":1795938200020}}}"#
+        ],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE message SET time_updated = ?1, data = ?2 WHERE id = 'msg_3000000000002aaaaaaaaaaaaaa'",
+        rusqlite::params![
+            t + 21,
+            r#"{"role":"assistant","parentID":"msg_3000000000001aaaaaaaaaaaaaa","time":{"created":1795938200010,"completed":1795938200021},"finish":"tool-calls"}"#
+        ],
+    )
+    .unwrap();
+    touch(t + 22);
+    drop(conn);
+    import(&repo, &home);
+    let after = repo.events(AUTHENTIC);
+    assert_eq!(
+        kinds(&after[mid.len()..]),
+        ["meta", "tool.call", "tool.result", "command.run"]
+    );
+    let call = &after[mid.len() + 1];
+    assert_eq!(
+        call["payload"]["status"], "completed",
+        "the final state, once"
+    );
+}
+
+#[test]
+fn opencode_bad_rows_are_warnings_and_the_rest_is_captured() {
+    let repo = Repo::new();
+    let home = repo.outside("oc-home");
+    let db = fake_store(&home, &repo.root, &root_commit(&repo.root));
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "UPDATE part SET data = '{oops' WHERE id = 'prt_2264120ba001ZTqOJJQ0MXc6m5'",
+        [],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE message SET data = 'not json' WHERE id = 'msg_7b1f7a1d676603'",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let (out, err) = import(&repo, &home);
+    assert!(out.contains(AUTHENTIC), "{out}");
+    assert!(
+        err.contains("table part row prt_2264120ba001ZTqOJJQ0MXc6m5: data is not valid JSON"),
+        "{err}"
+    );
+    assert!(
+        err.contains("table message row msg_7b1f7a1d676603"),
+        "{err}"
+    );
+    let k = kinds(&repo.events(AUTHENTIC));
+    assert!(
+        k.contains(&"tool.result".to_owned()),
+        "the rest is there: {k:?}"
+    );
+}
+
+#[test]
+fn opencode_unknown_schema_is_refused_with_a_clear_message() {
+    let repo = Repo::new();
+    let home = repo.outside("oc-home");
+    let db = db_path(&home);
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE session (id text primary key, directory text);
+         CREATE TABLE message (id text primary key, session_id text, body text);",
+    )
+    .unwrap();
+    drop(conn);
+    let (out, err) = import(&repo, &home);
+    assert!(!out.contains("ses_"), "{out}");
+    assert!(err.contains("opencode.db"), "{err}");
+    assert!(err.to_lowercase().contains("schema"), "{err}");
+}
+
+/// Runs the real client once in `home` so that it creates its database.
+fn init_client_db(home: &Path, cwd: &Path) {
+    let bin = oracle_prefix().join("bin/opencode");
+    let out = Command::new(&bin)
+        .args(["session", "list"])
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("XDG_STATE_HOME", home.join(".local/state"))
+        .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+        .output()
+        .unwrap();
+    assert!(
+        db_path(home).is_file(),
+        "opencode made no database: {}",
+        text(&out.stderr)
+    );
+}
+
+/// Returns PATH with or without the oracle's `bin/` (where `opencode` is).
+fn path_with_client(with: bool) -> String {
+    let bin = oracle_prefix().join("bin");
+    let base = std::env::var("PATH").unwrap_or_default();
+    let rest: Vec<&str> = base
+        .split(':')
+        .filter(|p| Path::new(p) != bin && !Path::new(p).join("opencode").exists())
+        .collect();
+    if with {
+        format!("{}:{}", bin.display(), rest.join(":"))
+    } else {
+        rest.join(":")
+    }
+}
+
+/// Resumes `id` into `home` with or without `opencode` on PATH; returns stdout.
+fn resume_into(repo: &Repo, id: &str, home: &Path, with_client: bool) -> String {
+    let out = repo
+        .session()
+        .env("PATH", path_with_client(with_client))
+        .args([
+            "resume",
+            id,
+            "--agent",
+            "opencode",
+            "--home",
+            home.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "resume {id} failed: {}",
+        text(&out.stderr)
+    );
+    let printed = text(&out.stdout);
+    assert!(printed.contains("--session ses_"), "{printed}");
+    printed + &text(&out.stderr)
+}
+
+/// Captures the sample, resumes each session into fresh HOMEs by both write
+/// paths, and compares the client's history with the original's.
+#[test]
+fn opencode_samples_resume_with_the_same_history_by_import_and_by_rows() {
+    let repo = Repo::new();
+    let project = root_commit(&repo.root);
+    let original_home = repo.outside("original-home");
+    let original_project = repo.outside("original-project");
+    std::fs::create_dir_all(&original_project).unwrap();
+    git_init(&original_project);
+    fake_store(
+        &original_home,
+        &original_project,
+        &root_commit(&original_project),
+    );
+    let source_home = repo.outside("source-home");
+    fake_store(&source_home, &repo.root, &project);
+    import(&repo, &source_home);
+
+    let by_import = repo.outside("fresh-import");
+    let by_rows = repo.outside("fresh-rows");
+    std::fs::create_dir_all(&by_import).unwrap();
+    init_client_db(&by_rows, &repo.root);
+    for id in SAMPLE_SESSIONS {
+        let note = resume_into(&repo, id, &by_import, true);
+        assert!(
+            note.contains("by `opencode import`"),
+            "{id} took the import path: {note}"
+        );
+        let note = resume_into(&repo, id, &by_rows, false);
+        assert!(
+            note.contains("by rows inserted into"),
+            "{id} took the row path: {note}"
+        );
+        // Twice is a no-op, by either path.
+        let again = resume_into(&repo, id, &by_import, true);
+        assert!(again.contains("already in place"), "{again}");
+        let again = resume_into(&repo, id, &by_rows, false);
+        assert!(again.contains("already in place"), "{again}");
+    }
+    let roots = [original_project.as_path(), repo.root.as_path()];
+    for id in SAMPLE_SESSIONS {
+        let want = resume_check("opencode", &original_home, id, &original_project);
+        assert!(!turns(&want, &roots).is_empty());
+        for home in [&by_import, &by_rows] {
+            let got = resume_check("opencode", home, id, &repo.root);
+            assert_eq!(
+                turns(&got, &roots),
+                turns(&want, &roots),
+                "{id} resumed from {}: history differs",
+                home.display()
+            );
+        }
+    }
+    // The resume checks continued the sessions in the fresh stores, so the
+    // session under the id has other content now: refused, and --fork
+    // writes a new session id (recorded as a fork).
+    let out = repo
+        .session()
+        .env("PATH", path_with_client(false))
+        .args([
+            "resume",
+            AUTHENTIC,
+            "--agent",
+            "opencode",
+            "--home",
+            by_rows.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("--fork"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = repo
+        .session()
+        .env("PATH", path_with_client(false))
+        .args([
+            "resume",
+            AUTHENTIC,
+            "--agent",
+            "opencode",
+            "--fork",
+            "--home",
+            by_rows.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let printed = text(&out.stdout);
+    let fork = printed
+        .split_whitespace()
+        .find(|w| w.starts_with("ses_") && *w != AUTHENTIC)
+        .unwrap_or_else(|| panic!("no new session id in {printed}"))
+        .to_owned();
+    let conn = rusqlite::Connection::open(db_path(&by_rows)).unwrap();
+    let count = |id: &str| -> i64 {
+        conn.query_row(
+            "SELECT count(*) FROM part WHERE session_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(count(&fork), 14, "the fork has the captured parts");
+    assert!(
+        count(AUTHENTIC) > 14,
+        "the original keeps what the check added"
+    );
+    drop(conn);
+    assert!(repo.ok(&["list"]).contains(&fork), "the fork is recorded");
+}
+
+fn git_init(dir: &Path) {
+    for args in [
+        vec!["init", "-q", "."],
+        vec![
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "init",
+        ],
+    ] {
+        let ok = Command::new("git")
+            .args(&args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+    }
+}
+
+/// A fresh real session, captured while the client writes it: every
+/// capture succeeds, none takes a torn part, and the last one completes it.
+#[test]
+fn opencode_fresh_roundtrip_captured_while_running_resumes_with_the_same_history() {
+    let repo = Repo::new();
+    let home = repo.outside("rt-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut child = Command::new("bash")
+        .arg(shared_oracle().join("opencode-roundtrip.sh"))
+        .arg(&home)
+        .arg(&repo.root)
+        .env("ORACLE_PREFIX", oracle_prefix())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut captures = 0;
+    loop {
+        let done = child.try_wait().unwrap().is_some();
+        if db_path(&home).is_file() {
+            import(&repo, &home);
+            captures += 1;
+        }
+        if done {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(150));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "roundtrip failed: {}",
+        text(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let id = report["session_id"].as_str().unwrap().to_owned();
+    import(&repo, &home);
+    assert!(
+        captures > 1,
+        "captured only {captures} times during the run"
+    );
+    // No torn part: every text the log holds is the part's final text.
+    let conn = rusqlite::Connection::open(db_path(&home)).unwrap();
+    let events = repo.events(&id);
+    for e in &events {
+        let Some(row) = e["payload"]["native"]["row"].as_object() else {
+            continue;
+        };
+        if e["payload"]["native"]["table"] != "part" || e["type"] == "meta" {
+            continue;
+        }
+        let stored: String = conn
+            .query_row(
+                "SELECT data FROM part WHERE id = ?1",
+                [row["id"].as_str().unwrap()],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let stored: Value = serde_json::from_str(&stored).unwrap();
+        if let Some(text) = stored.get("text") {
+            assert_eq!(&e["payload"]["text"], text, "torn part {}", row["id"]);
+        }
+    }
+    assert!(kinds(&events).contains(&"tool.result".to_owned()));
+    drop(conn);
+    let fresh = repo.outside("rt-fresh");
+    std::fs::create_dir_all(&fresh).unwrap();
+    resume_into(&repo, &id, &fresh, true);
+    let roots = [repo.root.as_path()];
+    let want = resume_check("opencode", &home, &id, &repo.root);
+    let got = resume_check("opencode", &fresh, &id, &repo.root);
+    assert_eq!(turns(&got, &roots), turns(&want, &roots));
+}
+
+/// Builds an empty OpenCode database (the client's schema, no rows) under `home`.
+fn empty_store(home: &Path) -> PathBuf {
+    let db = db_path(home);
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(&std::fs::read_to_string(fixture().join("schema.sql")).unwrap())
+        .unwrap();
+    db
+}
+
+fn resume_rows(repo: &Repo, id: &str, home: &Path) -> std::process::Output {
+    repo.session()
+        .env("PATH", path_with_client(false))
+        .args([
+            "resume",
+            id,
+            "--agent",
+            "opencode",
+            "--home",
+            home.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn opencode_rows_write_back_is_guarded() {
+    let repo = Repo::new();
+    let project = root_commit(&repo.root);
+    let source = repo.outside("source-home");
+    fake_store(&source, &repo.root, &project);
+    import(&repo, &source);
+
+    // No database: refused with what to do.
+    let fresh = repo.outside("fresh");
+    std::fs::create_dir_all(&fresh).unwrap();
+    let out = resume_rows(&repo, AUTHENTIC, &fresh);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("run the agent once"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Held by another process: refused, nothing written.
+    let db = empty_store(&fresh);
+    let mut holder = Command::new("python3")
+        .arg("-c")
+        .arg("import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1]); c.execute('select 1 from session').fetchall(); print('ready', flush=True); time.sleep(60)")
+        .arg(&db)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    let out = resume_rows(&repo, AUTHENTIC, &fresh);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains(&format!("open in process {}", holder.id())),
+        "{}",
+        text(&out.stderr)
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let sessions: i64 = conn
+        .query_row("SELECT count(*) FROM session", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(sessions, 0);
+    drop(conn);
+
+    // Free: every row, with the project, in one go; a backup was taken.
+    let out = resume_rows(&repo, AUTHENTIC, &fresh);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(&format!("opencode --session {AUTHENTIC}")));
+    assert!(text(&out.stderr).contains("by rows inserted into"));
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let (pid, dir, path): (String, String, String) = conn
+        .query_row(
+            "SELECT project_id, directory, path FROM session WHERE id = ?1",
+            [AUTHENTIC],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(pid, project);
+    assert_eq!(Path::new(&dir), repo.root);
+    assert_eq!(path, "");
+    let worktree: String = conn
+        .query_row(
+            "SELECT worktree FROM project WHERE id = ?1",
+            [&project],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(Path::new(&worktree), repo.root);
+    let parts: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM part WHERE session_id = ?1",
+            [AUTHENTIC],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(parts, 14);
+    // The data columns are JSON objects without the id columns.
+    let data: String = conn
+        .query_row(
+            "SELECT data FROM part WHERE id = 'prt_2264120c3001Am12FPEgjCFdKG'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let data: Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(data["state"]["status"], "completed");
+    assert!(data.get("id").is_none() && data.get("sessionID").is_none());
+    drop(conn);
+    let backups = std::fs::read_dir(repo.root.join(".git/session/backups"))
+        .unwrap()
+        .count();
+    assert!(backups >= 1);
+
+    // Again: in place, nothing written.
+    let out = resume_rows(&repo, AUTHENTIC, &fresh);
+    assert!(out.status.success());
+    assert!(
+        text(&out.stderr).contains("already in place"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // A target whose schema lacks a column is refused before any write.
+    let odd = repo.outside("odd");
+    let db = empty_store(&odd);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("ALTER TABLE part RENAME COLUMN data TO body")
+        .unwrap();
+    drop(conn);
+    let out = resume_rows(&repo, AUTHENTIC, &odd);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("unknown schema (table part has no column data)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let sessions: i64 = conn
+        .query_row("SELECT count(*) FROM session", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(sessions, 0, "nothing was written");
+}
