@@ -609,3 +609,59 @@ fn dsh_hostile_records_never_reach_the_terminal_raw() {
         "{stderr:?}"
     );
 }
+
+/// A `subagent_fork` child (`isSeeded`, its first records copies of its
+/// parent's, then `session/end-seed {"inherited": true}`) is captured as a
+/// canonical fork of its parent at exactly the inherited prefix: the
+/// inherited records are the parent's events, shared, and only the child's
+/// own records are its own (formats/dsh.md, "Fork, seed, subagents").
+#[test]
+fn dsh_seeded_fork_is_a_canonical_fork_with_the_exact_inherited_prefix() {
+    let repo = Repo::new();
+    let home = repo.outside("dsh-home");
+    let ids = place(&sample("05-fork"), &home.join(".dsh"), &repo.root);
+    let (child, parent) = match ids.as_slice() {
+        [(a, true), (b, false)] | [(b, false), (a, true)] => (a.clone(), b.clone()),
+        other => panic!("{other:?}"),
+    };
+    let out = repo.ok(&["import", "--agent", "dsh", "--home", home.to_str().unwrap()]);
+    assert!(out.contains(&child) && out.contains(&parent), "{out}");
+    let shown: Value = serde_json::from_str(&repo.ok(&["show", &child, "--json"])).unwrap();
+    let lineage = &shown["header"]["lineage"];
+    assert_eq!(lineage["parent_session"], parent.as_str(), "{lineage}");
+    let fork_seq = lineage["fork_seq"].as_u64().unwrap() as usize;
+    let parent_events = repo.events(&parent);
+    let child_events = repo.events(&child);
+    // The prefix is the parent's events through its record seq 27 (the 28
+    // inherited records) and the events derived from them, no more.
+    let origin = |e: &Value| e["origin"]["native_id"].as_str().unwrap_or("").to_owned();
+    let last_inherited = parent_events
+        .iter()
+        .rposition(|e| {
+            origin(e)
+                .strip_prefix(&format!("{parent}#"))
+                .and_then(|rest| rest.split('/').next())
+                .and_then(|n| n.parse::<u64>().ok())
+                .is_some_and(|n| n < 28)
+        })
+        .unwrap();
+    assert_eq!(fork_seq, last_inherited);
+    assert_eq!(child_events[..=fork_seq], parent_events[..=fork_seq]);
+    // Then the child's own header and records, none of them the parent's.
+    assert_eq!(child_events[fork_seq + 1]["type"], "session.start");
+    assert_eq!(
+        child_events[fork_seq + 1]["payload"]["native_id"],
+        child.as_str()
+    );
+    for e in &child_events[fork_seq + 1..] {
+        assert!(!origin(e).starts_with(&parent), "{e}");
+    }
+    let own_records = child_events[fork_seq + 1..]
+        .iter()
+        .filter(|e| e["payload"].get("native").is_some())
+        .count();
+    assert_eq!(own_records, 53 - 28, "the header and 24 records of its own");
+    // Captured again: nothing new, nothing twice.
+    repo.ok(&["import", "--agent", "dsh", "--home", home.to_str().unwrap()]);
+    assert_eq!(repo.events(&child).len(), child_events.len());
+}

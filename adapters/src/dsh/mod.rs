@@ -34,7 +34,11 @@
 //!
 //! A seeded fork (header `isSeeded`, `session/end-seed {"inherited":true}`
 //! at seq N) is a log whose first N records are its parent's;
-//! [`inherited_records`] reads N from a parse state.
+//! [`inherited_records`] reads N from a parse state. Their events carry the
+//! parent's origins (`<parent id>#<seq>`), so capture makes the child a
+//! canonical fork of the parent's session at exactly that prefix
+//! (`docs/adding-an-adapter.md`, "seeded fork"); render writes the child's
+//! own header first and the inherited records after it.
 //!
 //! # Rendering
 //!
@@ -42,8 +46,9 @@
 //! and `cwd` moved), other agents' events become the records dsh writes,
 //! keeping every rule dsh checks on load.
 //!
-//! Not here: reading files, frames, locks (`ops` and the native-source
-//! layer), and format migration (dsh migrates older generations itself).
+//! Not here: reading files, frames, locks (the root crate's `native`
+//! layer: a corrupt frame refuses the whole log, `Corrupt::RefuseFile`),
+//! and format migration (dsh migrates older generations itself).
 
 mod derive;
 mod parse;

@@ -177,6 +177,22 @@ impl Parser<'_> {
             .map_or("unknown", |h| h.id.as_str())
     }
 
+    /// Returns the session id that names a record's events: the parent's
+    /// for the records a seeded fork inherited (those before its
+    /// `session/end-seed {"inherited": true}` marker: copies of the
+    /// parent's first records), so that they have the parent's origins and
+    /// capture finds the exact prefix the fork shares with its parent.
+    fn record_sid(&self) -> &str {
+        match &self.state.header {
+            Some(HeaderFacts {
+                is_seeded: true,
+                parent: Some(parent),
+                ..
+            }) if self.state.inherited.is_none() => parent,
+            _ => self.sid(),
+        }
+    }
+
     /// Appends an event and returns its seq. `part` names a secondary or
     /// derived event of the same record.
     fn push(
@@ -191,9 +207,14 @@ impl Parser<'_> {
         let seq = self.next_seq;
         self.next_seq += 1;
         let at = native_seq.map_or_else(|| "header".to_owned(), |s| s.to_string());
+        let sid = if native_seq.is_some() {
+            self.record_sid()
+        } else {
+            self.sid()
+        };
         let native_id = match part {
-            None => format!("{}#{at}", self.sid()),
-            Some(p) => format!("{}#{at}/{p}", self.sid()),
+            None => format!("{sid}#{at}"),
+            Some(p) => format!("{sid}#{at}/{p}"),
         };
         let ts = rfc3339_ms(self.state.last_time);
         let mut event = Event::new(seq, ts, Agent::Dsh, actor, kind, level, payload);

@@ -119,10 +119,49 @@ pub(super) fn render(
         unmapped: 0,
         losses: Vec::new(),
     };
+    // A canonical fork starts with its parent's events; a seeded dsh fork
+    // has its own header right after them, and dsh wants that one first.
+    let prefix = w
+        .head
+        .header
+        .lineage
+        .as_ref()
+        .map_or(0, |l| l.inherited_events);
+    let mut held = (prefix > 0).then(Vec::new);
     for event in events {
-        w.event(event)?;
+        let Some(parents) = held.as_mut() else {
+            w.event(event)?;
+            continue;
+        };
+        if (parents.len() as u64) < prefix {
+            parents.push(event);
+            continue;
+        }
+        let parents = held.take().unwrap_or_default();
+        let own_header = is_header(&event);
+        if own_header {
+            // The fork's own header, then the inherited records (the
+            // parent's header among them is not written).
+            w.event(event.clone())?;
+        }
+        for e in parents {
+            w.event(e)?;
+        }
+        if !own_header {
+            w.event(event)?;
+        }
+    }
+    for e in held.unwrap_or_default() {
+        w.event(e)?;
     }
     w.finish()
+}
+
+/// Returns whether `event` holds a dsh header record.
+fn is_header(event: &Event) -> bool {
+    event.payload.get(NATIVE_KEY).is_some_and(|r| {
+        r.get("type").and_then(Value::as_str) == Some("session") && r.get("seq").is_none()
+    })
 }
 
 /// Holds an assistant reply being assembled from canonical events.

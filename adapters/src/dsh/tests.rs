@@ -741,3 +741,57 @@ fn store_root_and_session_files() {
     assert!(!Dsh.is_session_file(Path::new("sessions/--p--/s.jsonl")));
     assert!(!Dsh.is_session_file(Path::new("storages/x/s/session.v4.jsonl")));
 }
+
+#[test]
+fn a_first_frame_with_more_than_the_header_is_refused() {
+    let header = b"{\"type\":\"session\",\"version\":4,\"id\":\"s\",\"createdAt\":1,\"cwd\":\"/p\",\"isSeeded\":false,\"delegationDepth\":0}\n".to_vec();
+    let record = b"{\"type\":\"turn/start\",\"seq\":0,\"time\":1,\"data\":{\"turn\":1}}\n".to_vec();
+    let frame = |index, offset, first_line, bytes| crate::source::Frame {
+        index,
+        offset,
+        first_line,
+        bytes,
+    };
+    let parse = |frames: &[crate::source::Frame]| {
+        Dsh.parse(ParseInput {
+            records: crate::Records::Frames(frames),
+            next_seq: 0,
+            state: None,
+            source: "sessions/--p--/s/session.v4.jsonl.zstd",
+            session: None,
+            sidecar: None,
+        })
+    };
+    let alone = parse(&[
+        frame(0, 0, 0, header.clone()),
+        frame(1, 90, 1, record.clone()),
+    ]);
+    assert!(alone.refused.is_none(), "{:?}", alone.refused);
+    let together = parse(&[frame(0, 0, 0, [header, record].concat())]);
+    let why = together.refused.expect("refused");
+    assert!(
+        why.contains("frame at byte 0") && why.contains("exactly the header line"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_seeded_forks_inherited_records_have_the_parents_origins() {
+    let bytes = concat!(
+        "{\"type\":\"session\",\"version\":4,\"id\":\"child\",\"createdAt\":1,\"cwd\":\"/p\",\"parentSession\":\"parent\",\"isSeeded\":true,\"origin\":\"subagent\",\"delegationDepth\":1}\n",
+        "{\"type\":\"turn/start\",\"seq\":0,\"time\":1,\"data\":{\"turn\":1}}\n",
+        "{\"type\":\"turn/end\",\"seq\":1,\"time\":2,\"data\":{\"turn\":1,\"reason\":{\"kind\":\"completed\"}}}\n",
+        "{\"type\":\"session/end-seed\",\"seq\":2,\"time\":3,\"data\":{\"inherited\":true}}\n",
+        "{\"type\":\"turn/start\",\"seq\":3,\"time\":4,\"data\":{\"turn\":2}}\n",
+    );
+    let p = parse_bytes(bytes.as_bytes(), 0, 0, None);
+    let origins: Vec<&str> = p
+        .events
+        .iter()
+        .filter_map(|e| e.origin.as_ref()?.native_id.as_deref())
+        .collect();
+    assert_eq!(
+        origins,
+        ["child#header", "parent#0", "parent#1", "child#2", "child#3"]
+    );
+}

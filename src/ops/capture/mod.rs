@@ -182,8 +182,12 @@ pub fn capture_with(
         let mut cursors = CursorIndex::load(store.state_dir(), agent.as_str());
         let written = Written::load(store.state_dir(), &agent);
         let files = crate::native::discover(adapter, &root);
-        // Parents before sub-agents, older before newer: stable order.
-        for rel in files {
+        // Parents before sub-agents, older before newer: stable order. A
+        // new child whose parent is not stored yet waits for the end of the
+        // list (its parent may come later in it), once.
+        let mut queue: std::collections::VecDeque<(PathBuf, bool)> =
+            files.into_iter().map(|rel| (rel, true)).collect();
+        while let Some((rel, may_defer)) = queue.pop_front() {
             let abs = root.join(&rel);
             let rel_text = rel.to_string_lossy().into_owned();
             let key = abs.to_string_lossy().into_owned();
@@ -217,6 +221,8 @@ pub fn capture_with(
                 framed: corrupt.is_some(),
                 corrupt: corrupt.unwrap_or(Corrupt::KeepPrefix),
                 refused: RefCell::new(None),
+                may_defer,
+                deferred: false,
                 store,
                 clock,
                 adapter,
@@ -230,7 +236,12 @@ pub fn capture_with(
                 written: &written,
                 report: &mut report,
             };
-            if let Err(e) = job.run() {
+            let result = job.run();
+            if job.deferred {
+                queue.push_back((rel, false));
+                continue;
+            }
+            if let Err(e) = result {
                 // A file the agent itself would refuse is a source this
                 // build cannot read, not a failure of the capture.
                 let (list, reason) = match job.refused.take() {
@@ -322,6 +333,10 @@ struct FileJob<'a> {
     ///
     /// [`Parsed::refused`]: git_session_adapters::Parsed::refused
     refused: RefCell<Option<String>>,
+    /// Whether a new child whose parent is not stored yet may wait.
+    may_defer: bool,
+    /// Set when it waits: the file is captured again at the end of the run.
+    deferred: bool,
 }
 
 /// What reading a file from a cursor produced.
@@ -491,6 +506,17 @@ impl FileJob<'_> {
             if let Some(h) = head {
                 session = h;
             }
+            if let Some(parent) = &session.parent {
+                let parent_id = canonical_id(self.agent, &parent.native_id);
+                if self.store.tip(&parent_id)?.is_none() {
+                    if self.may_defer {
+                        self.deferred = true;
+                        return Ok(());
+                    }
+                } else if let Some((at, keys)) = self.inherited_prefix(&parent_id)? {
+                    return self.create_fork(&id, &session, &parent_id, at, &keys, size, mtime_ns);
+                }
+            }
             let header = self.header(&id, &session);
             let outcome = self.store.create(
                 &header,
@@ -601,6 +627,97 @@ impl FileJob<'_> {
         self.finish(FileDone {
             id,
             created,
+            size,
+            mtime_ns,
+            fed,
+            seqs,
+            outcome,
+        })
+    }
+
+    /// Returns where a new child's history leaves its parent's, when the
+    /// child starts with copies of the parent's records (a seeded fork:
+    /// the adapter gives the copied records the parent's origins): the last
+    /// parent seq the child holds, and the parent's events up to it by key.
+    fn inherited_prefix(
+        &self,
+        parent: &SessionId,
+    ) -> OpResult<Option<(u64, HashMap<String, u64>)>> {
+        let mut keys = self.stored_keys(parent, 0)?;
+        let reader = BlockReader {
+            adapter: self.adapter,
+            scrubber: self.store.scrubber(),
+            path: self.abs,
+            rel: self.rel,
+            from: ReadPosition::default(),
+            end: None,
+            framed: self.framed,
+            first_seq: 0,
+        };
+        let (child, _, _) = read_keys(reader, None)?;
+        // Only events named by a native id count: a line number or a
+        // payload hash can match by chance between two files.
+        let named = |k: &&String| !k.starts_with('\n') && k.split('\n').count() == 3;
+        let Some(at) = child
+            .iter()
+            .filter(named)
+            .filter_map(|k| keys.get(k).copied())
+            .max()
+        else {
+            return Ok(None);
+        };
+        keys.retain(|_, seq| *seq <= at);
+        Ok(Some((at, keys)))
+    }
+
+    /// Captures a new child that inherited its parent's history up to
+    /// `at` as a canonical fork of the parent there: the inherited events
+    /// are the parent's (shared, not appended again), the child's own
+    /// follow.
+    #[allow(clippy::too_many_arguments)]
+    fn create_fork(
+        &mut self,
+        id: &SessionId,
+        session: &NativeSession,
+        parent: &SessionId,
+        at: u64,
+        inherited: &HashMap<String, u64>,
+        size: u64,
+        mtime_ns: i128,
+    ) -> OpResult<()> {
+        let info = commit_info(self.store, self.clock);
+        let own = session.clone();
+        let shape = move |h: &mut SessionHeader| {
+            h.native_id = own.native_id.clone();
+            h.cwd = own.cwd.clone();
+            h.title = own.title.clone();
+        };
+        let created = session
+            .created
+            .clone()
+            .unwrap_or_else(|| self.clock.now_rfc3339());
+        self.store
+            .fork_as(parent, at, id, &created, &info, &shape)?;
+        let mut seqs = SeqMap::default();
+        let mut fed = None;
+        let outcome =
+            self.store
+                .append(id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
+                    seqs = SeqMap::default();
+                    fed = Some(self.feed(
+                        sink,
+                        ReadPosition::default(),
+                        None,
+                        None,
+                        &mut seqs,
+                        Known::Stored(inherited),
+                    )?);
+                    Ok::<_, OpError>(())
+                })?;
+        let fed = fed.expect("the producer ran");
+        self.finish(FileDone {
+            id: id.clone(),
+            created: true,
             size,
             mtime_ns,
             fed,
