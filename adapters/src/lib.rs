@@ -35,6 +35,7 @@ pub use registry::{AgentSpec, TokenizerFamily, ToolKind, adapter, by_name};
 pub use source::{ExtraDir, Position, Record, Records, Source};
 
 pub mod codex;
+pub mod dsh;
 pub mod hermes;
 pub mod opencode;
 pub mod pi;
@@ -84,6 +85,12 @@ pub struct Parsed {
     pub warnings: Vec<Warning>,
     /// State to hand back on the next call for this file.
     pub state: ParseState,
+    /// Set when this build cannot read the source at all (a format version
+    /// it does not know, a file name that contradicts the content): the
+    /// reason, naming what to do. The root crate then skips the source
+    /// (capture reports it, the other sources are still captured) instead
+    /// of storing a half-understood session.
+    pub refused: Option<String>,
 }
 
 /// Holds facts about a native session that go into the canonical header.
@@ -267,6 +274,15 @@ pub struct ChangeSet {
     /// rewrites what the file already holds (e.g. Codex's
     /// `session_index.jsonl`, where the newest entry for an id wins).
     pub appends: Vec<FileWrite>,
+    /// Things the user must know about writing for this target, said once
+    /// in the output of `resume` and `handoff` (e.g. that the agent uploads
+    /// its session logs to its provider).
+    pub notices: Vec<String>,
+    /// Lock files (relative to the store root) the agent `flock`s while it
+    /// writes the session: the root crate takes each one (exclusive,
+    /// non-blocking, created when missing) while it applies the change set,
+    /// and refuses to write while the agent holds one.
+    pub locks: Vec<PathBuf>,
     /// Database rows to insert (a SQLite agent's session and message rows,
     /// or the Codex `threads` index row of `state_5.sqlite`), in order; see
     /// [`RowWrite`]. All rows of one database go in one transaction, after

@@ -20,6 +20,7 @@ pub static ADAPTERS: &[&dyn Adapter] = &[
     &crate::pi::Pi,
     &crate::opencode::Opencode,
     &crate::hermes::Hermes,
+    &crate::dsh::Dsh,
 ];
 
 /// Declares what an agent is, in data: the registry's row for it.

@@ -28,10 +28,12 @@ pub enum Source {
     /// whole JSONL lines; cursor = byte offset of the next frame. The reader
     /// verifies each frame's content checksum; a torn last frame (EOF inside
     /// it) is left for the next capture, a complete frame that fails to
-    /// decode makes the file skipped with a warning.
+    /// decode is handled as `corrupt` says.
     ZstdJsonl {
         /// Glob patterns relative to the store root, as for [`Source::Jsonl`].
         files: &'static [&'static str],
+        /// What a complete frame that fails validation does to the file.
+        corrupt: Corrupt,
     },
     /// SQLite databases holding many sessions as rows.
     Sqlite(&'static Database),
@@ -41,10 +43,24 @@ impl Source {
     /// Returns the glob patterns of the source's files.
     pub fn globs(&self) -> &'static [&'static str] {
         match self {
-            Source::Jsonl { files } | Source::ZstdJsonl { files } => files,
+            Source::Jsonl { files } | Source::ZstdJsonl { files, .. } => files,
             Source::Sqlite(db) => db.files,
         }
     }
+}
+
+/// Declares what a complete zstd frame that fails validation (bad magic,
+/// checksum, block, size, or a line not ending inside its frame) does to
+/// its file: the agent's own rule, so capture sees what the agent loads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Corrupt {
+    /// The frames before it are captured; the file is reported with a
+    /// warning (`CaptureReport::skipped_sources`) and read no further.
+    KeepPrefix,
+    /// The whole file is refused, as the agent refuses to load it (DeepSeek
+    /// Harness): nothing of it is captured in that run, and capture reports
+    /// the file as skipped with the reason (`CaptureReport::skipped`).
+    RefuseFile,
 }
 
 /// Declares a SQLite database an adapter reads sessions from.

@@ -1,7 +1,8 @@
 //! Capture and write-back benchmarks on generated native sessions: a
 //! 100k-record Claude Code transcript, a 100k-line Codex rollout, a
-//! 100k-entry Pi session tree with branches and a Hermes Agent `state.db`
-//! of 110k messages in 1,000 sessions (`hermes.rs`).
+//! 100k-entry Pi session tree with branches, a Hermes Agent `state.db`
+//! of 110k messages in 1,000 sessions (`hermes.rs`) and a 100k-event
+//! DeepSeek Harness log (zstd frames, `dsh.rs`).
 //! Run with `cargo bench --bench capture` (`--quick` for 20k records).
 //!
 //! The Pi session is built from the turn of a real Pi 1.6.0 session
@@ -23,6 +24,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod dsh;
 mod hermes;
 
 use std::collections::HashSet;
@@ -120,6 +122,14 @@ fn main() {
             records,
             &work_dir,
         ));
+    }
+    if generate.is_none() {
+        dsh::bench(
+            &work_dir,
+            manifest,
+            records,
+            claude_figures.as_ref().map(|c| c.full),
+        );
     }
 
     // Pi.

@@ -97,6 +97,9 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     for skipped in &o.skipped_rows {
         status(format!("warning: {skipped}"));
     }
+    for notice in &o.notices {
+        status(format!("note: {notice}"));
+    }
     status(format!(
         "Handed {id} to {} as {} (handoff seq {}, commit {}, {} receipt)",
         o.to,

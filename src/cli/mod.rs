@@ -230,10 +230,31 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
 
 /// Prints a status line on stderr (not data, so never on stdout); `-q`
 /// silences it.
+///
+/// Control characters other than newline and tab are escaped: messages
+/// carry paths and names from agent stores, which are untrusted.
 pub(crate) fn status(message: impl std::fmt::Display) {
-    if !ui::is_quiet() {
-        let _ = writeln!(std::io::stderr().lock(), "{message}");
+    if ui::is_quiet() {
+        return;
     }
+    let text = message.to_string();
+    let safe: String = if text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        text.chars()
+            .map(|c| {
+                if c.is_control() && c != '\n' && c != '\t' {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect()
+    } else {
+        text
+    };
+    let _ = writeln!(std::io::stderr().lock(), "{safe}");
 }
 
 /// Writes `value` as pretty JSON and a newline: the `--json` output of a

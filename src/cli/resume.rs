@@ -74,6 +74,9 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     for skipped in &outcome.skipped_rows {
         status(format!("warning: {skipped}"));
     }
+    for notice in &outcome.notices {
+        status(format!("note: {notice}"));
+    }
     let line = continue_line(&outcome.cwd, other_home.as_deref(), &outcome.command);
     if args.json {
         return super::print_json(
@@ -87,6 +90,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 "via": outcome.via,
                 "losses": outcome.losses,
                 "warnings": outcome.skipped_rows,
+                "notices": outcome.notices,
                 "cwd": outcome.cwd.display().to_string(),
                 "command": line,
             }),
@@ -130,13 +134,4 @@ pub(crate) fn continue_line(
     )
 }
 
-pub(crate) fn shell_quote(text: &str) -> String {
-    if text
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b))
-    {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
-}
+pub(crate) use crate::ops::shell_quote;

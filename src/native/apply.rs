@@ -237,6 +237,36 @@ impl FileSink for TempFiles {
     }
 }
 
+/// Takes the agent's lock files ([`ChangeSet::locks`]: exclusive,
+/// non-blocking `flock`s, each created when missing); refuses when the
+/// agent holds one. The locks are released when the returned files are
+/// dropped, so hold them until the change set is applied.
+///
+/// [`ChangeSet::locks`]: git_session_adapters::ChangeSet::locks
+pub fn take_locks(root: &Path, locks: &[PathBuf]) -> NativeResult<Vec<std::fs::File>> {
+    let mut held = Vec::new();
+    for rel in locks {
+        let path = contained_path(root, rel)?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(NativeError::io(dir))?;
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(NativeError::io(&path))?;
+        match file.try_lock() {
+            Ok(()) => held.push(file),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(NativeError::Locked { path });
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(NativeError::io(&path)(e)),
+        }
+    }
+    Ok(held)
+}
+
 /// Returns `root/relative` after checking that it stays inside `root`:
 /// `relative` must be relative and made only of plain names (no `..`, no
 /// root, no prefix, no control characters), so the joined path is inside

@@ -72,6 +72,13 @@ pub enum NativeError {
         /// Why it was refused.
         why: &'static str,
     },
+    /// The agent holds its write lock on the session (it is running on
+    /// it); nothing was written.
+    #[error("the agent is running on this session (it holds {}); nothing was written", path.display())]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+    },
 }
 
 /// Shorthand for native-source results.

@@ -9,14 +9,25 @@
 //! is a torn tail, a frame the agent is still writing or crashed in: it is
 //! left for the next capture (the cursor stays at its first byte). A
 //! complete frame that fails (bad magic, failed checksum, bad block, too
-//! large) stops the reader: the frames before it are handed over and the
-//! problem is reported ([`RecordReader::problem`]), naming the byte offset.
+//! large, a line that does not end inside its frame) stops the reader: the
+//! frames before it are handed over and the problem is reported
+//! ([`RecordReader::problem`]), naming the byte offset. What capture does
+//! with that is the source's [`Corrupt`] rule: keep the frames before it,
+//! or refuse the whole file as the agent does.
+//!
+//! The checks are those of DeepSeek Harness, the agent whose logs have this
+//! layout (`shared/formats/dsh.md`): only the zstd frame magic (a skippable
+//! frame is corruption), no reserved header bit or block type (the decoder's
+//! frame walk refuses them), every frame ends with a newline (a line never
+//! spans frames), and both sizes bounded before anything is inflated
+//! ([`MAX_FRAME_COMPRESSED`] compressed, [`MAX_FRAME_BYTES`] decoded).
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use git_session_adapters::Records;
+pub use git_session_adapters::source::Corrupt;
 use git_session_adapters::source::Frame;
 use zstd::zstd_safe;
 
@@ -25,6 +36,10 @@ use super::{NativeError, NativeResult};
 
 /// The most one frame may decode to; a larger frame is refused, not inflated.
 pub const MAX_FRAME_BYTES: u64 = 256 << 20;
+
+/// The most compressed bytes one frame may take; a larger one is refused
+/// before it is buffered whole.
+pub const MAX_FRAME_COMPRESSED: usize = 64 << 20;
 
 /// The zstd frame magic number, as it appears in the file.
 const MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
@@ -92,7 +107,9 @@ impl FramedReader {
                 return Ok(None);
             }
             if rest.len() >= MAGIC.len() && rest[..4] != MAGIC {
-                self.fail("not a zstd frame (invalid frame magic)");
+                self.fail(
+                    "has an invalid frame magic (not a zstd frame; skippable frames are not allowed)",
+                );
                 return Ok(None);
             }
             match zstd_safe::find_frame_compressed_size(rest) {
@@ -111,6 +128,13 @@ impl FramedReader {
                     if self.eof {
                         return Ok(None);
                     }
+                    if rest.len() > MAX_FRAME_COMPRESSED {
+                        self.fail(&format!(
+                            "is larger than {} MiB compressed; refused",
+                            MAX_FRAME_COMPRESSED >> 20
+                        ));
+                        return Ok(None);
+                    }
                     self.fill()?;
                 }
                 Ok(_) => {
@@ -121,7 +145,7 @@ impl FramedReader {
                 }
                 Err(code) => {
                     self.fail(&format!(
-                        "corrupt zstd frame ({})",
+                        "failed validation ({})",
                         zstd_safe::get_error_name(code)
                     ));
                     return Ok(None);
@@ -139,14 +163,18 @@ impl FramedReader {
             .and_then(|d| d.take(MAX_FRAME_BYTES + 1).read_to_end(&mut bytes));
         match decoded {
             Err(e) => {
-                self.fail(&format!("zstd frame failed validation ({e})"));
+                self.fail(&format!("failed validation ({e})"));
                 Ok(None)
             }
             Ok(n) if n as u64 > MAX_FRAME_BYTES => {
                 self.fail(&format!(
-                    "zstd frame decodes to more than {} MiB; refused",
+                    "decodes to more than {} MiB; refused",
                     MAX_FRAME_BYTES >> 20
                 ));
+                Ok(None)
+            }
+            Ok(_) if bytes.last().is_some_and(|&b| b != b'\n') => {
+                self.fail("ends inside a line (a line never spans frames)");
                 Ok(None)
             }
             Ok(_) => {
@@ -157,10 +185,9 @@ impl FramedReader {
                     bytes,
                 };
                 let lines = frame.bytes.iter().filter(|&&b| b == b'\n').count() as u64;
-                let unterminated = frame.bytes.last().is_some_and(|&b| b != b'\n');
                 self.pos.offset += size as u64;
                 self.pos.frames += 1;
-                self.pos.lines += lines + u64::from(unterminated);
+                self.pos.lines += lines;
                 Ok(Some(frame))
             }
         }
@@ -183,9 +210,11 @@ impl FramedReader {
         Ok(())
     }
 
+    /// Records why reading stopped, in DeepSeek Harness's words for it
+    /// (`what` says what is wrong with the frame at the cursor).
     fn fail(&mut self, what: &str) {
         self.problem = Some(format!(
-            "{what} at byte {}; the frames before it were captured, the rest is skipped",
+            "corrupt Zstandard session log: frame at byte {} {what}",
             self.pos.offset
         ));
     }
@@ -314,5 +343,75 @@ mod tests {
         let (lines, _, problem) = read_all(&path, 0);
         assert!(lines.is_empty());
         assert!(problem.unwrap().contains("invalid frame magic"));
+    }
+
+    #[test]
+    fn a_torn_last_frame_is_left_for_later_at_every_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl.zst");
+        let (a, b) = (frame("{\"a\":1}\n"), frame("{\"b\":2}\n{\"c\":3}\n"));
+        let whole = [a.clone(), b].concat();
+        for cut in a.len() + 1..whole.len() {
+            std::fs::write(&path, &whole[..cut]).unwrap();
+            let (lines, pos, problem) = read_all(&path, 0);
+            assert_eq!(lines, ["{\"a\":1}"], "cut at {cut}");
+            assert_eq!(pos.offset, a.len() as u64, "cut at {cut}");
+            assert_eq!(problem, None, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn a_flipped_byte_never_changes_what_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl.zst");
+        let texts = ["{\"a\":1}\n", "{\"b\":\"hello hello\"}\n", "{\"c\":3}\n"];
+        let frames: Vec<Vec<u8>> = texts.iter().map(|t| frame(t)).collect();
+        let whole = frames.concat();
+        let b_at = frames[0].len();
+        for at in b_at..b_at + frames[1].len() {
+            let mut bad = whole.clone();
+            bad[at] ^= 0x55;
+            std::fs::write(&path, &bad).unwrap();
+            let (lines, pos, problem) = read_all(&path, 0);
+            // Whatever is read is what was written (the checksum covers the
+            // content); a frame that fails names its offset.
+            for (got, want) in lines.iter().zip(texts) {
+                assert_eq!(format!("{got}\n"), want, "flip at {at}");
+            }
+            if let Some(problem) = problem {
+                assert!(
+                    problem.contains(&format!("frame at byte {b_at}")),
+                    "flip at {at}: {problem}"
+                );
+                assert_eq!(pos.offset, b_at as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn skippable_frames_reserved_bits_and_split_lines_are_problems() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl.zst");
+        let a = frame("{\"a\":1}\n");
+        let problem_of = |bytes: &[u8]| {
+            std::fs::write(&path, bytes).unwrap();
+            let (lines, pos, problem) = read_all(&path, 0);
+            assert_eq!(lines, ["{\"a\":1}"]);
+            assert_eq!(pos.offset, a.len() as u64);
+            problem.expect("a problem")
+        };
+        // A skippable frame (valid zstd, but not a frame of records).
+        let skippable = [0x50, 0x2A, 0x4D, 0x18, 4, 0, 0, 0, 1, 2, 3, 4];
+        let p = problem_of(&[a.clone(), skippable.to_vec()].concat());
+        assert!(p.contains("invalid frame magic"), "{p}");
+        // A reserved bit in the frame header descriptor.
+        let mut reserved = frame("{\"b\":2}\n");
+        reserved[4] |= 0x08;
+        let p = problem_of(&[a.clone(), reserved].concat());
+        assert!(p.contains(&format!("frame at byte {}", a.len())), "{p}");
+        // A line that goes on in the next frame.
+        let split = [a.clone(), frame("{\"b\":"), frame("2}\n")].concat();
+        let p = problem_of(&split);
+        assert!(p.contains("ends inside a line"), "{p}");
     }
 }

@@ -59,6 +59,8 @@ pub struct HandoffOutcome {
     pub command: String,
     /// The loss report.
     pub losses: Vec<String>,
+    /// What the user must know about the target (said once).
+    pub notices: Vec<String>,
     /// Seq of the handoff event.
     pub handoff_seq: u64,
     /// The session commit that holds it (and carries the receipt).
@@ -246,6 +248,7 @@ pub fn handoff(
         cwd,
         command: changes.resume_command,
         losses,
+        notices: changes.notices,
         handoff_seq,
         commit,
         signed,

@@ -79,11 +79,27 @@ impl From<crate::native::NativeError> for OpError {
                         .into(),
                 ),
             },
+            locked @ crate::native::NativeError::Locked { .. } => OpError::Conflict {
+                message: locked.to_string(),
+                hint: Some("close the agent, then run the command again".into()),
+            },
             other => OpError::Conflict {
                 message: other.to_string(),
                 hint: None,
             },
         }
+    }
+}
+
+/// Returns `text` as one shell word (single-quoted unless it needs nothing).
+pub fn shell_quote(text: &str) -> String {
+    if text
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b))
+    {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
     }
 }
 

@@ -56,6 +56,8 @@ pub struct ResumeOutcome {
     pub command: String,
     /// What the target cannot hold.
     pub losses: Vec<String>,
+    /// What the user must know about the target (said once).
+    pub notices: Vec<String>,
     /// Database rows skipped, with the reason (the session still resumes by id).
     pub skipped_rows: Vec<String>,
     /// How a database session was written (the agent's importer, or rows).
@@ -169,6 +171,7 @@ pub fn resume(
         cwd,
         command: changes.resume_command.clone(),
         losses: changes.losses.clone(),
+        notices: changes.notices.clone(),
         skipped_rows,
         via,
     })
@@ -346,6 +349,15 @@ pub(crate) fn write_native(
             ),
             hint: None,
         })?;
+    // A command that names the store root (an agent that needs its home
+    // in the environment) gets this one.
+    changes.resume_command = changes.resume_command.replace(
+        "{root}",
+        &super::shell_quote(&target.root.to_string_lossy()),
+    );
+    // The agent's own write lock on the session, held while the files go
+    // into place: never write what a running agent owns.
+    let _locks = apply::take_locks(target.root, &changes.locks)?;
     // Bytes can differ while the records are the same (the agent's file
     // and our render of it order keys differently, or lack a field the
     // render adds): the adapter decides whether it is the same session.

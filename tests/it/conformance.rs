@@ -533,6 +533,105 @@ fn conformance_mutated_records_never_panic_and_surface_as_warnings() {
     }
 }
 
+/// Reads a framed file's bytes through the frame reader capture uses.
+fn frames_of_bytes(bytes: &[u8]) -> (Vec<Frame>, Option<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mutated.jsonl.zst");
+    std::fs::write(&path, bytes).unwrap();
+    let mut reader = FramedReader::open(&path, 0, 0, 0).unwrap();
+    let mut out = Vec::new();
+    while let Some(batch) = reader.next_batch().unwrap() {
+        if let Records::Frames(frames) = batch {
+            out.extend_from_slice(frames);
+        }
+    }
+    (out, reader.problem())
+}
+
+fn frame_bytes(plain: &[u8]) -> Vec<u8> {
+    git_session::native::apply::compress_frame(plain).unwrap()
+}
+
+#[test]
+fn conformance_mutated_frames_never_panic_and_never_change_a_record() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut cases_seen = 0;
+    for case in cases() {
+        for s in &case.sessions {
+            let Owned::Frames(frames) = &s.records else {
+                continue;
+            };
+            cases_seen += 1;
+            let file: Vec<u8> = frames.iter().flat_map(|f| frame_bytes(&f.bytes)).collect();
+            let plain: Vec<u8> = frames.iter().flat_map(|f| f.bytes.clone()).collect();
+            for round in 0..16 {
+                let how = rng.below(5);
+                // The problem a mutation must report, when it must.
+                let mut expect = None;
+                let mutated = match how {
+                    // Cut anywhere: a torn tail.
+                    0 => file[..rng.below(file.len())].to_vec(),
+                    // One byte flipped anywhere.
+                    1 => {
+                        let mut b = file.clone();
+                        let at = rng.below(b.len());
+                        b[at] ^= 1 << rng.below(8);
+                        b
+                    }
+                    // A skippable frame between two frames.
+                    2 => {
+                        expect = Some("invalid frame magic");
+                        let at = frame_bytes(&frames[0].bytes).len();
+                        let mut b = file[..at].to_vec();
+                        b.extend_from_slice(&[0x50, 0x2A, 0x4D, 0x18, 2, 0, 0, 0, 7, 7]);
+                        b.extend_from_slice(&file[at..]);
+                        b
+                    }
+                    // A line spanning two frames.
+                    3 => {
+                        let cut = rng.below(plain.len().max(2) - 1) + 1;
+                        if plain[cut - 1] != b'\n' {
+                            expect = Some("ends inside a line");
+                        }
+                        [frame_bytes(&plain[..cut]), frame_bytes(&plain[cut..])].concat()
+                    }
+                    // Every record in one frame (the header not alone).
+                    _ => frame_bytes(&plain),
+                };
+                let label = format!(
+                    "{} {} round {round}: mutation {how}",
+                    case.name(),
+                    s.label()
+                );
+                let (read, problem) = frames_of_bytes(&mutated);
+                let got: Vec<u8> = read.iter().flat_map(|f| f.bytes.clone()).collect();
+                // What is read is always a prefix of what was written, in
+                // whole lines: a damaged frame is never decoded into records.
+                assert!(plain.starts_with(&got), "{label}: a record changed");
+                assert!(
+                    got.is_empty() || got.ends_with(b"\n"),
+                    "{label}: a line was cut"
+                );
+                if let Some(p) = &problem {
+                    assert!(p.contains("at byte"), "{label}: {p}");
+                }
+                if let Some(want) = expect {
+                    let p = problem.as_deref().unwrap_or("");
+                    assert!(p.contains(want), "{label}: {p:?}");
+                }
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    parse(case.adapter, s, Records::Frames(&read), 5, None)
+                }));
+                let parsed = result.unwrap_or_else(|_| panic!("{label}: the adapter panicked"));
+                for (i, e) in parsed.events.iter().enumerate() {
+                    assert_eq!(e.seq, 5 + i as u64, "{label}: seqs not contiguous");
+                }
+            }
+        }
+    }
+    assert!(cases_seen > 0, "no framed fixture");
+}
+
 /// Returns the records with record `victim` mutated, and whether the
 /// mutation made it invalid JSON.
 fn mutate(records: &Owned, victim: usize, how: usize, rng: &mut Rng) -> (Owned, bool) {

@@ -8,6 +8,7 @@ mod cli;
 mod concurrency;
 mod conformance;
 mod discovery;
+mod dsh;
 mod fork;
 mod handoff;
 mod hermes;

@@ -515,6 +515,7 @@ fn corrupt_and_unknown_schema_databases_are_skipped_naming_the_file() {
 
 static FRAMED_SOURCES: [Source; 1] = [Source::ZstdJsonl {
     files: &["sessions/*.jsonl.zst"],
+    corrupt: git_session_adapters::source::Corrupt::KeepPrefix,
 }];
 
 static FRAMED_SPEC: LazyLock<AgentSpec> = LazyLock::new(|| AgentSpec {

@@ -47,7 +47,7 @@ pub(crate) fn prefix() -> &'static Path {
         let out = Command::new("bash")
             .arg(shared_oracle().join("install-all.sh"))
             .arg(&prefix)
-            .args(["claude", "codex", "hermes", "opencode", "pi"])
+            .args(["claude", "codex", "hermes", "opencode", "pi", "dsh"])
             .output()
             .unwrap();
         assert!(

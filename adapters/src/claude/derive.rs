@@ -37,15 +37,15 @@ pub(super) struct ResultView {
 
 /// Holds one item of the todo list, as `TodoWrite` last set it.
 #[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
-pub(super) struct Todo {
+pub(crate) struct Todo {
     content: String,
     status: String,
 }
 
 /// Holds one derived event before it is numbered.
-pub(super) struct Derived {
-    pub(super) kind: &'static str,
-    pub(super) payload: Value,
+pub(crate) struct Derived {
+    pub(crate) kind: &'static str,
+    pub(crate) payload: Value,
 }
 
 /// Returns the events a finished call implies; `todos` is the list state.
@@ -150,7 +150,7 @@ fn command_run(command: &str, result: &ResultView, detail: Option<&ToolUseResult
 }
 
 /// Returns the last `max` characters of `text` and whether it was cut.
-fn tail(text: &str, max: usize) -> (String, bool) {
+pub(crate) fn tail(text: &str, max: usize) -> (String, bool) {
     let count = text.chars().count();
     if count <= max {
         return (text.to_owned(), false);
@@ -271,7 +271,7 @@ pub(crate) fn snippet_hunk(old: &str, new: &str) -> String {
 
 /// Returns `todo.add` for new items and `todo.update` for changed or
 /// dropped ones, and stores the new list.
-fn todo_events(call_id: &str, input: &Value, todos: &mut Vec<Todo>) -> Vec<Derived> {
+pub(crate) fn todo_events(call_id: &str, input: &Value, todos: &mut Vec<Todo>) -> Vec<Derived> {
     let Some(items) = input.get("todos").and_then(Value::as_array) else {
         return Vec::new();
     };

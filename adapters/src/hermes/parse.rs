@@ -120,6 +120,7 @@ pub fn parse(records: Vec<Record>, next_seq: u64, state: Option<Value>) -> Parse
         artifacts: p.artifacts,
         warnings: p.warnings,
         state,
+        refused: None,
     }
 }
 

@@ -127,6 +127,7 @@ pub fn parse_rows(rows: Vec<Row>, next_seq: u64, state: Option<Value>) -> Parsed
         artifacts: p.artifacts,
         warnings: p.warnings,
         state: serde_json::to_value(&p.state).expect("state serializes"),
+        refused: None,
     }
 }
 

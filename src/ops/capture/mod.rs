@@ -25,9 +25,11 @@
 //! records after it are appended, to the session it came from, a fork of
 //! it, or the handoff's child.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use git_session_adapters::source::Corrupt;
 use git_session_adapters::{Adapter, NativeSession, ParseInput, Source, Warning};
 use git_session_schema::{Agent, Event, SessionHeader, SessionId, SpawnedBy};
 use gix::ObjectId;
@@ -80,6 +82,11 @@ impl Pending {
 /// (which project it belongs to). Records are read whole, so a first
 /// record longer than this is still read; the scan stops after it.
 pub const SCAN_BYTES: u64 = 16 << 20;
+
+/// What a scan for session facts found: the facts and the adapter's
+/// reason when it refuses the file, or why no facts were found (`None`:
+/// an empty file).
+type ScanResult = Result<(NativeSession, Option<String>), Option<String>>;
 
 /// What the scan of a new file found.
 enum Identity {
@@ -211,11 +218,14 @@ pub fn capture_with(
             let files = crate::native::discover_flat(adapter, &dir);
             sources.push((dir, files));
         }
-        // Parents before sub-agents, older before newer: stable order.
-        for (root, rel) in sources
+        // Parents before sub-agents, older before newer: stable order. A
+        // new child whose parent is not stored yet waits for the end of the
+        // list (its parent may come later in it), once.
+        let mut queue: std::collections::VecDeque<(&PathBuf, &PathBuf, bool)> = sources
             .iter()
-            .flat_map(|(root, files)| files.iter().map(move |rel| (root, rel)))
-        {
+            .flat_map(|(root, files)| files.iter().map(move |rel| (root, rel, true)))
+            .collect();
+        while let Some((root, rel, may_defer)) = queue.pop_front() {
             let abs = root.join(rel);
             let rel_text = rel.to_string_lossy().into_owned();
             let key = abs.to_string_lossy().into_owned();
@@ -241,12 +251,16 @@ pub fn capture_with(
                 }
                 continue;
             }
-            let framed = matches!(
-                crate::native::source_for(adapter, rel),
-                Some(Source::ZstdJsonl { .. })
-            );
+            let corrupt = match crate::native::source_for(adapter, rel) {
+                Some(Source::ZstdJsonl { corrupt, .. }) => Some(corrupt),
+                _ => None,
+            };
             let mut job = FileJob {
-                framed,
+                framed: corrupt.is_some(),
+                corrupt: corrupt.unwrap_or(Corrupt::KeepPrefix),
+                refused: RefCell::new(None),
+                may_defer,
+                deferred: false,
                 store,
                 clock,
                 adapter,
@@ -260,10 +274,21 @@ pub fn capture_with(
                 written: &written,
                 report: &mut report,
             };
-            if let Err(e) = job.run() {
-                report.skipped.push(SkippedFile {
+            let result = job.run();
+            if job.deferred {
+                queue.push_back((root, rel, false));
+                continue;
+            }
+            if let Err(e) = result {
+                // A file the agent itself would refuse is a source this
+                // build cannot read, not a failure of the capture.
+                let (list, reason) = match job.refused.take() {
+                    Some(reason) => (&mut report.skipped_sources, reason),
+                    None => (&mut report.skipped, e.to_string()),
+                };
+                list.push(SkippedFile {
                     path: abs.clone(),
-                    reason: e.to_string(),
+                    reason,
                 });
             }
         }
@@ -338,6 +363,18 @@ struct FileJob<'a> {
     report: &'a mut CaptureReport,
     /// Whether the file is zstd frames ([`Source::ZstdJsonl`]).
     framed: bool,
+    /// What a corrupt frame does to the file (zstd frames only).
+    corrupt: Corrupt,
+    /// Why the file is refused as a whole, once known (a corrupt frame of a
+    /// [`Corrupt::RefuseFile`] source, or [`Parsed::refused`]): the capture
+    /// of it fails and it is reported as a skipped source.
+    ///
+    /// [`Parsed::refused`]: git_session_adapters::Parsed::refused
+    refused: RefCell<Option<String>>,
+    /// Whether a new child whose parent is not stored yet may wait.
+    may_defer: bool,
+    /// Set when it waits: the file is captured again at the end of the run.
+    deferred: bool,
 }
 
 /// What reading a file from a cursor produced.
@@ -524,8 +561,19 @@ impl FileJob<'_> {
             // session is gone); the batch parses the file again.
             let session = match facts {
                 Some(s) => s,
-                None => self.scan()?.unwrap_or_default(),
+                None => self.scan()?.map(|(s, _)| s).unwrap_or_default(),
             };
+            if let Some(parent) = &session.parent {
+                let parent_id = canonical_id(self.agent, &parent.native_id);
+                if self.store.tip(&parent_id)?.is_none() {
+                    if self.may_defer {
+                        self.deferred = true;
+                        return Ok(());
+                    }
+                } else if let Some((at, keys)) = self.inherited_prefix(&parent_id)? {
+                    return self.create_fork(&id, &session, &parent_id, at, &keys, size, mtime_ns);
+                }
+            }
             let header = self.header(&id, &session);
             let outcome = self.store.create(
                 &header,
@@ -644,6 +692,97 @@ impl FileJob<'_> {
         })
     }
 
+    /// Returns where a new child's history leaves its parent's, when the
+    /// child starts with copies of the parent's records (a seeded fork:
+    /// the adapter gives the copied records the parent's origins): the last
+    /// parent seq the child holds, and the parent's events up to it by key.
+    fn inherited_prefix(
+        &self,
+        parent: &SessionId,
+    ) -> OpResult<Option<(u64, HashMap<String, u64>)>> {
+        let mut keys = self.stored_keys(parent, 0)?;
+        let reader = BlockReader {
+            adapter: self.adapter,
+            scrubber: self.store.scrubber(),
+            path: self.abs,
+            rel: self.rel,
+            from: ReadPosition::default(),
+            end: None,
+            framed: self.framed,
+            first_seq: 0,
+        };
+        let (child, _, _) = read_keys(reader, None)?;
+        // Only events named by a native id count: a line number or a
+        // payload hash can match by chance between two files.
+        let named = |k: &&String| !k.starts_with('\n') && k.split('\n').count() == 3;
+        let Some(at) = child
+            .iter()
+            .filter(named)
+            .filter_map(|k| keys.get(k).copied())
+            .max()
+        else {
+            return Ok(None);
+        };
+        keys.retain(|_, seq| *seq <= at);
+        Ok(Some((at, keys)))
+    }
+
+    /// Captures a new child that inherited its parent's history up to
+    /// `at` as a canonical fork of the parent there: the inherited events
+    /// are the parent's (shared, not appended again), the child's own
+    /// follow.
+    #[allow(clippy::too_many_arguments)]
+    fn create_fork(
+        &mut self,
+        id: &SessionId,
+        session: &NativeSession,
+        parent: &SessionId,
+        at: u64,
+        inherited: &HashMap<String, u64>,
+        size: u64,
+        mtime_ns: i128,
+    ) -> OpResult<()> {
+        let info = commit_info(self.store, self.clock);
+        let own = session.clone();
+        let shape = move |h: &mut SessionHeader| {
+            h.native_id = own.native_id.clone();
+            h.cwd = own.cwd.clone();
+            h.title = own.title.clone();
+        };
+        let created = session
+            .created
+            .clone()
+            .unwrap_or_else(|| self.clock.now_rfc3339());
+        self.store
+            .fork_as(parent, at, id, &created, &info, &shape)?;
+        let mut seqs = SeqMap::default();
+        let mut fed = None;
+        let outcome =
+            self.store
+                .append(id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
+                    seqs = SeqMap::default();
+                    fed = Some(self.feed(
+                        sink,
+                        ReadPosition::default(),
+                        None,
+                        None,
+                        &mut seqs,
+                        Known::Stored(inherited),
+                    )?);
+                    Ok::<_, OpError>(())
+                })?;
+        let fed = fed.expect("the producer ran");
+        self.finish(FileDone {
+            id: id.clone(),
+            created: true,
+            size,
+            mtime_ns,
+            fed,
+            seqs,
+            outcome,
+        })
+    }
+
     /// Returns whether `parent` already holds the first record the agent
     /// added after what resume wrote (`w`).
     fn continued_here(&self, parent: &SessionId, w: &WrittenFile) -> OpResult<bool> {
@@ -699,7 +838,9 @@ impl FileJob<'_> {
         if let Some(problem) = &fed.problem {
             self.report.skipped_sources.push(SkippedFile {
                 path: self.abs.to_owned(),
-                reason: problem.clone(),
+                reason: format!(
+                    "{problem}; the frames before it were captured, the rest is skipped"
+                ),
             });
         }
         self.cursors.save_state(
@@ -743,13 +884,18 @@ impl FileJob<'_> {
     /// Decides from a scan of a new file whether it ran in this
     /// repository, and if so returns its canonical id and session facts.
     fn identify(&self) -> OpResult<Identity> {
-        let session = match self.scan()? {
-            Ok(session) => session,
+        let (session, refused) = match self.scan()? {
+            Ok(found) => found,
             Err(Some(reason)) => return Ok(Identity::Unknown(reason)),
             Err(None) => return Ok(Identity::Elsewhere),
         };
         if !inside(self.worktrees, &session) {
             return Ok(Identity::Elsewhere);
+        }
+        // A session of this repository that this build cannot read is
+        // refused with the adapter's reason, never read half-way.
+        if let Some(reason) = refused {
+            return Err(self.refuse(reason));
         }
         let native = session.native_id.clone().unwrap_or_else(|| {
             Path::new(self.rel)
@@ -764,9 +910,10 @@ impl FileJob<'_> {
     /// from the start, batch by batch, until the adapter has them: a
     /// bounded streaming scan (at most [`SCAN_BYTES`] of whole records,
     /// one batch in memory), so a long first record or facts a few records
-    /// in are found. Returns why they were not found (`None`: an empty
-    /// file, nothing to capture yet).
-    fn scan(&self) -> OpResult<Result<NativeSession, Option<String>>> {
+    /// in are found, with the adapter's reason when it refuses the file as
+    /// a whole. Returns why they were not found (`None`: an empty file,
+    /// nothing to capture yet).
+    fn scan(&self) -> OpResult<ScanResult> {
         let mut reader: Box<dyn RecordReader> = if self.framed {
             Box::new(FramedReader::open(self.abs, 0, 0, 0)?)
         } else {
@@ -795,8 +942,8 @@ impl FileJob<'_> {
                     .first()
                     .map(|w| format!("line {}: {}", w.line + 1, w.message));
             }
-            if parsed.session.cwd.is_some() {
-                return Ok(Ok(parsed.session));
+            if parsed.refused.is_some() || parsed.session.cwd.is_some() {
+                return Ok(Ok((parsed.session, parsed.refused)));
             }
             state = Some(parsed.state);
             if reader.position().offset >= SCAN_BYTES {
@@ -834,6 +981,17 @@ impl FileJob<'_> {
             reason.push_str(&format!(" (first problem: {w})"));
         }
         Ok(Err(Some(reason)))
+    }
+
+    /// Remembers that the file is refused as a whole and returns the error
+    /// that ends its capture.
+    fn refuse(&self, reason: String) -> OpError {
+        let message = format!("{reason}; nothing of this file is captured until it is readable");
+        *self.refused.borrow_mut() = Some(message.clone());
+        OpError::Conflict {
+            message,
+            hint: None,
+        }
     }
 
     fn header(&self, id: &SessionId, session: &NativeSession) -> SessionHeader {
@@ -903,7 +1061,15 @@ impl FileJob<'_> {
             if let Some(e) = failed {
                 return Err(e);
             }
-            let (pos, state, problem) = read?;
+            let (pos, state, problem, refused) = read?;
+            if let Some(reason) = refused {
+                return Err(self.refuse(reason));
+            }
+            if let (Some(problem), Corrupt::RefuseFile) = (&problem, self.corrupt) {
+                return Err(self.refuse(format!(
+                    "{problem} (the agent refuses such a log as a whole)"
+                )));
+            }
             Ok(Fed {
                 pos,
                 state,
@@ -988,7 +1154,7 @@ impl BlockReader<'_> {
         mut state: Option<Value>,
         tx: std::sync::mpsc::SyncSender<Block>,
         spent: std::sync::mpsc::Receiver<Block>,
-    ) -> OpResult<(ReadPosition, Value, Option<String>)> {
+    ) -> OpResult<(ReadPosition, Value, Option<String>, Option<String>)> {
         let mut reader: Box<dyn RecordReader> = if self.framed {
             let r = FramedReader::open(
                 self.path,
@@ -1017,6 +1183,15 @@ impl BlockReader<'_> {
                 session: None,
                 sidecar: None,
             });
+            if let Some(reason) = parsed.refused.take() {
+                // The adapter cannot read the file (a version it does not
+                // know, a record it must not skip): nothing more is read.
+                drop(tx);
+                for done in spent.iter() {
+                    drop(done);
+                }
+                return Ok((reader.position(), Value::Null, None, Some(reason)));
+            }
             next_seq += parsed.events.len() as u64;
             let events = parsed
                 .events
@@ -1049,6 +1224,7 @@ impl BlockReader<'_> {
             reader.position(),
             state.unwrap_or(Value::Null),
             reader.problem(),
+            None,
         ))
     }
 }
@@ -1181,7 +1357,13 @@ fn read_keys(
             .flat_map(|block: Block| block.events)
             .map(|mut e| dedup_key(e.scrubbed(scrubber).event()))
             .collect();
-        let (pos, state, _) = producer.join().expect("the block reader does not panic")?;
+        let (pos, state, _, refused) = producer.join().expect("the block reader does not panic")?;
+        if let Some(reason) = refused {
+            return Err(OpError::Conflict {
+                message: reason,
+                hint: None,
+            });
+        }
         Ok((keys, pos, state))
     })
 }
