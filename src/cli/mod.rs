@@ -23,6 +23,7 @@ mod redact;
 mod resume;
 mod rm;
 mod show;
+mod status;
 mod sync;
 mod verify;
 mod which;
@@ -79,6 +80,7 @@ enum Command {
     Handoff(handoff::Args),
     Which(which::Args),
     Doctor(doctor::Args),
+    Status(status::Args),
     #[command(hide = true)]
     Hook(hook::Args),
 }
@@ -198,6 +200,7 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Handoff(args) => handoff::run(args, env, out),
         Command::Which(args) => which::run(args, env, out),
         Command::Doctor(args) => doctor::run(args, env, out),
+        Command::Status(args) => status::run(args, env, out),
         Command::Hook(args) => {
             hook::run(args, env, out);
             Ok(())

@@ -10,6 +10,7 @@ pub mod handoff;
 pub mod hook;
 pub mod redact;
 pub mod resume;
+pub mod status;
 pub mod sync;
 pub mod verify;
 pub mod which;

@@ -19,6 +19,7 @@ mod opencode;
 mod oracle;
 mod redaction;
 mod resume;
+mod status;
 mod sync;
 mod tamper;
 mod trust;
