@@ -22,10 +22,12 @@ mod push;
 mod redact;
 mod resume;
 mod rm;
+mod search;
 mod show;
 mod status;
 mod sync;
 mod verify;
+mod watch;
 mod which;
 
 use std::io::Write;
@@ -81,6 +83,8 @@ enum Command {
     Which(which::Args),
     Doctor(doctor::Args),
     Status(status::Args),
+    Search(search::Args),
+    Watch(watch::Args),
     #[command(hide = true)]
     Hook(hook::Args),
 }
@@ -201,6 +205,8 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Which(args) => which::run(args, env, out),
         Command::Doctor(args) => doctor::run(args, env, out),
         Command::Status(args) => status::run(args, env, out),
+        Command::Search(args) => search::run(args, env, out),
+        Command::Watch(args) => watch::run(args, env, out),
         Command::Hook(args) => {
             hook::run(args, env, out);
             Ok(())

@@ -144,8 +144,13 @@ pub fn status(store: &Store, request: &StatusRequest<'_>) -> OpResult<Status> {
         remote_url,
         unpushed,
         git_hooks,
-        agent_hooks: Vec::new(),
-        watch: None,
+        agent_hooks: crate::native::agent_config::hooks_installed(
+            store.work_dir().as_deref(),
+            &git_session_adapters::registry::adapter(&Agent::parse("codex"))
+                .map(|a| a.store_root(request.env, &request.home))
+                .unwrap_or_else(|| request.home.join(".codex")),
+        ),
+        watch: super::watch::running(store),
         hook_log: super::hook::recent(store.state_dir(), request.log_lines),
     })
 }

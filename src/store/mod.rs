@@ -12,6 +12,7 @@
 mod append;
 mod child;
 mod gitcli;
+mod index;
 mod lock;
 mod read;
 pub mod refs;
@@ -27,6 +28,7 @@ use gix::ObjectId;
 
 pub use append::{AppendOutcome, BatchSink, CommitInfo, Scrubbed, Scrubber, SeqMode};
 pub use gitcli::WorkTreeFacts;
+pub use index::{IndexFile, index_line};
 pub use lock::SessionLock as StateLock;
 pub use read::{BatchInfo, LineIter, StoredLine};
 pub use sync::{PushRejection, Reconciled, tracking_name};

@@ -14,16 +14,19 @@ mod hooks;
 mod import_export;
 mod layout;
 mod manpage;
+mod mcp;
 mod native;
 mod opencode;
 mod oracle;
 mod redaction;
 mod resume;
+mod search;
 mod status;
 mod sync;
 mod tamper;
 mod trust;
 mod verify;
+mod watch;
 
 #[test]
 fn every_test_file_is_declared() {
