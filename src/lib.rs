@@ -10,6 +10,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod hooks;
+pub mod mcp;
 pub mod native;
 pub mod ops;
 pub mod security;

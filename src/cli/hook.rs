@@ -1,50 +1,96 @@
-//! `git session hook <name>`: what the installed git hooks run.
+//! `git session hook <name>`: what the installed git hooks and agent hooks run.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::PathBuf;
+
+use git_session_schema::Agent;
 
 use super::Env;
 use crate::ops;
 use crate::ops::capture::CaptureRequest;
 
-/// Run a git hook's work (called by the hooks `git session init` installs).
+/// Run a hook's work (called by the hooks `git session init` installs).
 ///
-/// Always exits 0, whatever happens; failures are logged to
-/// .git/session/hook.log (see `git session doctor`).
+/// post-commit: capture every agent after a commit. claude-stop,
+/// claude-session-end: capture Claude Code (its Stop/SessionEnd hooks; the
+/// hook's JSON on stdin names the session's cwd). codex-notify: capture
+/// Codex (its notify program; the JSON argument names the cwd). Always
+/// exits 0 and prints nothing, whatever happens; failures are logged to
+/// .git/session/hook.log (see `git session status`).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The hook: post-commit.
+    /// The hook: post-commit, claude-stop, claude-session-end, codex-notify.
     name: String,
+    /// What the agent passes (codex-notify: its JSON payload).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    rest: Vec<String>,
+}
+
+/// The most read from an agent hook's stdin or argument.
+const PAYLOAD_LIMIT: u64 = 1 << 20;
+
+/// Returns the `cwd` an agent's hook payload names, if it is a directory.
+fn payload_cwd(payload: &str) -> Option<PathBuf> {
+    let v: serde_json::Value = serde_json::from_str(payload).ok()?;
+    let cwd = PathBuf::from(v.get("cwd")?.as_str()?);
+    (cwd.is_absolute() && cwd.is_dir()).then_some(cwd)
 }
 
 /// Runs the hook; never returns an error, by design.
 pub fn run(args: Args, env: &Env, _out: &mut dyn Write) {
-    let Ok(store) = env.store() else {
+    let agent_hook = match args.name.as_str() {
+        "post-commit" => None,
+        "claude-stop" | "claude-session-end" => {
+            let mut payload = String::new();
+            let _ = std::io::stdin()
+                .take(PAYLOAD_LIMIT)
+                .read_to_string(&mut payload);
+            Some((Agent::parse("claude"), payload_cwd(&payload)))
+        }
+        "codex-notify" => {
+            let payload = args.rest.last().map(String::as_str).unwrap_or("");
+            let payload = &payload[..payload.len().min(PAYLOAD_LIMIT as usize)];
+            Some((Agent::parse("codex"), payload_cwd(payload)))
+        }
+        _ => {
+            if let Ok(store) = env.store() {
+                ops::hook::log(
+                    store.state_dir(),
+                    &env.clock,
+                    &format!("unknown hook {:?}", args.name),
+                );
+            }
+            return;
+        }
+    };
+    let cwd = agent_hook
+        .as_ref()
+        .and_then(|(_, cwd)| cwd.clone())
+        .unwrap_or_else(|| env.cwd.clone());
+    let here = Env {
+        cwd,
+        clock: env.clock,
+        ui: env.ui.clone(),
+    };
+    // Not in a repository: nothing to capture into, and nowhere to log.
+    let Ok(store) = here.store() else {
         return;
     };
     let clock = env.clock;
-    if args.name != "post-commit" {
-        ops::hook::log(
-            store.state_dir(),
-            &clock,
-            &format!("unknown hook {:?}", args.name),
-        );
-        return;
-    }
     let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
         ops::hook::log(
             store.state_dir(),
             &clock,
-            "post-commit: HOME is not set; nothing captured",
+            &format!("{}: HOME is not set; nothing captured", args.name),
         );
         return;
     };
     let lookup = |name: &str| std::env::var(name).ok();
     let request = CaptureRequest {
-        agents: Vec::new(),
+        agents: agent_hook.map(|(a, _)| vec![a]).unwrap_or_default(),
         home,
         env: &lookup,
         sqlite: Default::default(),
     };
-    ops::hook::post_commit(&store, &clock, &request);
+    ops::hook::run(&store, &clock, &args.name, &request);
 }

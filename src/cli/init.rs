@@ -1,9 +1,10 @@
 //! `git session init`: prepare this repository for sessions.
 
 use std::io::Write;
+use std::path::PathBuf;
 
 use super::{CommandError, Env};
-use crate::hooks;
+use crate::ops;
 
 /// Prepare this repository for git-session, or undo it with --uninstall.
 ///
@@ -20,36 +21,76 @@ use crate::hooks;
 /// objects never pile up to git's gc.auto. What a plain `git push` sends is
 /// not changed, and sessions are pushed only to the remote chosen for them
 /// (`git session push --to NAME`). Safe to run again.
+///
+/// --agent-hooks
+/// installs capture into the agents' own hooks (Claude Code's Stop and
+/// SessionEnd in .claude/settings.local.json, Codex's notify), a Claude Code
+/// skill and an AGENTS.md section saying when to call which tool; each is
+/// kept beside what you have (between markers, or marked), never fails the
+/// agent (exit 0, failures logged), and comes out again with --uninstall.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Remove exactly what init added (hook blocks, fetch refspecs, the attribute line).
+    /// Remove exactly what init added (hook blocks, fetch refspecs, the
+    /// attribute line, and with --agent-hooks those too).
     #[arg(long)]
     uninstall: bool,
+    /// Install capture into Claude Code's and Codex's hooks, the skill and
+    /// the AGENTS.md section.
+    #[arg(long)]
+    agent_hooks: bool,
+    /// Home directory whose agent configuration is edited (default: $HOME).
+    #[arg(long, value_name = "DIR")]
+    home: Option<PathBuf>,
+}
+
+fn agent_setup(
+    args: &Args,
+    env: &Env,
+    store: &crate::store::Store,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    if !args.agent_hooks {
+        return Ok(());
+    }
+    let binary = std::env::current_exe()
+        .map_err(|e| CommandError::failure(format!("cannot locate git-session itself: {e}")))?;
+    let lookup = |name: &str| std::env::var(name).ok();
+    let setup = ops::init::AgentSetup {
+        mcp: Vec::new(),
+        hooks: args.agent_hooks,
+        home: env.agent_home(args.home.clone())?,
+        env: &lookup,
+        remove: args.uninstall,
+    };
+    use crate::native::agent_config::Change;
+    for (what, path, change) in ops::init::agent_setup(store, &binary, &setup)? {
+        let verb = match change {
+            Change::Added => "Installed",
+            Change::Updated => "Updated",
+            Change::Already => "Already installed:",
+            Change::Removed => "Removed",
+            Change::Absent => "Not installed:",
+        };
+        writeln!(out, "{verb} {what} ({})", path.display())?;
+    }
+    Ok(())
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
     let store = env.store()?;
-    let dir = store.hooks_dir();
-    let remote = crate::config::sessions_remote(&store);
-    let hook_error = |e: hooks::HookError| CommandError::failure(e.to_string());
+    agent_setup(&args, env, &store, out)?;
     if args.uninstall {
-        for hook in hooks::HOOKS {
-            if hooks::uninstall(&dir, hook).map_err(hook_error)? {
-                writeln!(
-                    out,
-                    "Removed the git-session block from {}",
-                    dir.join(hook).display()
-                )?;
-            }
+        let undone = ops::init::uninstall(&store)?;
+        for path in &undone.hooks {
+            writeln!(out, "Removed the git-session block from {}", path.display())?;
         }
-        if store.remove_delta_attribute()? {
+        if undone.attribute {
             writeln!(
                 out,
                 "Removed the git-session lines from the repository's info/attributes"
             )?;
         }
-        if store.has_remote(&remote) {
-            store.remove_fetch_refspecs(&remote)?;
+        if let Some(remote) = &undone.remote {
             writeln!(
                 out,
                 "Removed the session fetch refspecs from remote {remote}"
@@ -57,50 +98,43 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         }
         return Ok(());
     }
-    let created = store.ensure_state_dir()?;
-    let verb = if created {
+    let binary = std::env::current_exe()
+        .map_err(|e| CommandError::failure(format!("cannot locate git-session itself: {e}")))?;
+    let r = ops::init::init(&store, &binary)?;
+    let verb = if r.created {
         "Initialized"
     } else {
         "Already initialized"
     };
-    writeln!(out, "{verb} git-session in {}", store.state_dir().display())?;
-    if store.ensure_delta_attribute()? {
+    writeln!(out, "{verb} git-session in {}", r.state_dir.display())?;
+    if r.delta_attribute_added {
         writeln!(
             out,
             "Added `{}` to the repository's info/attributes (event chunks are stored whole in packs)",
             crate::store::DELTA_ATTRIBUTE
         )?;
     }
-    let binary = std::env::current_exe()
-        .map_err(|e| CommandError::failure(format!("cannot locate git-session itself: {e}")))?;
-    // A hooks folder inside the work tree (core.hooksPath=.husky, say) is
-    // committed: it gets no path of this machine, only git-session on PATH.
-    let shared = store.worktree_paths().iter().any(|w| dir.starts_with(w))
-        && !store
-            .state_dir()
-            .parent()
-            .is_some_and(|common| dir.starts_with(common));
-    for hook in hooks::HOOKS {
-        if hooks::install(&dir, hook, (!shared).then_some(binary.as_path())).map_err(hook_error)? {
-            writeln!(
-                out,
-                "Installed the {hook} hook in {}{}",
-                dir.join(hook).display(),
-                if shared {
-                    " (a tracked folder: it runs git-session from PATH)"
-                } else {
-                    ""
-                }
-            )?;
-        }
-        if let Err(why) = hooks::reachable(&dir, hook) {
-            writeln!(
-                out,
-                "warning: the {hook} hook never reaches the git-session block: {why}; move the block above that line"
-            )?;
-        }
+    for path in &r.hooks_installed {
+        let hook = path.file_name().unwrap_or_default().to_string_lossy();
+        writeln!(
+            out,
+            "Installed the {hook} hook in {}{}",
+            path.display(),
+            if r.hooks_tracked {
+                " (a tracked folder: it runs git-session from PATH)"
+            } else {
+                ""
+            }
+        )?;
     }
-    match crate::config::chosen_remote(&store).0 {
+    for (path, why) in &r.hooks_unreachable {
+        let hook = path.file_name().unwrap_or_default().to_string_lossy();
+        writeln!(
+            out,
+            "warning: the {hook} hook never reaches the git-session block: {why}; move the block above that line"
+        )?;
+    }
+    match &r.chosen_remote {
         Some(r) => writeln!(
             out,
             "Sessions are pushed only to remote {r} (session.remote)"
@@ -110,8 +144,9 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             "Sessions are pushed only to a remote you choose: `git session push --to NAME` (recorded as session.remote)"
         )?,
     }
-    if store.has_remote(&remote) {
-        if store.add_fetch_refspecs(&remote)? > 0 {
+    let remote = &r.fetch_remote;
+    if r.fetch_remote_exists {
+        if r.refspecs_added > 0 {
             writeln!(
                 out,
                 "A plain `git fetch {remote}` now also downloads sessions; `git session fetch` (or sync) verifies them and adds them to `git session list`"

@@ -23,10 +23,13 @@ mod push;
 mod redact;
 mod resume;
 mod rm;
+mod search;
 mod show;
+mod status;
 mod sync;
 pub mod ui;
 mod verify;
+mod watch;
 mod which;
 
 use std::io::Write;
@@ -94,6 +97,9 @@ enum Command {
     Handoff(handoff::Args),
     Which(which::Args),
     Doctor(doctor::Args),
+    Status(status::Args),
+    Search(search::Args),
+    Watch(watch::Args),
     #[command(hide = true)]
     Hook(hook::Args),
 }
@@ -221,6 +227,9 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Handoff(args) => handoff::run(args, env, out),
         Command::Which(args) => which::run(args, env, out),
         Command::Doctor(args) => doctor::run(args, env, out),
+        Command::Status(args) => status::run(args, env, out),
+        Command::Search(args) => search::run(args, env, out),
+        Command::Watch(args) => watch::run(args, env, out),
         Command::Hook(args) => {
             hook::run(args, env, out);
             Ok(())

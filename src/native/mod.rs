@@ -22,10 +22,12 @@
 //! Agent stores are read-only to capture: readers open files for reading
 //! only and databases with `mode=ro`.
 
+pub mod agent_config;
 pub mod apply;
 pub mod cursor;
 pub mod jsonl;
 pub mod sqlite;
+pub mod watch;
 pub mod zstd;
 
 use std::path::{Path, PathBuf};

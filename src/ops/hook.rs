@@ -21,6 +21,18 @@ pub fn post_commit(
     clock: &Clock,
     request: &CaptureRequest<'_>,
 ) -> Option<CaptureReport> {
+    run(store, clock, "post-commit", request)
+}
+
+/// Runs the capture of hook `name` (post-commit, or an agent's hook);
+/// returns the report, or `None` when it failed. Skipped files and the
+/// failure are logged.
+pub fn run(
+    store: &Store,
+    clock: &Clock,
+    name: &str,
+    request: &CaptureRequest<'_>,
+) -> Option<CaptureReport> {
     match capture(store, clock, request) {
         Ok(report) => {
             for skipped in report.skipped.iter().chain(&report.skipped_sources) {
@@ -28,7 +40,7 @@ pub fn post_commit(
                     store.state_dir(),
                     clock,
                     &format!(
-                        "post-commit: skipped {}: {}",
+                        "{name}: skipped {}: {}",
                         skipped.path.display(),
                         skipped.reason
                     ),
@@ -40,7 +52,7 @@ pub fn post_commit(
             log(
                 store.state_dir(),
                 clock,
-                &format!("post-commit: capture failed: {e}"),
+                &format!("{name}: capture failed: {e}"),
             );
             None
         }

@@ -8,12 +8,16 @@ pub mod compile;
 pub mod fork;
 pub mod handoff;
 pub mod hook;
+pub mod init;
 pub mod list;
 pub mod purge;
 pub mod redact;
 pub mod resume;
+pub mod search;
+pub mod status;
 pub mod sync;
 pub mod verify;
+pub mod watch;
 pub mod which;
 pub mod written;
 

@@ -170,6 +170,20 @@ impl Store {
         text.split_whitespace().min().map(str::to_owned)
     }
 
+    /// Returns the root of the work tree this store was opened in, if any.
+    pub fn work_dir(&self) -> Option<PathBuf> {
+        self.repo.workdir().map(std::path::Path::to_owned)
+    }
+
+    /// Returns the names of the configured remotes, sorted.
+    pub fn remote_names(&self) -> Vec<String> {
+        self.repo
+            .remote_names()
+            .into_iter()
+            .map(|n| n.to_string())
+            .collect()
+    }
+
     /// Returns whether `remote` is a configured remote of this repository.
     pub fn has_remote(&self, remote: &str) -> bool {
         self.repo.find_remote(remote).is_ok()

@@ -253,3 +253,81 @@ fn broken_capture_or_missing_binary_never_blocks_a_commit() {
         .unwrap();
     assert!(out.status.success());
 }
+
+#[test]
+fn agent_hooks_capture_from_the_agents_own_hook_and_come_out_again() {
+    let repo = Repo::new();
+    fake_stores(&repo, &repo.root);
+    let said = repo.ok(&["init", "--agent-hooks"]);
+    assert!(said.contains("Installed claude hooks"), "{said}");
+    assert!(
+        repo.ok(&["init", "--agent-hooks"])
+            .contains("Already installed: claude hooks")
+    );
+    let settings: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(repo.root.join(".claude/settings.local.json")).unwrap(),
+    )
+    .unwrap();
+    let command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Claude Code runs the command from anywhere with its JSON on stdin.
+    let elsewhere = repo.outside("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let mut sh = std::process::Command::new("sh");
+    sh.arg("-c")
+        .arg(&command)
+        .current_dir(&elsewhere)
+        .env("HOME", &repo.home);
+    let mut child = sh.stdin(std::process::Stdio::piped()).spawn().unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            format!(
+                "{{\"cwd\": {:?}, \"hook_event_name\": \"Stop\"}}",
+                repo.root.to_str().unwrap()
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(
+        repo.git(&["for-each-ref", "refs/sessions/"])
+            .contains(CLAUDE_ID)
+    );
+    assert!(
+        !repo
+            .git(&["for-each-ref", "refs/sessions/"])
+            .contains(CODEX_ID)
+    );
+    // Codex's notify passes its JSON as the last argument.
+    repo.session_in(&elsewhere)
+        .args([
+            "hook",
+            "codex-notify",
+            &format!(
+                "{{\"type\":\"agent-turn-complete\",\"cwd\":{:?}}}",
+                repo.root.to_str().unwrap()
+            ),
+        ])
+        .assert()
+        .success();
+    assert!(
+        repo.git(&["for-each-ref", "refs/sessions/"])
+            .contains(CODEX_ID)
+    );
+    let status: serde_json::Value = serde_json::from_str(&repo.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["agent_hooks"][0][2], true, "{status}");
+    repo.ok(&["init", "--uninstall", "--agent-hooks"]);
+    assert!(
+        !repo.root.join(".claude/settings.local.json").exists()
+            || !std::fs::read_to_string(repo.root.join(".claude/settings.local.json"))
+                .unwrap()
+                .contains("git-session")
+    );
+    assert!(!repo.root.join("AGENTS.md").exists());
+}

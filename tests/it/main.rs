@@ -16,6 +16,7 @@ mod hooks;
 mod import_export;
 mod layout;
 mod manpage;
+mod mcp;
 mod native;
 mod opencode;
 mod oracle;
@@ -24,11 +25,14 @@ mod purge;
 mod redaction;
 mod resume;
 mod scale;
+mod search;
+mod status;
 mod surface;
 mod sync;
 mod tamper;
 mod trust;
 mod verify;
+mod watch;
 
 #[test]
 fn every_test_file_is_declared() {

@@ -294,6 +294,13 @@ pub fn capture_with(
         }
         cursors.save()?;
     }
+    // Keep the search index current for what changed, when there is one
+    // (it is rebuildable: search refreshes it anyway, so a failure here
+    // costs only time).
+    if store.index_dir().is_dir() && !report.sessions.is_empty() {
+        let ids: Vec<SessionId> = report.sessions.iter().map(|s| s.id.clone()).collect();
+        let _ = store.refresh_index(Some(&ids));
+    }
     Ok(report)
 }
 

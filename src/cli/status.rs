@@ -1,0 +1,163 @@
+//! `git session status`: what is captured, what is waiting, what is unpushed.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use super::{CommandError, Env, escape_line};
+use crate::ops;
+
+/// Show per agent what is captured and what is new since the last capture,
+/// the sessions with batches the sessions remote lacks, the remote and
+/// whether one was chosen for sessions, hook and watch state, and the last
+/// hook errors.
+///
+/// "new" counts the native files (and databases) of this repository whose
+/// size or time changed since capture last read them; "unseen" the agent's
+/// session files capture has not looked at yet (some may belong to other
+/// projects). Unpushed batches are counted against the remote-tracking refs
+/// of the chosen remote, as of the last fetch or push. Only file metadata
+/// is read from agent stores.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Home directory whose agent stores are looked at (default: $HOME).
+    #[arg(long, value_name = "DIR")]
+    home: Option<PathBuf>,
+    /// How many hook log lines to show.
+    #[arg(long, default_value_t = 5)]
+    lines: usize,
+}
+
+pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
+    let store = env.store()?;
+    let home = env.agent_home(args.home)?;
+    let lookup = |name: &str| std::env::var(name).ok();
+    let s = ops::status::status(
+        &store,
+        &ops::status::StatusRequest {
+            home,
+            env: &lookup,
+            log_lines: args.lines,
+        },
+    )?;
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &s).map_err(std::io::Error::from)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    writeln!(out, "sessions   {} in this repository", s.sessions)?;
+    for a in &s.agents {
+        if !a.present {
+            writeln!(
+                out,
+                "agent      {}: no store at {}",
+                a.agent,
+                a.store.display()
+            )?;
+            continue;
+        }
+        writeln!(
+            out,
+            "agent      {}: {} sessions, {} sources tracked, {} new since the last capture, {} unseen",
+            a.agent,
+            a.sessions,
+            a.tracked,
+            a.changed.len(),
+            a.unseen.len()
+        )?;
+        for p in &a.changed {
+            writeln!(out, "  new      {}", escape_line(&p.to_string_lossy()))?;
+        }
+    }
+    if !s
+        .agents
+        .iter()
+        .all(|a| a.changed.is_empty() && a.unseen.is_empty())
+    {
+        writeln!(out, "           (git session import captures them now)")?;
+    }
+    match &s.remote {
+        Some(r) => writeln!(
+            out,
+            "remote     {} (chosen for sessions{})",
+            escape_line(r),
+            s.remote_url
+                .as_deref()
+                .map(|u| format!(", pinned to {}", escape_line(u)))
+                .unwrap_or_default()
+        )?,
+        None => writeln!(
+            out,
+            "remote     none chosen: sessions are pushed nowhere until `git session push --to NAME` (fetch from {}{})",
+            escape_line(&s.fetch_remote),
+            if s.fetch_remote_exists {
+                ""
+            } else {
+                ", which does not exist"
+            }
+        )?,
+    }
+    if s.unpushed.is_empty() {
+        writeln!(out, "unpushed   nothing")?;
+    } else {
+        let batches: usize = s.unpushed.iter().map(|u| u.batches).sum();
+        writeln!(
+            out,
+            "unpushed   {} sessions, {batches} batches",
+            s.unpushed.len()
+        )?;
+        for u in &s.unpushed {
+            writeln!(
+                out,
+                "  {}  {} batches{}",
+                u.session,
+                u.batches,
+                if u.diverged {
+                    " (diverged from the remote: git session sync forks it)"
+                } else if !u.on_remote {
+                    " (not on the remote)"
+                } else {
+                    ""
+                }
+            )?;
+        }
+    }
+    for (hook, installed) in &s.git_hooks {
+        writeln!(
+            out,
+            "git hook   {hook}: {}",
+            if *installed {
+                "installed"
+            } else {
+                "not installed (git session init)"
+            }
+        )?;
+    }
+    for (agent, file, installed) in &s.agent_hooks {
+        writeln!(
+            out,
+            "agent hook {agent}: {} ({})",
+            if *installed {
+                "installed"
+            } else {
+                "not installed (git session init --agent-hooks)"
+            },
+            file.display()
+        )?;
+    }
+    match s.watch {
+        Some(pid) => writeln!(out, "watch      running (pid {pid})")?,
+        None => writeln!(out, "watch      not running (git session watch)")?,
+    }
+    if s.hook_log.is_empty() {
+        writeln!(out, "hook log   no failures recorded")?;
+    } else {
+        writeln!(out, "hook log   last {} lines:", s.hook_log.len())?;
+        for line in &s.hook_log {
+            writeln!(out, "  {}", escape_line(line))?;
+        }
+    }
+    Ok(())
+}

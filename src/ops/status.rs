@@ -1,0 +1,238 @@
+//! `status`: what is captured, what waits for the next capture, what is not
+//! pushed yet, and how capture is set up, in one cheap pass.
+//!
+//! Costs one `stat` per native file (the capture cursors hold the last
+//! size and time), one ref read per session and, for a session whose
+//! remote-tracking tip differs from its tip, a walk of its own batch
+//! commits down to that tip. Nothing is read from agent stores beyond
+//! directory listings and file metadata.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use git_session_adapters::Adapter;
+use git_session_adapters::source::Source;
+use git_session_schema::{Agent, SessionId};
+
+use super::OpResult;
+use crate::native::cursor::{CursorIndex, Stamp};
+use crate::store::Store;
+
+/// Says where to look for agent stores.
+pub struct StatusRequest<'a> {
+    /// The user's home directory (agent stores default to it).
+    pub home: PathBuf,
+    /// Looks up an environment variable (an agent's store override).
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// How many lines of the hook log to return.
+    pub log_lines: usize,
+}
+
+/// One agent's capture state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct AgentStatus {
+    /// The agent.
+    pub agent: String,
+    /// Its store root here.
+    pub store: PathBuf,
+    /// Whether the store exists.
+    pub present: bool,
+    /// Native sources (files, database sessions) that feed sessions of
+    /// this repository.
+    pub tracked: usize,
+    /// Canonical sessions of this agent in the repository.
+    pub sessions: usize,
+    /// Tracked sources changed since the last capture (size or time).
+    pub changed: Vec<PathBuf>,
+    /// Source files capture has never looked at (some may belong to
+    /// other projects: capture decides by their working directory).
+    pub unseen: Vec<PathBuf>,
+}
+
+/// Push state of one session against the sessions remote.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Unpushed {
+    /// The session.
+    pub session: String,
+    /// Its own batches the remote does not have (as of the last fetch or
+    /// push); all of them when the remote has none.
+    pub batches: usize,
+    /// Whether the remote has the session at all.
+    pub on_remote: bool,
+    /// The remote's copy is not an ancestor of ours (a divergence the
+    /// next `git session sync` turns into a fork).
+    pub diverged: bool,
+}
+
+/// The whole status.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Status {
+    /// The local state directory.
+    pub state_dir: PathBuf,
+    /// Sessions in the repository.
+    pub sessions: usize,
+    /// Per agent.
+    pub agents: Vec<AgentStatus>,
+    /// The remote sessions are pushed to (`session.remote`), if chosen.
+    pub remote: Option<String>,
+    /// The remote sessions are fetched from (`session.remote`, else origin).
+    pub fetch_remote: String,
+    /// Whether that remote exists.
+    pub fetch_remote_exists: bool,
+    /// The URL the chosen remote had when it was chosen.
+    pub remote_url: Option<String>,
+    /// Sessions with batches the remote lacks.
+    pub unpushed: Vec<Unpushed>,
+    /// Git hooks: name and whether installed.
+    pub git_hooks: Vec<(String, bool)>,
+    /// Agent hooks: agent, config file, whether installed.
+    pub agent_hooks: Vec<(String, PathBuf, bool)>,
+    /// The running `git session watch`, if any: its pid.
+    pub watch: Option<u32>,
+    /// The last lines of the hook log.
+    pub hook_log: Vec<String>,
+}
+
+/// Computes the status.
+pub fn status(store: &Store, request: &StatusRequest<'_>) -> OpResult<Status> {
+    let listed = store.list()?;
+    let mut per_agent: HashMap<String, usize> = HashMap::new();
+    for (_, s) in &listed {
+        if let Ok(s) = s {
+            *per_agent
+                .entry(s.header.agent.as_str().to_owned())
+                .or_default() += 1;
+        }
+    }
+    let mut agents = Vec::new();
+    for &adapter in git_session_adapters::registry::ADAPTERS {
+        let agent = adapter.agent();
+        let root = adapter.store_root(request.env, &request.home);
+        let mut a = agent_status(store, adapter, &agent, &root);
+        a.sessions = per_agent.get(agent.as_str()).copied().unwrap_or(0);
+        agents.push(a);
+    }
+    let (remote, remote_url) = crate::config::chosen_remote(store);
+    let fetch_remote = crate::config::sessions_remote(store);
+    let fetch_remote_exists = store.has_remote(&fetch_remote);
+    let unpushed = match &remote {
+        Some(r) if store.has_remote(r) => unpushed(store, r, &listed)?,
+        // Nothing chosen: every session is unpushed.
+        _ => listed
+            .iter()
+            .filter_map(|(id, s)| s.as_ref().ok().map(|_| id))
+            .map(|id| Unpushed {
+                session: id.to_string(),
+                batches: store.batches(id).map(|b| b.len()).unwrap_or(0),
+                on_remote: false,
+                diverged: false,
+            })
+            .collect(),
+    };
+    let dir = store.hooks_dir();
+    let git_hooks = crate::hooks::HOOKS
+        .iter()
+        .map(|h| ((*h).to_owned(), crate::hooks::is_installed(&dir, h)))
+        .collect();
+    Ok(Status {
+        state_dir: store.state_dir().to_owned(),
+        sessions: listed.len(),
+        agents,
+        remote,
+        fetch_remote,
+        fetch_remote_exists,
+        remote_url,
+        unpushed,
+        git_hooks,
+        agent_hooks: crate::native::agent_config::hooks_installed(
+            store.work_dir().as_deref(),
+            &git_session_adapters::registry::adapter(&Agent::parse("codex"))
+                .map(|a| a.store_root(request.env, &request.home))
+                .unwrap_or_else(|| request.home.join(".codex")),
+        ),
+        watch: super::watch::running(store),
+        hook_log: super::hook::recent(store.state_dir(), request.log_lines),
+    })
+}
+
+fn agent_status(store: &Store, adapter: &dyn Adapter, agent: &Agent, root: &Path) -> AgentStatus {
+    let mut out = AgentStatus {
+        agent: agent.as_str().to_owned(),
+        store: root.to_owned(),
+        present: root.is_dir(),
+        ..AgentStatus::default()
+    };
+    if !out.present {
+        return out;
+    }
+    let index = CursorIndex::load(store.state_dir(), agent.as_str());
+    for rel in crate::native::discover(adapter, root) {
+        let abs = root.join(&rel);
+        if let Some(Source::Sqlite(_)) = crate::native::source_for(adapter, &rel) {
+            let key = rel.to_string_lossy().into_owned();
+            match index.databases.get(&key) {
+                None => out.unseen.push(abs),
+                Some(cursor) => {
+                    let ours = cursor
+                        .sessions
+                        .values()
+                        .filter(|s| s.session.is_some())
+                        .count();
+                    out.tracked += ours;
+                    let (db, wal) = crate::native::sqlite::stamps(&abs);
+                    if db != cursor.db || wal != cursor.wal {
+                        out.changed.push(abs);
+                    }
+                }
+            }
+            continue;
+        }
+        match index.files.get(&*abs.to_string_lossy()) {
+            None => out.unseen.push(abs),
+            Some(cursor) => {
+                if cursor.session.is_none() {
+                    continue;
+                }
+                out.tracked += 1;
+                let now = Stamp::of(&abs);
+                if now.size != cursor.size || now.mtime_ns != cursor.mtime_ns {
+                    out.changed.push(abs);
+                }
+            }
+        }
+    }
+    out
+}
+
+type Listed = [(
+    SessionId,
+    crate::store::StoreResult<crate::store::SessionStat>,
+)];
+
+fn unpushed(store: &Store, remote: &str, listed: &Listed) -> OpResult<Vec<Unpushed>> {
+    let theirs: HashMap<SessionId, gix::ObjectId> =
+        store.tracking_sessions(remote)?.into_iter().collect();
+    let mut out = Vec::new();
+    for (id, s) in listed {
+        let Ok(s) = s else { continue };
+        let their_tip = theirs.get(id).copied();
+        if their_tip == Some(s.tip) {
+            continue;
+        }
+        let batches = store.batches(id)?;
+        let (count, diverged) = match their_tip {
+            None => (batches.len(), false),
+            Some(t) => match batches.iter().position(|b| b.commit == t) {
+                Some(i) => (i, false),
+                None => (batches.len(), true),
+            },
+        };
+        out.push(Unpushed {
+            session: id.to_string(),
+            batches: count,
+            on_remote: their_tip.is_some(),
+            diverged,
+        });
+    }
+    Ok(out)
+}

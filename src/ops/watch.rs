@@ -1,0 +1,128 @@
+//! `watch`: capture continuously, within moments of an agent writing.
+//!
+//! Waits on the agent stores (`native::watch`, no polling: idle costs
+//! nothing), gathers the changes of a short quiet period (the debounce),
+//! then captures the agents whose store changed, incrementally from the
+//! cursors, exactly as `import` does. Records its pid in
+//! `.git/session/watch.pid` while it runs (for `status`).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use git_session_adapters::Adapter;
+use git_session_schema::Agent;
+
+use super::OpResult;
+use super::capture::{CaptureReport, CaptureRequest};
+use crate::clock::Clock;
+use crate::native::watch::StoreWatcher;
+use crate::store::Store;
+
+/// The file the running watch's pid is in, under the state directory.
+pub const PID_FILE: &str = "watch.pid";
+
+/// Says how to watch.
+pub struct WatchRequest<'a> {
+    /// Agents to watch; empty: every agent whose store exists.
+    pub agents: Vec<Agent>,
+    /// The user's home (agent stores).
+    pub home: PathBuf,
+    /// Looks up an environment variable (store overrides).
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// How long no change must last before capturing.
+    pub debounce: Duration,
+    /// This process's id (recorded for `status`).
+    pub pid: u32,
+}
+
+/// What the watch tells its caller.
+pub enum WatchEvent<'a> {
+    /// Watching these stores now (after the first capture).
+    Watching(&'a [(Agent, PathBuf)]),
+    /// A capture ran (or failed).
+    Captured(&'a OpResult<CaptureReport>),
+}
+
+/// Captures once, then after every change until the watcher ends;
+/// `on_event` returning false stops it.
+pub fn watch(
+    store: &Store,
+    clock: &Clock,
+    request: &WatchRequest<'_>,
+    on_event: &mut dyn FnMut(WatchEvent<'_>) -> bool,
+) -> OpResult<()> {
+    let adapters: Vec<&dyn Adapter> = git_session_adapters::registry::ADAPTERS
+        .iter()
+        .copied()
+        .filter(|a| request.agents.is_empty() || request.agents.contains(&a.agent()))
+        .filter(|a| a.store_root(request.env, &request.home).is_dir())
+        .collect();
+    let roots: Vec<(Agent, PathBuf)> = adapters
+        .iter()
+        .map(|a| (a.agent(), a.store_root(request.env, &request.home)))
+        .collect();
+    store.ensure_state_dir()?;
+    let pid_path = store.state_dir().join(PID_FILE);
+    std::fs::write(&pid_path, request.pid.to_string()).map_err(super::OpError::io(&pid_path))?;
+    let _pid = PidFile(pid_path);
+    let watcher = StoreWatcher::new(roots.iter().map(|(_, r)| r.clone()).collect())?;
+    let capture = |agents: Vec<Agent>| {
+        super::capture::capture(
+            store,
+            clock,
+            &CaptureRequest {
+                agents,
+                home: request.home.clone(),
+                env: request.env,
+                sqlite: Default::default(),
+            },
+        )
+    };
+    // What changed before the watch was in place.
+    let first = capture(roots.iter().map(|(a, _)| a.clone()).collect());
+    if !on_event(WatchEvent::Captured(&first)) || !on_event(WatchEvent::Watching(&roots)) {
+        return Ok(());
+    }
+    let relevant = |i: usize, path: &Path, _dir: bool| {
+        let root = &roots[i].1;
+        let Ok(rel) = path.strip_prefix(root) else {
+            return false;
+        };
+        let name = rel.to_string_lossy();
+        adapters[i].is_session_file(rel)
+            || name.ends_with("-wal")
+            || name.ends_with(".db")
+            || path.is_dir()
+    };
+    while let Some(changed) =
+        watcher.next_change(request.debounce, request.debounce * 10, &relevant)
+    {
+        if changed.is_empty() {
+            continue;
+        }
+        let agents = changed.iter().map(|&i| roots[i].0.clone()).collect();
+        let result = capture(agents);
+        if !on_event(WatchEvent::Captured(&result)) {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Removes the pid file when the watch ends.
+struct PidFile(PathBuf);
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// Returns the pid of the running watch of this repository, if any.
+pub fn running(store: &Store) -> Option<u32> {
+    let text = std::fs::read_to_string(store.state_dir().join(PID_FILE)).ok()?;
+    let pid: i32 = text.trim().parse().ok()?;
+    // Signal 0 checks the process exists.
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).ok()?;
+    Some(pid as u32)
+}
