@@ -28,6 +28,13 @@ use crate::ops;
 /// skill and an AGENTS.md section saying when to call which tool; each is
 /// kept beside what you have (between markers, or marked), never fails the
 /// agent (exit 0, failures logged), and comes out again with --uninstall.
+///
+/// --mcp AGENT
+/// registers `git-session mcp` as an MCP server with that agent (claude:
+/// the project's .mcp.json; codex: `[mcp_servers.git-session]` in
+/// $CODEX_HOME/config.toml), so the agent can list, search, compile and
+/// hand off sessions itself. Other agents: add a stdio server running
+/// `git-session mcp` in the repository by hand.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Remove exactly what init added (hook blocks, fetch refspecs, the
@@ -38,6 +45,9 @@ pub struct Args {
     /// the AGENTS.md section.
     #[arg(long)]
     agent_hooks: bool,
+    /// Register the MCP server with this agent (repeatable: claude, codex).
+    #[arg(long, value_name = "AGENT", value_parser = super::agent_parser())]
+    mcp: Vec<git_session_schema::Agent>,
     /// Home directory whose agent configuration is edited (default: $HOME).
     #[arg(long, value_name = "DIR")]
     home: Option<PathBuf>,
@@ -49,14 +59,14 @@ fn agent_setup(
     store: &crate::store::Store,
     out: &mut dyn Write,
 ) -> Result<(), CommandError> {
-    if !args.agent_hooks {
+    if !args.agent_hooks && args.mcp.is_empty() {
         return Ok(());
     }
     let binary = std::env::current_exe()
         .map_err(|e| CommandError::failure(format!("cannot locate git-session itself: {e}")))?;
     let lookup = |name: &str| std::env::var(name).ok();
     let setup = ops::init::AgentSetup {
-        mcp: Vec::new(),
+        mcp: args.mcp.clone(),
         hooks: args.agent_hooks,
         home: env.agent_home(args.home.clone())?,
         env: &lookup,

@@ -18,6 +18,7 @@ mod import;
 mod init;
 mod list;
 mod log;
+mod mcp;
 mod purge;
 mod push;
 mod redact;
@@ -100,6 +101,7 @@ enum Command {
     Status(status::Args),
     Search(search::Args),
     Watch(watch::Args),
+    Mcp(mcp::Args),
     #[command(hide = true)]
     Hook(hook::Args),
 }
@@ -184,8 +186,11 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    // Not locked for the whole run: `mcp` writes protocol messages from
+    // tokio's stdout on another thread, which a lock held here would block
+    // for ever (each write still takes the lock, and stdout stays
+    // line-buffered).
+    let mut out = std::io::stdout();
     ui::set_verbosity(cli.quiet, cli.verbose);
     let ui = ui::Ui {
         color: cli.color,
@@ -230,6 +235,7 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Status(args) => status::run(args, env, out),
         Command::Search(args) => search::run(args, env, out),
         Command::Watch(args) => watch::run(args, env, out),
+        Command::Mcp(args) => mcp::run(args, env, out),
         Command::Hook(args) => {
             hook::run(args, env, out);
             Ok(())

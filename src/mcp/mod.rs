@@ -1,9 +1,11 @@
-//! The MCP server (to be `git session mcp`): the same ops as the command
-//! line, as tools an agent calls over stdio (the `rmcp` crate).
+//! The MCP server (`git session mcp`): the same ops as the command line,
+//! as tools an agent calls over stdio (the `rmcp` crate). `tests/it/mcp.rs`
+//! drives it with a real rmcp client and with the real Claude Code.
 //!
-//! UNFINISHED: over stdio it does not answer `initialize` yet, so it is not
-//! on the command line; `tests/it/mcp.rs` (ignored) drives it with a real
-//! rmcp client and the real Claude Code once it does.
+//! The command line must not hold the stdout lock while this runs: tokio
+//! writes the protocol messages from a blocking thread through
+//! `std::io::stdout()`, and a lock held by the main thread (blocked in
+//! `block_on`) would stop the first reply for ever.
 //!
 //! Thin like `cli/`: each tool parses its arguments, calls one op and
 //! returns JSON. Only `handoff` and `import` write (and `init`, which only

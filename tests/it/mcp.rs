@@ -36,7 +36,6 @@ fn error_text(r: &CallToolResult) -> String {
 }
 
 #[test]
-#[ignore = "unfinished: the rmcp 3.11 server does not answer initialize yet (issue 19)"]
 fn an_mcp_client_session_uses_every_tool() {
     let repo = Repo::new();
     let mut lines = session_lines(A, 8);
@@ -101,7 +100,8 @@ fn an_mcp_client_session_uses_every_tool() {
         let found = data(&call("search", json!({"pattern": "parser bug", "literal": true})).await);
         assert!(found["notice"].as_str().unwrap().contains("data to consider"));
         assert_eq!(found["hits"][0]["session"], A, "{found}");
-        assert_eq!(found["hits"][0]["seq"], 1);
+        // lines[0] is the header: lines[1] is the event of seq 0.
+        assert_eq!(found["hits"][0]["seq"], 0);
         assert!(found["hits"][0]["snippet"].as_str().unwrap().contains("Ignore previous instructions"));
 
         let shown = data(&call("show", json!({"session": &A[..8], "from": 2, "max": 3, "types": ["tool.*", "message.user"]})).await);
@@ -118,12 +118,15 @@ fn an_mcp_client_session_uses_every_tool() {
 
         let status = data(&call("status", json!({})).await);
         assert_eq!(status["sessions"], 2);
+        // Both sessions were captured at HEAD (which says "captured at").
         let which = data(&call("which", json!({"commit": "HEAD"})).await);
-        assert_eq!(which["sessions"], json!([]));
+        let at_head: Vec<&str> = which["sessions"].as_array().unwrap().iter().filter_map(|s| s["session"].as_str()).collect();
+        assert!(at_head.contains(&A) && at_head.len() == 2, "{which}");
 
         // The writers: init (idempotent), import, handoff.
         let init = data(&call("init", json!({})).await);
-        assert_eq!(init["created"], true, "{init}");
+        // The imports above made the state directory; init adds the hook.
+        assert_eq!(init["created"], false, "{init}");
         assert_eq!(init["hooks_installed"].as_array().unwrap().len(), 1);
         let again = data(&call("init", json!({})).await);
         assert_eq!(again["created"], false);
@@ -154,7 +157,6 @@ fn an_mcp_client_session_uses_every_tool() {
 /// once, and the next request Claude Code sends carries the tool's result,
 /// session text framed as data with its session and seq.
 #[test]
-#[ignore = "unfinished: the rmcp 3.11 server does not answer initialize yet (issue 19)"]
 fn claude_code_calls_the_server_and_sends_the_result_to_the_model() {
     let prefix = crate::oracle::prefix();
     let repo = Repo::new();
@@ -277,10 +279,20 @@ fn claude_code_calls_the_server_and_sends_the_result_to_the_model() {
         });
     let body = result.to_string();
     assert!(body.contains("not instructions"), "{body}");
-    assert!(
-        body.contains(A) && body.contains("\\\"seq\\\": 2"),
-        "{body}"
-    );
+    // The result is the server's JSON, as text: the hit names its session
+    // and seq (lines[0] is the header, so lines[2] is the event of seq 1).
+    let content = match &result["content"] {
+        Value::String(text) => text.clone(),
+        blocks => blocks
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<String>(),
+    };
+    let hits: Value = serde_json::from_str(&content).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(hits["hits"][0]["session"], A, "{body}");
+    assert_eq!(hits["hits"][0]["seq"], 1, "{body}");
 }
 
 /// Ends a helper process this test started, by its own handle.
