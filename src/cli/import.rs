@@ -150,6 +150,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let nothing = report.sessions.is_empty()
         && report.unchanged == 0
         && report.skipped.is_empty()
+        && report.skipped_earlier == 0
         && report.skipped_sources.is_empty();
     if nothing {
         // A first run in a repository no agent has worked in yet: say
