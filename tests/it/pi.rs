@@ -333,10 +333,23 @@ fn a_forked_pi_session_links_to_the_session_it_came_from() {
     import(&repo);
     let shown: Value =
         serde_json::from_str(&repo.ok(&["show", "01a22640-ffff", "--json"])).unwrap();
+    // The fork copies every entry of the parent: it is a canonical fork of
+    // the parent's session, sharing exactly the copied prefix.
+    let lineage = &shown["header"]["lineage"];
     assert_eq!(
-        shown["header"]["spawned_by"]["session"],
-        "01a22640-cc36-7053-9435-ced9260305c0"
+        lineage["parent_session"], "01a22640-cc36-7053-9435-ced9260305c0",
+        "{shown}"
     );
+    let parent_events = serde_json::from_str::<Value>(&repo.ok(&[
+        "show",
+        "01a22640-cc36",
+        "--json",
+    ]))
+    .unwrap()["events"]
+        .as_array()
+        .unwrap()
+        .len() as u64;
+    assert_eq!(lineage["inherited_events"], parent_events, "{shown}");
 }
 
 #[test]
