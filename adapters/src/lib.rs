@@ -37,6 +37,7 @@ pub use source::{ExtraDir, Position, Record, Records, Source};
 pub mod codex;
 pub mod dsh;
 pub mod hermes;
+mod images;
 pub mod opencode;
 pub mod pi;
 

@@ -32,7 +32,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use base64::Engine;
 use git_session_schema::{Agent, ArtifactId, Event, kinds};
 use serde_json::{Map, Value, json};
 
@@ -436,9 +435,9 @@ impl Writer<'_, '_> {
                 if let Some(text) = take("text") {
                     block.insert("text".into(), text);
                 } else if take("image").is_some() {
-                    let data = images
-                        .next()
-                        .and_then(|id| artifact_base64(&self.head, &mut self.losses, seq, &id));
+                    let data = images.next().and_then(|id| {
+                        crate::images::encode(&self.head, &mut self.losses, seq, &id)
+                    });
                     if let Some(Value::Object(source)) = block.get_mut("source") {
                         source.insert("data".into(), json!(data.unwrap_or_default()));
                     }
@@ -491,7 +490,12 @@ impl Writer<'_, '_> {
                                         continue;
                                     }
                                     let data = images.next().and_then(|id| {
-                                        artifact_base64(&self.head, &mut self.losses, seq, &id)
+                                        crate::images::encode(
+                                            &self.head,
+                                            &mut self.losses,
+                                            seq,
+                                            &id,
+                                        )
                                     });
                                     source.insert("data".into(), json!(data.unwrap_or_default()));
                                 }
@@ -528,7 +532,7 @@ impl Writer<'_, '_> {
                 let mut content = vec![json!({"type": "text", "text": text})];
                 for id in event.refs.iter().filter_map(|r| ArtifactId::from_ref(r)) {
                     if let Some(data) =
-                        artifact_base64(&self.head, &mut self.losses, event.seq, &id)
+                        crate::images::encode(&self.head, &mut self.losses, event.seq, &id)
                     {
                         let media = p
                             .pointer("/image/media_type")
@@ -723,24 +727,6 @@ impl Writer<'_, '_> {
             "timestamp": ts,
             "message": message,
         })));
-    }
-}
-
-/// Returns an artifact's bytes as base64, or notes the loss.
-fn artifact_base64(
-    head: &RenderHead<'_>,
-    losses: &mut Vec<String>,
-    seq: u64,
-    id: &ArtifactId,
-) -> Option<String> {
-    match (head.artifact)(id) {
-        Some(bytes) => Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
-        None => {
-            losses.push(format!(
-                "image-omitted: event {seq}: artifact {id} not provided; image written empty"
-            ));
-            None
-        }
     }
 }
 

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use base64::Engine as _;
 use git_session_schema::{Agent, ArtifactId, Event, Level, Origin, kinds};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -604,17 +603,7 @@ impl Parser {
 
     /// Decodes base64 image bytes into an artifact; `None` keeps them inline.
     fn image(&mut self, data: &str) -> Option<ArtifactId> {
-        let engine = base64::engine::general_purpose::STANDARD;
-        let bytes = engine.decode(data).ok()?;
-        // Re-encoding must give the same text, or the render would differ.
-        if engine.encode(&bytes) != data {
-            return None;
-        }
-        let id = ArtifactId::of(&bytes);
-        if !self.artifacts.iter().any(|(a, _)| *a == id) {
-            self.artifacts.push((id.clone(), bytes));
-        }
-        Some(id)
+        crate::images::decode(data, &mut self.artifacts)
     }
 }
 

@@ -22,7 +22,6 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use base64::Engine;
 use git_session_schema::{Agent, ArtifactId, Event, kinds};
 use serde_json::{Map, Value, json};
 
@@ -357,8 +356,9 @@ impl Writer<'_, '_> {
         match event.kind.as_str() {
             kinds::MESSAGE_USER | kinds::MESSAGE_ASSISTANT => {
                 if block.contains_key("data") {
-                    let data = first_image
-                        .and_then(|id| artifact_base64(&self.head, &mut self.losses, seq, &id));
+                    let data = first_image.and_then(|id| {
+                        crate::images::encode(&self.head, &mut self.losses, seq, &id)
+                    });
                     fill(&mut block, "data", Some(json!(data.unwrap_or_default())));
                 } else {
                     fill(&mut block, "text", take("text"));
@@ -394,9 +394,9 @@ impl Writer<'_, '_> {
                     item.insert("text".into(), output.clone());
                 }
                 Some("image") if item.get("data") == Some(&Value::Null) => {
-                    let data = images
-                        .next()
-                        .and_then(|id| artifact_base64(&self.head, &mut self.losses, seq, &id));
+                    let data = images.next().and_then(|id| {
+                        crate::images::encode(&self.head, &mut self.losses, seq, &id)
+                    });
                     item.insert("data".into(), json!(data.unwrap_or_default()));
                 }
                 _ => {}
@@ -443,7 +443,7 @@ impl Writer<'_, '_> {
                 }
                 for id in event.refs.iter().filter_map(|r| ArtifactId::from_ref(r)) {
                     if let Some(data) =
-                        artifact_base64(&self.head, &mut self.losses, event.seq, &id)
+                        crate::images::encode(&self.head, &mut self.losses, event.seq, &id)
                     {
                         let media = p
                             .pointer("/image/media_type")
@@ -613,24 +613,6 @@ impl Writer<'_, '_> {
             "stopReason": if calls { "toolUse" } else { "stop" },
         });
         self.push_entry(&ts, message);
-    }
-}
-
-/// Returns an artifact's bytes as base64, or notes the loss.
-fn artifact_base64(
-    head: &RenderHead<'_>,
-    losses: &mut Vec<String>,
-    seq: u64,
-    id: &ArtifactId,
-) -> Option<String> {
-    match (head.artifact)(id) {
-        Some(bytes) => Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
-        None => {
-            losses.push(format!(
-                "image-omitted: event {seq}: artifact {id} not provided; image written empty"
-            ));
-            None
-        }
     }
 }
 
