@@ -19,6 +19,7 @@ mod init;
 mod list;
 mod log;
 mod mcp;
+mod meta;
 mod purge;
 mod push;
 mod redact;
@@ -102,6 +103,11 @@ enum Command {
     Search(search::Args),
     Watch(watch::Args),
     Mcp(mcp::Args),
+    Tag(meta::TagArgs),
+    Note(meta::NoteArgs),
+    Pin(meta::PinArgs),
+    Hide(meta::HideArgs),
+    Title(meta::TitleArgs),
     #[command(hide = true)]
     Hook(hook::Args),
 }
@@ -236,6 +242,11 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Search(args) => search::run(args, env, out),
         Command::Watch(args) => watch::run(args, env, out),
         Command::Mcp(args) => mcp::run(args, env, out),
+        Command::Tag(args) => meta::tag(args, env, out),
+        Command::Note(args) => meta::note(args, env, out),
+        Command::Pin(args) => meta::pin(args, env, out),
+        Command::Hide(args) => meta::hide(args, env, out),
+        Command::Title(args) => meta::title(args, env, out),
         Command::Hook(args) => {
             hook::run(args, env, out);
             Ok(())

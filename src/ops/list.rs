@@ -26,10 +26,14 @@ pub struct SessionSummary {
     /// time, else (no events, or a time that does not parse) the tip
     /// commit's.
     pub last_activity: i64,
+    /// What the user set (`tag`, `note`, `pin`, `hide`, `title`, `task`);
+    /// a title set there is [`SessionSummary::title`].
+    pub meta: git_session_schema::Meta,
 }
 
-/// Returns the summary of every session, newest activity first; sessions
-/// that cannot be read come last, with their error, in id order.
+/// Returns the summary of every session, pinned ones first, then newest
+/// activity first; sessions that cannot be read come last, with their
+/// error, in id order.
 pub fn summaries(store: &Store) -> StoreResult<Vec<(SessionId, StoreResult<SessionSummary>)>> {
     let mut rows: Vec<(SessionId, StoreResult<SessionSummary>)> = store
         .list()?
@@ -40,9 +44,8 @@ pub fn summaries(store: &Store) -> StoreResult<Vec<(SessionId, StoreResult<Sessi
         })
         .collect();
     rows.sort_by(|(a_id, a), (b_id, b)| match (a, b) {
-        (Ok(a), Ok(b)) => b
-            .last_activity
-            .cmp(&a.last_activity)
+        (Ok(a), Ok(b)) => (b.meta.pinned, b.last_activity)
+            .cmp(&(a.meta.pinned, a.last_activity))
             .then_with(|| a_id.cmp(b_id)),
         (Ok(_), Err(_)) => std::cmp::Ordering::Less,
         (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
@@ -64,7 +67,13 @@ fn summarize(store: &Store, id: &SessionId, stat: SessionStat) -> StoreResult<Se
         .and_then(|t| t.parse::<jiff::Timestamp>().ok())
         .map(|t| t.as_second())
         .unwrap_or(stat.updated);
-    let title = match stat.header.title.as_deref().and_then(one_line) {
+    // Metadata that cannot be read does not hide the session.
+    let meta = store.meta(id).unwrap_or_default();
+    let title = match meta
+        .title
+        .clone()
+        .or_else(|| stat.header.title.as_deref().and_then(one_line))
+    {
         Some(t) => Some(t),
         None => first_prompt(store, id, stat.events)?,
     };
@@ -73,6 +82,7 @@ fn summarize(store: &Store, id: &SessionId, stat: SessionStat) -> StoreResult<Se
         title,
         last_event,
         last_activity,
+        meta,
     })
 }
 

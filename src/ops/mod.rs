@@ -10,6 +10,7 @@ pub mod handoff;
 pub mod hook;
 pub mod init;
 pub mod list;
+pub mod meta;
 pub mod purge;
 pub mod redact;
 pub mod resume;

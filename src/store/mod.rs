@@ -14,6 +14,7 @@ mod child;
 mod gitcli;
 mod index;
 mod lock;
+mod meta;
 mod pack;
 mod purge;
 mod read;
@@ -33,6 +34,7 @@ pub use append::{AppendOutcome, BatchSink, CommitInfo, Scrubbed, Scrubber, SeqMo
 pub use gitcli::WorkTreeFacts;
 pub use index::LIST_INDEX_FILE;
 pub use lock::SessionLock as StateLock;
+pub use meta::{MAX_META_COMMITS, MetaEntry, MetaReconciled};
 pub use pack::{DEFAULT_PACK_BATCHES, DELTA_ATTRIBUTE, PackOutcome};
 pub use read::{BatchInfo, LineIter, StoredLine};
 pub use search_index::{IndexFile, index_line};

@@ -1,0 +1,231 @@
+//! The session lifecycle across two clones: metadata (tags, notes, pins,
+//! hiding, titles) kept in refs/session-meta/<id> and synced with the
+//! sessions.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+
+struct Clones {
+    a: Repo,
+    b: PathBuf,
+}
+
+impl Clones {
+    fn new() -> Clones {
+        let a = Repo::new();
+        let remote = a.outside("remote.git");
+        a.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
+        a.git(&[
+            "remote",
+            "add",
+            "origin",
+            &format!("file://{}", remote.display()),
+        ]);
+        a.git(&["push", "-q", "origin", "main"]);
+        let b = a.outside("clone-b");
+        a.git(&["clone", "-q", remote.to_str().unwrap(), b.to_str().unwrap()]);
+        a.git(&["config", "session.remote", "origin"]);
+        a.git_in(&b)
+            .args(["config", "session.remote", "origin"])
+            .output()
+            .unwrap();
+        Clones { a, b }
+    }
+
+    fn on(&self, dir: &Path, args: &[&str]) -> String {
+        let out = self.a.session_in(dir).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "git session {args:?} in {}: {}",
+            dir.display(),
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    }
+
+    fn git(&self, dir: &Path, args: &[&str]) -> String {
+        let out = self.a.git_in(dir).args(args).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+        text(&out.stdout).trim_end().to_owned()
+    }
+
+    fn list(&self, dir: &Path, extra: &[&str]) -> Vec<serde_json::Value> {
+        let mut args = vec!["list", "--json"];
+        args.extend(extra);
+        serde_json::from_str::<serde_json::Value>(&self.on(dir, &args))
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+}
+
+#[test]
+fn tags_edited_on_both_clones_converge() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    c.a.import(&c.a.write_jsonl("s.jsonl", &session_lines("s-meta", 4)));
+    c.on(&a, &["push"]);
+    c.on(&b, &["fetch"]);
+    // Concurrent edits: both clones tag, one titles, the other pins and notes.
+    c.on(&a, &["tag", "s-meta", "from-a", "shared"]);
+    c.on(&a, &["title", "s-meta", "Fix the login bug"]);
+    c.on(&b, &["tag", "s-meta", "from-b"]);
+    c.on(&b, &["tag", "s-meta", "--remove", "nothing-yet"]);
+    c.on(&b, &["pin", "s-meta"]);
+    c.on(&b, &["note", "s-meta", "see PR 12"]);
+    c.on(&a, &["sync"]);
+    let synced = c.on(&b, &["sync"]);
+    assert!(
+        synced.contains("meta      s-meta: metadata merged"),
+        "{synced}"
+    );
+    c.on(&a, &["sync"]);
+    let meta_ref = |dir: &Path| c.git(dir, &["rev-parse", "refs/session-meta/s-meta"]);
+    assert_eq!(meta_ref(&a), meta_ref(&b), "the metadata refs differ");
+    for dir in [&a, &b] {
+        assert_eq!(c.on(dir, &["tag", "s-meta"]), "from-a\nfrom-b\nshared\n");
+        assert_eq!(c.on(dir, &["title", "s-meta"]), "Fix the login bug\n");
+        assert!(c.on(dir, &["note", "s-meta"]).contains("see PR 12"));
+        let row = &c.list(dir, &[])[0];
+        assert_eq!(row["title"], "Fix the login bug");
+        assert_eq!(row["pinned"], true);
+        assert_eq!(
+            row["tags"],
+            serde_json::json!(["from-a", "from-b", "shared"])
+        );
+        let text_list = c.on(dir, &["list"]);
+        assert!(
+            text_list.contains("[pinned] #from-a #from-b #shared"),
+            "{text_list}"
+        );
+        // Every change of both clones is in the history, newest first.
+        let log = c.on(dir, &["log", "--meta", "s-meta"]);
+        assert_eq!(log.lines().count(), 6, "{log}");
+        assert!(log.lines().next().unwrap().contains("note"), "{log}");
+        assert!(log.contains("tag +from-a +shared") && log.contains("tag +from-b"));
+    }
+    // A later edit wins over an earlier one, whichever clone made it.
+    c.on(&b, &["title", "s-meta", "Login bug, take two"]);
+    c.on(&b, &["sync"]);
+    c.on(&a, &["sync"]);
+    assert_eq!(c.on(&a, &["title", "s-meta"]), "Login bug, take two\n");
+    // Hidden sessions leave the listing, not the repository.
+    c.on(&a, &["hide", "s-meta"]);
+    assert!(c.list(&a, &[]).is_empty());
+    assert_eq!(c.list(&a, &["--all"])[0]["hidden"], true);
+    c.on(&a, &["hide", "--off", "s-meta"]);
+    assert_eq!(c.list(&a, &[]).len(), 1);
+}
+
+#[test]
+fn bad_metadata_values_are_refused_and_nothing_is_written() {
+    let repo = Repo::new();
+    repo.import(&repo.write_jsonl("s.jsonl", &session_lines("s-bad", 2)));
+    let err = repo.fails(&["tag", "s-bad", "two words"], 1);
+    assert!(
+        err.contains("\"two words\"") && err.contains("nothing was written"),
+        "{err}"
+    );
+    repo.fails(&["title", "s-bad", "line\nbreak"], 1);
+    let refs = repo.git(&["for-each-ref", "refs/session-meta/"]);
+    assert!(refs.is_empty(), "{refs}");
+    repo.fails(&["tag", "no-such-session", "x"], 1);
+}
+
+/// Writes a metadata commit by hand (as a hostile remote could) and returns it.
+fn forge_meta(c: &Clones, dir: &Path, id: &str, change: &str, state: &str) -> String {
+    let blob = |content: &str| {
+        let out =
+            c.a.git_in(dir)
+                .args(["hash-object", "-w", "--stdin"])
+                .write_stdin(content.to_owned())
+                .output()
+                .unwrap();
+        text(&out.stdout).trim().to_owned()
+    };
+    let tree_text = format!(
+        "100644 blob {}\tchange.json\n100644 blob {}\tmeta.json\n",
+        blob(change),
+        blob(state)
+    );
+    let out =
+        c.a.git_in(dir)
+            .args(["mktree"])
+            .write_stdin(tree_text)
+            .output()
+            .unwrap();
+    let tree = text(&out.stdout).trim().to_owned();
+    c.git(
+        dir,
+        &[
+            "commit-tree",
+            &tree,
+            "-m",
+            &format!("meta: forged\n\nSession-Id: {id}"),
+        ],
+    )
+}
+
+#[test]
+fn fetched_metadata_is_checked_before_it_is_adopted() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    c.a.import(&c.a.write_jsonl("s.jsonl", &session_lines("s-trust", 2)));
+    c.on(&a, &["tag", "s-trust", "good"]);
+    c.on(&a, &["push"]);
+    // A tag with a terminal escape, pushed by hand from the other clone.
+    let evil = forge_meta(
+        &c,
+        &b,
+        "s-trust",
+        r#"{"time":"2030-01-01T00:00:00.000Z","op":"tag","add":["\u001b]0;pwned\u0007"]}"#,
+        r#"{"tags":["\u001b]0;pwned\u0007"]}"#,
+    );
+    c.git(
+        &b,
+        &[
+            "push",
+            "-q",
+            "-f",
+            "origin",
+            &format!("{evil}:refs/session-meta/s-trust"),
+        ],
+    );
+    let fetched = c.on(&a, &["fetch"]);
+    assert!(
+        fetched.contains("quarantined refs/remotes/origin/session-meta/s-trust: metadata:")
+            && fetched.contains("no spaces, commas or control characters"),
+        "{fetched}"
+    );
+    assert!(
+        !fetched.contains('\u{1b}'),
+        "escape printed raw: {fetched:?}"
+    );
+    assert_eq!(c.on(&a, &["tag", "s-trust"]), "good\n");
+    // A state that does not follow from its changes is refused too.
+    let lie = forge_meta(
+        &c,
+        &b,
+        "s-trust",
+        r#"{"time":"2030-01-01T00:00:00.000Z","op":"pin","on":true}"#,
+        r#"{"tags":["admin"],"pinned":true}"#,
+    );
+    c.git(
+        &b,
+        &[
+            "push",
+            "-q",
+            "-f",
+            "origin",
+            &format!("{lie}:refs/session-meta/s-trust"),
+        ],
+    );
+    let fetched = c.on(&a, &["fetch"]);
+    assert!(
+        fetched.contains("is not what its changes replay to"),
+        "{fetched}"
+    );
+    assert_eq!(c.on(&a, &["tag", "s-trust"]), "good\n");
+}
