@@ -6,6 +6,7 @@
 //! status, warnings and errors. Exit codes: 0 success, 1 failure, 2 usage.
 
 mod append;
+mod checkpoint;
 mod compile;
 mod doctor;
 mod error;
@@ -103,6 +104,7 @@ enum Command {
     Search(search::Args),
     Watch(watch::Args),
     Mcp(mcp::Args),
+    Checkpoint(checkpoint::Args),
     Tag(meta::TagArgs),
     Note(meta::NoteArgs),
     Pin(meta::PinArgs),
@@ -242,6 +244,7 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Search(args) => search::run(args, env, out),
         Command::Watch(args) => watch::run(args, env, out),
         Command::Mcp(args) => mcp::run(args, env, out),
+        Command::Checkpoint(args) => checkpoint::run(args, env, out),
         Command::Tag(args) => meta::tag(args, env, out),
         Command::Note(args) => meta::note(args, env, out),
         Command::Pin(args) => meta::pin(args, env, out),

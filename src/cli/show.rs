@@ -408,6 +408,25 @@ fn summary(event: &Event, calls: &Calls) -> String {
                 None => c,
             })
         }
+        // A snapshot of the working state (`git session checkpoint`).
+        "checkpoint" if payload.get("tree").is_some() => {
+            let tree = payload.get("tree").and_then(Value::as_str).unwrap_or("");
+            let files = payload
+                .get("files_changed")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            let message = payload
+                .get("message")
+                .and_then(Value::as_str)
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default();
+            Some(format!(
+                "tree {}, {} changed{message} (git session checkpoint --restore <id> {})",
+                tree.chars().take(12).collect::<String>(),
+                super::count(files, "file"),
+                event.seq
+            ))
+        }
         _ => None,
     };
     let text = text.or_else(|| {

@@ -4,6 +4,7 @@
 
 pub mod canonical;
 pub mod capture;
+pub mod checkpoint;
 pub mod compile;
 pub mod fork;
 pub mod handoff;

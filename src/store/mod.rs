@@ -10,6 +10,7 @@
 //! native format. Network sync goes through the `git` binary elsewhere.
 
 mod append;
+mod checkpoint;
 mod child;
 mod gitcli;
 mod index;
@@ -31,6 +32,7 @@ use git_session_schema::{FormatError, SessionHeader, SessionId, header::HeaderEr
 use gix::ObjectId;
 
 pub use append::{AppendOutcome, BatchSink, CommitInfo, Scrubbed, Scrubber, SeqMode};
+pub use checkpoint::Snapshot;
 pub use gitcli::WorkTreeFacts;
 pub use index::LIST_INDEX_FILE;
 pub use lock::SessionLock as StateLock;

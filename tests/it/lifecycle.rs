@@ -229,3 +229,130 @@ fn fetched_metadata_is_checked_before_it_is_adopted() {
     );
     assert_eq!(c.on(&a, &["tag", "s-trust"]), "good\n");
 }
+
+fn sha_of(path: &Path) -> Option<String> {
+    use sha2::Digest;
+    std::fs::read(path)
+        .ok()
+        .map(|b| format!("{:x}", sha2::Sha256::digest(b)))
+}
+
+#[test]
+fn a_checkpoint_is_restored_byte_identical_in_a_fresh_clone() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    // Code both clones share.
+    std::fs::write(a.join("kept.txt"), "kept\n").unwrap();
+    std::fs::write(a.join("edited.txt"), "old\n").unwrap();
+    std::fs::write(a.join("gone.txt"), "to be deleted\n").unwrap();
+    std::fs::write(a.join(".gitignore"), "*.log\n").unwrap();
+    c.git(&a, &["add", "."]);
+    c.git(&a, &["commit", "-q", "-m", "code"]);
+    c.git(&a, &["push", "-q", "origin", "main"]);
+    c.git(&b, &["pull", "-q", "origin", "main"]);
+    c.a.import(&c.a.write_jsonl("s.jsonl", &session_lines("s-cp", 3)));
+    // The working state: unstaged, staged, partly staged, untracked,
+    // ignored, deleted, binary, in a subdirectory.
+    std::fs::write(a.join("edited.txt"), "new\n").unwrap();
+    std::fs::write(a.join("staged.txt"), "staged\n").unwrap();
+    c.git(&a, &["add", "staged.txt"]);
+    std::fs::create_dir_all(a.join("src/deep")).unwrap();
+    std::fs::write(a.join("src/deep/untracked.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(a.join("bin.dat"), [0u8, 159, 146, 150, 255, 10, 13]).unwrap();
+    std::fs::write(a.join("debug.log"), "ignored\n").unwrap();
+    std::fs::remove_file(a.join("gone.txt")).unwrap();
+    let index = a.join(".git/index");
+    let before = (
+        c.git(&a, &["status", "--porcelain"]),
+        sha_of(&index),
+        c.git(
+            &a,
+            &[
+                "for-each-ref",
+                "--format=%(refname) %(objectname)",
+                "refs/heads",
+                "refs/tags",
+            ],
+        ),
+        c.git(&a, &["stash", "list"]),
+    );
+    let seq = c.on(&a, &["checkpoint", "s-cp", "-m", "before the refactor"]);
+    let seq = seq.trim();
+    assert_eq!(seq, "3");
+    let after = (
+        c.git(&a, &["status", "--porcelain"]),
+        sha_of(&index),
+        c.git(
+            &a,
+            &[
+                "for-each-ref",
+                "--format=%(refname) %(objectname)",
+                "refs/heads",
+                "refs/tags",
+            ],
+        ),
+        c.git(&a, &["stash", "list"]),
+    );
+    assert_eq!(
+        before, after,
+        "checkpoint touched the index, work tree or refs"
+    );
+    // show and compile cite it.
+    let shown = c.on(&a, &["show", "s-cp"]);
+    assert!(
+        shown.contains("checkpoint") && shown.contains("5 files changed: before the refactor"),
+        "{shown}"
+    );
+    let brief = c.on(&a, &["compile", "s-cp", "--for", "codex"]);
+    assert!(
+        brief.contains("Checkpoints")
+            && brief.contains("before the refactor")
+            && brief.contains("--restore <session> 3"),
+        "{brief}"
+    );
+    c.on(&a, &["push"]);
+    // A fresh clone restores it.
+    c.on(&b, &["fetch"]);
+    c.on(&b, &["verify", "s-cp"]);
+    std::fs::write(b.join("kept.txt"), "local change\n").unwrap();
+    let err =
+        c.a.session_in(&b)
+            .args(["checkpoint", "--restore", "s-cp", seq])
+            .output()
+            .unwrap();
+    assert!(!err.status.success());
+    assert!(
+        text(&err.stderr).contains("local change"),
+        "{}",
+        text(&err.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(b.join("kept.txt")).unwrap(),
+        "local change\n"
+    );
+    c.git(&b, &["checkout", "kept.txt"]);
+    let err =
+        c.a.session_in(&b)
+            .args(["checkpoint", "--restore", "s-cp", "1"])
+            .output()
+            .unwrap();
+    assert!(
+        text(&err.stderr).contains("not a checkpoint"),
+        "{}",
+        text(&err.stderr)
+    );
+    c.on(&b, &["checkpoint", "--restore", "s-cp", seq]);
+    for f in [
+        "kept.txt",
+        "edited.txt",
+        "staged.txt",
+        "src/deep/untracked.rs",
+        "bin.dat",
+        ".gitignore",
+    ] {
+        assert_eq!(sha_of(&a.join(f)), sha_of(&b.join(f)), "{f} differs");
+        assert!(sha_of(&b.join(f)).is_some(), "{f} missing");
+    }
+    assert!(!b.join("gone.txt").exists(), "a deleted file came back");
+    assert!(!b.join("debug.log").exists(), "an ignored file travelled");
+}
