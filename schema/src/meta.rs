@@ -80,9 +80,62 @@ pub enum MetaOp {
         /// The task's name.
         task: Option<String>,
     },
+    /// The lead moves to `agent` (written by `handoff`, with the
+    /// receipt's signer when it is signed).
+    Owner {
+        /// The agent that leads from now on.
+        agent: String,
+        /// Who signed the handoff receipt, when it is signed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
+        /// The `handoff` event that moved it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seq: Option<u64>,
+    },
+    /// Capture found `agent`, which does not lead, appending seqs
+    /// `first..=last`.
+    Foreign {
+        /// The agent that appended.
+        agent: String,
+        /// First seq it appended.
+        first: u64,
+        /// Last seq it appended.
+        last: u64,
+    },
     /// An operation written by a newer build: kept, skipped on replay.
     #[serde(other)]
     Unknown,
+}
+
+/// Most foreign appends kept (the oldest go first).
+pub const MAX_FOREIGN: usize = 64;
+
+/// Who leads a session, set by a handoff.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Owner {
+    /// The agent.
+    pub agent: String,
+    /// The signer of the handoff receipt, when signing was on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The `handoff` event that made it lead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// When.
+    pub time: String,
+}
+
+/// Events a non-leading agent appended, found by capture.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Foreign {
+    /// The agent.
+    pub agent: String,
+    /// First seq.
+    pub first: u64,
+    /// Last seq.
+    pub last: u64,
+    /// When capture found them.
+    pub time: String,
 }
 
 /// One note with the time it was added.
@@ -115,9 +168,22 @@ pub struct Meta {
     /// The task the session belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
+    /// Who leads, once a handoff moved the lead (before that, the agent
+    /// of the header).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
+    /// Appends by agents that did not lead, since the lead last moved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub foreign: Vec<Foreign>,
 }
 
 impl Meta {
+    /// Returns the agent that leads: the owner a handoff set, else `creator`
+    /// (the header's agent).
+    pub fn lead<'a>(&'a self, creator: &'a str) -> &'a str {
+        self.owner.as_ref().map_or(creator, |o| o.agent.as_str())
+    }
+
     /// Applies one change (changes must come in replay order).
     pub fn apply(&mut self, change: &MetaChange) {
         match &change.op {
@@ -145,6 +211,26 @@ impl Meta {
             MetaOp::Pin { on } => self.pinned = *on,
             MetaOp::Hide { on } => self.hidden = *on,
             MetaOp::Task { task } => self.task = task.clone(),
+            MetaOp::Owner { agent, key, seq } => {
+                self.owner = Some(Owner {
+                    agent: agent.clone(),
+                    key: key.clone(),
+                    seq: *seq,
+                    time: change.time.clone(),
+                });
+                self.foreign.clear();
+            }
+            MetaOp::Foreign { agent, first, last } => {
+                self.foreign.push(Foreign {
+                    agent: agent.clone(),
+                    first: *first,
+                    last: *last,
+                    time: change.time.clone(),
+                });
+                if self.foreign.len() > MAX_FOREIGN {
+                    self.foreign.remove(0);
+                }
+            }
             MetaOp::Unknown => {}
         }
     }
@@ -186,6 +272,22 @@ impl MetaChange {
             }
             MetaOp::Note { text } => validate_note(text),
             MetaOp::Task { task: Some(t) } => validate_task(t),
+            MetaOp::Owner { agent, key, .. } => {
+                validate_agent(agent)?;
+                match key {
+                    Some(k) if k.len() > 512 || k.chars().any(char::is_control) => {
+                        Err("an owner's key is one line of at most 512 bytes".into())
+                    }
+                    _ => Ok(()),
+                }
+            }
+            MetaOp::Foreign { agent, first, last } => {
+                validate_agent(agent)?;
+                if first > last {
+                    return Err("a foreign append's first seq is after its last".into());
+                }
+                Ok(())
+            }
             _ => Ok(()),
         }
     }
@@ -209,6 +311,13 @@ impl MetaChange {
             MetaOp::Hide { on: false } => "shown".into(),
             MetaOp::Task { task: Some(t) } => format!("task {t}"),
             MetaOp::Task { task: None } => "task cleared".into(),
+            MetaOp::Owner { agent, seq, .. } => match seq {
+                Some(s) => format!("led by {agent} (handoff at seq {s})"),
+                None => format!("led by {agent}"),
+            },
+            MetaOp::Foreign { agent, first, last } => {
+                format!("{agent}, which does not lead, appended seq {first}..{last}")
+            }
             MetaOp::Unknown => "a change this version does not know".into(),
         }
     }
@@ -251,6 +360,20 @@ pub fn validate_note(t: &str) -> Result<(), String> {
         return Err("a note has no control characters other than newline and tab".into());
     }
     Ok(())
+}
+
+/// An agent name: 1 to 64 characters of `[a-z0-9._-]`.
+pub fn validate_agent(a: &str) -> Result<(), String> {
+    let ok = !a.is_empty()
+        && a.len() <= 64
+        && a.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("agent {a:?} is not an agent name"))
+    }
 }
 
 /// A task name: 1 to [`MAX_TASK`] characters of `[A-Za-z0-9._-]`, starting

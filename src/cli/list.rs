@@ -99,6 +99,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                         "tags": s.meta.tags,
                         "pinned": s.meta.pinned,
                         "hidden": s.meta.hidden,
+                        "owner": s.meta.lead(h.agent.as_str()),
                     });
                     if h.id != **id {
                         row["header_id"] = json!(h.id);
@@ -183,6 +184,14 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                     )
                 };
                 let mut marks = String::new();
+                if let Some(o) = s
+                    .meta
+                    .owner
+                    .as_ref()
+                    .filter(|o| o.agent != h.agent.as_str())
+                {
+                    marks += &format!("  [led by {}]", escape_line(&o.agent));
+                }
                 if s.meta.pinned {
                     marks += "  [pinned]";
                 }

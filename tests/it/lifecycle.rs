@@ -356,3 +356,101 @@ fn a_checkpoint_is_restored_byte_identical_in_a_fresh_clone() {
     assert!(!b.join("gone.txt").exists(), "a deleted file came back");
     assert!(!b.join("debug.log").exists(), "an ignored file travelled");
 }
+
+const ROUNDTRIP: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
+
+/// Hands `id` off to `to` with its store in `home`; returns the target's native id.
+fn hand_off(c: &Clones, id: &str, to: &str, home: &Path) -> String {
+    let out = c.on(
+        &c.a.root,
+        &["handoff", id, "--to", to, "--home", home.to_str().unwrap()],
+    );
+    let native = out.trim().rsplit(' ').next().unwrap().to_owned();
+    c.on(&c.a.root, &["import", "--home", home.to_str().unwrap()]);
+    native
+}
+
+fn owner_of(c: &Clones, dir: &Path, id: &str) -> String {
+    c.list(dir, &[])
+        .into_iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("{id} not listed"))["owner"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn the_lead_moves_with_each_handoff_and_a_non_owner_write_is_flagged() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    captured_claude(&c.a);
+    assert_eq!(owner_of(&c, &a, ROUNDTRIP), "claude");
+    // claude -> codex: the source session is led by codex now, and the
+    // child holding Codex's continuation is codex's from the start.
+    let codex_home = c.a.outside("codex-home");
+    let child = hand_off(&c, ROUNDTRIP, "codex", &codex_home);
+    assert_eq!(owner_of(&c, &a, ROUNDTRIP), "codex");
+    assert_eq!(owner_of(&c, &a, &child), "codex");
+    // codex -> claude, from the child.
+    let claude_home = c.a.outside("claude-home");
+    let grandchild = hand_off(&c, &child, "claude", &claude_home);
+    assert_eq!(owner_of(&c, &a, &child), "claude");
+    assert_eq!(owner_of(&c, &a, &grandchild), "claude");
+    assert_eq!(owner_of(&c, &a, ROUNDTRIP), "codex");
+    let status = c.on(&a, &["status"]);
+    assert!(
+        status.contains(&format!(
+            "lead       {ROUNDTRIP}  led by codex since the handoff at seq"
+        )) && status.contains(&format!("lead       {child}  led by claude")),
+        "{status}"
+    );
+    assert!(!status.contains("warning"), "{status}");
+    let list = c.on(&a, &["list"]);
+    assert!(list.contains("[led by codex]"), "{list}");
+    // Claude goes on in the original session, which codex leads now.
+    let source =
+        c.a.outside("source")
+            .join(".claude/projects/-tmp-oracle-sample-claude-project")
+            .join(format!("{ROUNDTRIP}.jsonl"));
+    let mut body = std::fs::read_to_string(&source).unwrap();
+    body.push_str(
+        &serde_json::json!({
+            "parentUuid": "9c8de382-806c-4500-b4cb-61b26ac5d2da",
+            "isSidechain": false,
+            "type": "user",
+            "message": {"role": "user", "content": "keep going here"},
+            "uuid": "11111111-2222-4333-8444-555555555555",
+            "timestamp": "2026-11-29T08:00:00.000Z",
+            "cwd": a.to_str().unwrap(),
+            "sessionId": ROUNDTRIP,
+            "version": "2.1.332",
+            "userType": "external"
+        })
+        .to_string(),
+    );
+    body.push('\n');
+    std::fs::write(&source, body).unwrap();
+    let source_home = c.a.outside("source");
+    c.on(&a, &["import", "--home", source_home.to_str().unwrap()]);
+    let status = c.on(&a, &["status"]);
+    assert!(
+        status.contains("warning  claude appended seq")
+            && status.contains("but does not lead it (codex does)"),
+        "{status}"
+    );
+    let log = c.on(&a, &["log", "--meta", ROUNDTRIP]);
+    assert!(
+        log.contains("claude, which does not lead, appended"),
+        "{log}"
+    );
+    // The lead travels with the sessions.
+    c.on(&a, &["push", "--to", "origin"]);
+    c.on(&b, &["fetch"]);
+    assert_eq!(owner_of(&c, &b, ROUNDTRIP), "codex");
+    assert_eq!(owner_of(&c, &b, &child), "claude");
+    assert!(
+        c.on(&b, &["status"])
+            .contains("warning  claude appended seq")
+    );
+}

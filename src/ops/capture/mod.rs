@@ -294,6 +294,26 @@ pub fn capture_with(
         }
         cursors.save()?;
     }
+    // A session led by another agent (a handoff moved the lead) that this
+    // agent appended to: recorded in its metadata, and `status` warns.
+    for s in report
+        .sessions
+        .iter()
+        .filter(|s| !s.created && s.appended > 0)
+    {
+        let lead = store.meta(&s.id)?.owner.map(|o| o.agent);
+        if lead.is_some_and(|l| l != s.agent.as_str()) {
+            let change = git_session_schema::MetaChange {
+                time: clock.now_rfc3339(),
+                op: git_session_schema::MetaOp::Foreign {
+                    agent: s.agent.to_string(),
+                    first: s.events - s.appended,
+                    last: s.events - 1,
+                },
+            };
+            store.change_meta(&s.id, &change, clock.now().as_second())?;
+        }
+    }
     // Keep the search index current for what changed, when there is one
     // (it is rebuildable: search refreshes it anyway, so a failure here
     // costs only time).
