@@ -74,6 +74,7 @@ pub(crate) fn candidates(events: &[Event], git: &GitFacts) -> Candidates {
     let mut compactions: Vec<(u64, String)> = Vec::new();
     let mut user_msgs: Vec<(u64, String)> = Vec::new();
     let mut checkpoints: Vec<Item> = Vec::new();
+    let mut merged: Vec<Item> = Vec::new();
 
     for e in events {
         let p = &e.payload;
@@ -106,6 +107,24 @@ pub(crate) fn candidates(events: &[Event], git: &GitFacts) -> Candidates {
                     seq: e.seq,
                     role: "assistant".into(),
                     text: cut_chars(&text, EXCERPT_INPUT_CHARS),
+                }),
+                None => empty.push(e.seq),
+            },
+            // Another session's result merged back (`git session merge`).
+            kinds::SESSION_MERGE => match str_of(p, &["summary"]) {
+                Some(summary) => merged.push(Item {
+                    priority: Priority::P0,
+                    kind: ItemKind::Merged,
+                    label: format!(
+                        "session {} ({}) merged back: its events {}..{} at commit {}",
+                        flat(str_of(p, &["session"]).unwrap_or("?"), 200),
+                        flat(str_of(p, &["agent"]).unwrap_or("?"), 40),
+                        p.get("since_seq").and_then(Value::as_u64).unwrap_or(0),
+                        p.get("last_seq").and_then(Value::as_u64).unwrap_or(0),
+                        flat(str_of(p, &["tip"]).unwrap_or("?"), 12),
+                    ),
+                    body: Some(summary.to_owned()),
+                    seqs: vec![e.seq],
                 }),
                 None => empty.push(e.seq),
             },
@@ -299,6 +318,7 @@ pub(crate) fn candidates(events: &[Event], git: &GitFacts) -> Candidates {
         }
     }
     out.p0.extend(decisions);
+    out.p0.extend(merged);
 
     // P1: working tree first, then constraints and failures, then the rest,
     // each tier newest first.

@@ -20,6 +20,7 @@ mod init;
 mod list;
 mod log;
 mod mcp;
+mod merge;
 mod meta;
 mod purge;
 mod push;
@@ -105,6 +106,7 @@ enum Command {
     Watch(watch::Args),
     Mcp(mcp::Args),
     Checkpoint(checkpoint::Args),
+    Merge(merge::Args),
     Tag(meta::TagArgs),
     Note(meta::NoteArgs),
     Pin(meta::PinArgs),
@@ -245,6 +247,7 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Watch(args) => watch::run(args, env, out),
         Command::Mcp(args) => mcp::run(args, env, out),
         Command::Checkpoint(args) => checkpoint::run(args, env, out),
+        Command::Merge(args) => merge::run(args, env, out),
         Command::Tag(args) => meta::tag(args, env, out),
         Command::Note(args) => meta::note(args, env, out),
         Command::Pin(args) => meta::pin(args, env, out),

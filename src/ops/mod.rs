@@ -11,6 +11,7 @@ pub mod handoff;
 pub mod hook;
 pub mod init;
 pub mod list;
+pub mod merge;
 pub mod meta;
 pub mod purge;
 pub mod redact;

@@ -454,3 +454,72 @@ fn the_lead_moves_with_each_handoff_and_a_non_owner_write_is_flagged() {
             .contains("warning  claude appended seq")
     );
 }
+
+fn typed(kind: &str, payload: serde_json::Value) -> serde_json::Value {
+    let mut e = event(0);
+    e["type"] = kind.into();
+    e["actor"] = "agent:codex".into();
+    e["agent"] = "codex".into();
+    e["payload"] = payload;
+    e.as_object_mut().unwrap().remove("origin");
+    e
+}
+
+#[test]
+fn a_merge_back_summary_appears_in_the_compiled_brief() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    c.a.import(&c.a.write_jsonl("s.jsonl", &session_lines("s-main", 4)));
+    c.on(&a, &["fork", "s-main", "--id", "s-side"]);
+    let work = c.a.write_jsonl(
+        "side.jsonl",
+        &[
+            typed("decision", serde_json::json!({"text": "Use a token bucket for the rate limiter"})),
+            typed("file.edit", serde_json::json!({"path": "src/limit.rs", "diff": "+pub struct Bucket;\n"})),
+            typed("command.run", serde_json::json!({"command": "cargo test limit", "exit_code": 0, "output_tail": "ok"})),
+            typed("command.run", serde_json::json!({"command": "cargo clippy", "exit_code": 1, "output_tail": "warning: unused"})),
+        ],
+    );
+    c.on(&a, &["append", "s-side", work.to_str().unwrap()]);
+    let before = c.on(&a, &["compile", "s-main", "--for", "claude"]);
+    assert!(!before.contains("token bucket"), "{before}");
+    let printed = c.on(&a, &["merge", "s-side", "--into", "s-main"]);
+    assert!(
+        printed.contains("decision: Use a token bucket"),
+        "{printed}"
+    );
+    // Only what the side session did: its inherited events 0..3 are not cited.
+    assert!(
+        printed.contains("[s-side seq 4]") && !printed.contains("seq 0"),
+        "{printed}"
+    );
+    let events: serde_json::Value =
+        serde_json::from_str(&c.on(&a, &["show", "s-main", "--json"])).unwrap();
+    let merge = events["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(merge["type"], "session.merge");
+    assert_eq!(merge["payload"]["session"], "s-side");
+    assert_eq!(merge["payload"]["since_seq"], 4);
+    assert_eq!(
+        merge["payload"]["tip"],
+        c.git(&a, &["rev-parse", "refs/sessions/s-side"]).as_str()
+    );
+    // No log merge: the side session is untouched, the main one grew by one.
+    assert_eq!(events["events"].as_array().unwrap().len(), 5);
+    // The brief of the main session carries it, here and in another clone.
+    c.on(&a, &["push"]);
+    c.on(&b, &["fetch"]);
+    for dir in [&a, &b] {
+        let brief = c.on(dir, &["compile", "s-main", "--for", "claude"]);
+        assert!(
+            brief.contains("Merged back from other sessions")
+                && brief.contains("session s-side (claude) merged back")
+                && brief.contains("Use a token bucket")
+                && brief.contains("src/limit.rs")
+                && brief.contains("cargo clippy")
+                && brief.contains("exit 1"),
+            "{brief}"
+        );
+    }
+    let err = c.a.fails(&["merge", "s-main", "--into", "s-main"], 1);
+    assert!(err.contains("into itself"), "{err}");
+}
