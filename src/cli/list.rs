@@ -36,6 +36,9 @@ pub struct Args {
     /// Also list sessions hidden with `git session hide`.
     #[arg(long)]
     all: bool,
+    /// Only sessions of this task (`git session task`).
+    #[arg(long, value_name = "NAME")]
+    task: Option<String>,
 }
 
 /// Titles longer than this are cut (with `…`) in the table.
@@ -69,10 +72,14 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 (args.agents.is_empty() || args.agents.contains(&s.stat.header.agent))
                     && since.is_none_or(|t| s.last_activity >= t)
                     && (args.all || !s.meta.hidden)
+                    && args
+                        .task
+                        .as_ref()
+                        .is_none_or(|t| s.meta.task.as_ref() == Some(t))
             }
             // A broken session is listed unless a filter asks for something
             // it cannot be shown to match.
-            Err(_) => args.agents.is_empty() && since.is_none(),
+            Err(_) => args.agents.is_empty() && since.is_none() && args.task.is_none(),
         })
         .collect();
     if let Some(n) = args.limit {
@@ -100,6 +107,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                         "pinned": s.meta.pinned,
                         "hidden": s.meta.hidden,
                         "owner": s.meta.lead(h.agent.as_str()),
+                        "task": s.meta.task,
                     });
                     if h.id != **id {
                         row["header_id"] = json!(h.id);

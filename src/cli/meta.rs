@@ -70,6 +70,41 @@ pub struct TitleArgs {
     clear: bool,
 }
 
+/// Group sessions of any agents under a task (`list --task`, `show --task`).
+///
+/// A task name is 1 to 64 characters of A-Z a-z 0-9 . _ -; it is part of
+/// the session's URI. Sessions a handoff or fork starts from a session in
+/// a task are in the task too.
+#[derive(Debug, clap::Args)]
+pub struct TaskArgs {
+    /// The task.
+    name: String,
+    /// Sessions to put in it (ids or unique prefixes).
+    #[arg(required = true)]
+    sessions: Vec<String>,
+    /// Take the sessions out of the task instead.
+    #[arg(long)]
+    remove: bool,
+}
+
+pub fn task(args: TaskArgs, env: &Env, _out: &mut dyn Write) -> Result<(), CommandError> {
+    let store = env.store()?;
+    let ids = args
+        .sessions
+        .iter()
+        .map(|s| store.resolve(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let task = (!args.remove).then_some(args.name.as_str());
+    ops::meta::set_task(&store, &env.clock, task, &ids)?;
+    status(format!(
+        "{} {} task {}",
+        super::count(ids.len() as u64, "session"),
+        if args.remove { "left" } else { "in" },
+        escape_line(&args.name)
+    ));
+    Ok(())
+}
+
 fn apply(env: &Env, session: &str, op: MetaOp) -> Result<git_session_schema::Meta, CommandError> {
     let store = env.store()?;
     let id = store.resolve(session)?;

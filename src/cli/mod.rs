@@ -112,6 +112,7 @@ enum Command {
     Pin(meta::PinArgs),
     Hide(meta::HideArgs),
     Title(meta::TitleArgs),
+    Task(meta::TaskArgs),
     #[command(hide = true)]
     Hook(hook::Args),
 }
@@ -253,6 +254,7 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Pin(args) => meta::pin(args, env, out),
         Command::Hide(args) => meta::hide(args, env, out),
         Command::Title(args) => meta::title(args, env, out),
+        Command::Task(args) => meta::task(args, env, out),
         Command::Hook(args) => {
             hook::run(args, env, out);
             Ok(())

@@ -107,6 +107,49 @@ fn first_prompt(store: &Store, id: &SessionId, events: u64) -> StoreResult<Optio
     Ok(None)
 }
 
+/// Returns the sessions of task `task` as a timeline: by creation time,
+/// each session followed by the sessions forked from it (a handoff's
+/// target after its source), whatever their clocks say.
+pub fn task_timeline(store: &Store, task: &str) -> StoreResult<Vec<(SessionId, SessionSummary)>> {
+    let mut rows: Vec<(SessionId, SessionSummary)> = summaries(store)?
+        .into_iter()
+        .filter_map(|(id, s)| s.ok().map(|s| (id, s)))
+        .filter(|(_, s)| s.meta.task.as_deref() == Some(task))
+        .collect();
+    rows.sort_by(|(a_id, a), (b_id, b)| {
+        (a.stat.header.created.as_str(), a_id).cmp(&(b.stat.header.created.as_str(), b_id))
+    });
+    let ids: std::collections::HashSet<SessionId> = rows.iter().map(|(id, _)| id.clone()).collect();
+    let parent = |s: &SessionSummary| {
+        s.stat
+            .header
+            .lineage
+            .as_ref()
+            .map(|l| l.parent_session.clone())
+            .filter(|p| ids.contains(p))
+    };
+    let mut out = Vec::new();
+    let mut stack: Vec<usize> = (0..rows.len())
+        .filter(|&i| parent(&rows[i].1).is_none())
+        .rev()
+        .collect();
+    let mut placed = vec![false; rows.len()];
+    while let Some(i) = stack.pop() {
+        if std::mem::replace(&mut placed[i], true) {
+            continue;
+        }
+        out.push(i);
+        let children: Vec<usize> = (0..rows.len())
+            .filter(|&j| parent(&rows[j].1).as_ref() == Some(&rows[i].0))
+            .collect();
+        stack.extend(children.into_iter().rev());
+    }
+    // A lineage cycle (hand-made headers) leaves sessions unplaced: last.
+    out.extend((0..rows.len()).filter(|&i| !placed[i]));
+    let mut rows: Vec<Option<(SessionId, SessionSummary)>> = rows.into_iter().map(Some).collect();
+    Ok(out.into_iter().filter_map(|i| rows[i].take()).collect())
+}
+
 /// Returns the first non-blank line of `text`, trimmed, with runs of
 /// whitespace made single spaces; `None` if there is none.
 pub fn one_line(text: &str) -> Option<String> {

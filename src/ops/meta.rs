@@ -35,3 +35,24 @@ pub fn get(store: &Store, id: &SessionId) -> OpResult<Meta> {
 pub fn log(store: &Store, id: &SessionId) -> OpResult<Vec<MetaEntry>> {
     Ok(store.meta_log(id)?)
 }
+
+/// Puts sessions `ids` in task `task` (or, with `None`, in none): one
+/// change per session.
+pub fn set_task(
+    store: &Store,
+    clock: &Clock,
+    task: Option<&str>,
+    ids: &[SessionId],
+) -> OpResult<()> {
+    for id in ids {
+        change(
+            store,
+            clock,
+            id,
+            MetaOp::Task {
+                task: task.map(str::to_owned),
+            },
+        )?;
+    }
+    Ok(())
+}

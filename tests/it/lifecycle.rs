@@ -523,3 +523,54 @@ fn a_merge_back_summary_appears_in_the_compiled_brief() {
     let err = c.a.fails(&["merge", "s-main", "--into", "s-main"], 1);
     assert!(err.contains("into itself"), "{err}");
 }
+
+#[test]
+fn a_task_lists_three_agents_sessions_in_order() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    captured_claude(&c.a);
+    c.on(&a, &["task", "fix-login", ROUNDTRIP]);
+    // The handoff's target session is in the task too.
+    let child = hand_off(&c, ROUNDTRIP, "codex", &c.a.outside("codex-home"));
+    let mut pi = session_lines("s-pi", 4);
+    pi[0]["header"]["agent"] = "pi".into();
+    pi[0]["header"]["created"] = "2026-12-01T00:00:00Z".into();
+    c.a.import(&c.a.write_jsonl("pi.jsonl", &pi));
+    c.a.import(&c.a.write_jsonl("other.jsonl", &session_lines("s-other", 2)));
+    c.on(&a, &["task", "fix-login", "s-pi"]);
+    c.on(&a, &["push"]);
+    c.on(&b, &["fetch"]);
+    for dir in [&a, &b] {
+        let listed: Vec<String> = c
+            .list(dir, &["--task", "fix-login"])
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(listed.len(), 3, "{listed:?}");
+        assert!(!listed.contains(&"s-other".to_owned()));
+        let timeline: serde_json::Value =
+            serde_json::from_str(&c.on(dir, &["show", "--task", "fix-login", "--json"])).unwrap();
+        let order: Vec<(&str, &str)> = timeline["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["agent"].as_str().unwrap(), s["id"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("claude", ROUNDTRIP),
+                ("codex", child.as_str()),
+                ("pi", "s-pi")
+            ]
+        );
+        let text_timeline = c.on(dir, &["show", "--task", "fix-login"]);
+        assert!(
+            text_timeline.starts_with("task     fix-login\n"),
+            "{text_timeline}"
+        );
+        assert_eq!(text_timeline.lines().count(), 4, "{text_timeline}");
+    }
+    let err = c.a.fails(&["task", "../escape", "s-pi"], 1);
+    assert!(err.contains("task name"), "{err}");
+}

@@ -294,6 +294,21 @@ pub fn capture_with(
         }
         cursors.save()?;
     }
+    // A session capture started from another (a handoff's target, a
+    // continuation fork) is in its parent's task.
+    for s in report.sessions.iter().filter(|s| s.created) {
+        let Some(parent) = store.header(&s.id)?.lineage.map(|l| l.parent_session) else {
+            continue;
+        };
+        let task = store.meta(&parent).ok().and_then(|m| m.task);
+        if task.is_some() && store.meta(&s.id)?.task.is_none() {
+            let change = git_session_schema::MetaChange {
+                time: clock.now_rfc3339(),
+                op: git_session_schema::MetaOp::Task { task },
+            };
+            store.change_meta(&s.id, &change, clock.now().as_second())?;
+        }
+    }
     // A session led by another agent (a handoff moved the lead) that this
     // agent appended to: recorded in its metadata, and `status` warns.
     for s in report
