@@ -93,7 +93,9 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let lines = store.lines(&id, from, to)?;
     let h = &stat.header;
     if args.json {
+        let task = store.meta(&id).ok().and_then(|m| m.task);
         let head = json!({
+            "uri": crate::ops::list::session_uri(&store, &id, task.as_deref()),
             "header": h,
             "events_total": stat.events,
             "tip": stat.tip.to_string(),
@@ -185,6 +187,12 @@ fn print_text(
             escape_line(h.id.as_str())
         )?;
     }
+    let task = store.meta(id).ok().and_then(|m| m.task);
+    writeln!(
+        out,
+        "uri      {}",
+        escape_line(&crate::ops::list::session_uri(store, id, task.as_deref()))
+    )?;
     writeln!(out, "agent    {}", escape_line(h.agent.as_str()))?;
     if let Some(n) = &h.native_id {
         writeln!(out, "native   {}", escape_line(n))?;

@@ -150,6 +150,53 @@ pub fn task_timeline(store: &Store, task: &str) -> StoreResult<Vec<(SessionId, S
     Ok(out.into_iter().filter_map(|i| rows[i].take()).collect())
 }
 
+/// Returns the URI of a session, `session://<org>/<project>/<task>/<id>`:
+/// org and project from the sessions remote's URL (its last two path
+/// components), else `local` and the work tree's name; `-` for no task.
+pub fn session_uri(store: &Store, id: &SessionId, task: Option<&str>) -> String {
+    let clean = |s: &str| -> String {
+        let c: String = s
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        if c.is_empty() { "-".into() } else { c }
+    };
+    let remote = crate::config::sessions_remote(store);
+    let (org, project) = match store.remote_push_url(&remote) {
+        Some(url) => {
+            let path = url.rsplit_once(':').map_or(url.as_str(), |(_, p)| p);
+            let mut parts = path
+                .trim_end_matches('/')
+                .trim_end_matches(".git")
+                .rsplit('/')
+                .filter(|p| !p.is_empty());
+            let project = parts.next().unwrap_or("-").to_owned();
+            let org = parts.next().unwrap_or("local").to_owned();
+            (org, project)
+        }
+        None => (
+            "local".to_owned(),
+            store
+                .work_dir()
+                .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| "-".into()),
+        ),
+    };
+    format!(
+        "{}{}/{}/{}/{id}",
+        crate::store::refs::URI_SCHEME,
+        clean(&org),
+        clean(&project),
+        task.map_or("-".to_owned(), clean)
+    )
+}
+
 /// Returns the first non-blank line of `text`, trimmed, with runs of
 /// whitespace made single spaces; `None` if there is none.
 pub fn one_line(text: &str) -> Option<String> {

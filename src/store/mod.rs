@@ -440,8 +440,22 @@ impl Store {
         Ok(ids)
     }
 
-    /// Resolves a full id or a unique prefix, like git's short hashes.
+    /// Resolves a full id or a unique prefix, like git's short hashes, or
+    /// a session URI (`session://<org>/<project>/<task>/<id>`: its last
+    /// component is the id; the others say where it lives and do not
+    /// change which session it names).
     pub fn resolve(&self, query: &str) -> StoreResult<SessionId> {
+        let query = match query.strip_prefix(refs::URI_SCHEME) {
+            Some(rest) => match rest.split('/').collect::<Vec<_>>().as_slice() {
+                [_, _, _, id] if SessionId::new(*id).is_ok() => *id,
+                _ => {
+                    return Err(StoreError::Refused(format!(
+                        "{query:?} is not a session URI: session://ORG/PROJECT/TASK/ID"
+                    )));
+                }
+            },
+            None => query,
+        };
         let ids = self.session_ids()?;
         if let Some(exact) = ids.iter().find(|id| id.as_str() == query) {
             return Ok(exact.clone());

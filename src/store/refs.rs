@@ -78,6 +78,10 @@ pub fn fetch_refspecs(remote: &str) -> [String; 4] {
     ]
 }
 
+/// Scheme of a session URI, `session://<org>/<project>/<task>/<id>`
+/// (`-` for a session in no task); any command that takes an id takes one.
+pub const URI_SCHEME: &str = "session://";
+
 /// The immutable session header inside each session tree.
 pub const HEADER_PATH: &str = "header.json";
 /// Directory of event chunks inside each session tree.

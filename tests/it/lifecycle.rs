@@ -571,6 +571,26 @@ fn a_task_lists_three_agents_sessions_in_order() {
         );
         assert_eq!(text_timeline.lines().count(), 4, "{text_timeline}");
     }
+    // The session URI names the task, and every command takes it.
+    let shown = c.on(&a, &["show", ROUNDTRIP]);
+    let uri = shown
+        .lines()
+        .find_map(|l| l.strip_prefix("uri      "))
+        .unwrap_or_else(|| panic!("{shown}"))
+        .to_owned();
+    assert!(
+        uri.starts_with("session://") && uri.ends_with(&format!("/remote/fix-login/{ROUNDTRIP}")),
+        "{uri}"
+    );
+    let by_uri: serde_json::Value =
+        serde_json::from_str(&c.on(&b, &["show", &uri, "--json"])).unwrap();
+    assert_eq!(by_uri["uri"], uri.as_str());
+    assert_eq!(by_uri["header"]["id"], ROUNDTRIP);
+    c.on(&b, &["tag", &uri, "via-uri"]);
+    assert_eq!(c.on(&b, &["tag", ROUNDTRIP]), "via-uri\n");
+    c.on(&b, &["log", &uri]);
+    let err = c.a.fails(&["show", "session://only/two"], 1);
+    assert!(err.contains("not a session URI"), "{err}");
     let err = c.a.fails(&["task", "../escape", "s-pi"], 1);
     assert!(err.contains("task name"), "{err}");
 }
