@@ -297,16 +297,17 @@ pub fn capture_with(
     // A session capture started from another (a handoff's target, a
     // continuation fork) is in its parent's task.
     for s in report.sessions.iter().filter(|s| s.created) {
+        // Metadata is best effort here: what was captured stays captured.
         let Some(parent) = store.header(&s.id)?.lineage.map(|l| l.parent_session) else {
             continue;
         };
         let task = store.meta(&parent).ok().and_then(|m| m.task);
-        if task.is_some() && store.meta(&s.id)?.task.is_none() {
+        if task.is_some() && store.meta(&s.id).is_ok_and(|m| m.task.is_none()) {
             let change = git_session_schema::MetaChange {
                 time: clock.now_rfc3339(),
                 op: git_session_schema::MetaOp::Task { task },
             };
-            store.change_meta(&s.id, &change, clock.now().as_second())?;
+            let _ = store.change_meta(&s.id, &change, clock.now().as_second());
         }
     }
     // A session led by another agent (a handoff moved the lead) that this
@@ -316,7 +317,11 @@ pub fn capture_with(
         .iter()
         .filter(|s| !s.created && s.appended > 0)
     {
-        let lead = store.meta(&s.id)?.owner.map(|o| o.agent);
+        let lead = store
+            .meta(&s.id)
+            .ok()
+            .and_then(|m| m.owner)
+            .map(|o| o.agent);
         if lead.is_some_and(|l| l != s.agent.as_str()) {
             let change = git_session_schema::MetaChange {
                 time: clock.now_rfc3339(),
@@ -326,7 +331,7 @@ pub fn capture_with(
                     last: s.events - 1,
                 },
             };
-            store.change_meta(&s.id, &change, clock.now().as_second())?;
+            let _ = store.change_meta(&s.id, &change, clock.now().as_second());
         }
     }
     // Keep the search index current for what changed, when there is one
