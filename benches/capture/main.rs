@@ -4,6 +4,9 @@
 //! of 110k messages in 1,000 sessions (`hermes.rs`) and a 100k-event
 //! DeepSeek Harness log (zstd frames, `dsh.rs`).
 //! Run with `cargo bench --bench capture` (`--quick` for 20k records).
+//! `--many` runs only the first imports of 1,000 sessions (1,000 Claude
+//! files of 110 records, the Hermes database), with bulk capture and with
+//! `session.bulkCapture=false` alternated in one run (`--quick`: 200).
 //!
 //! The Pi session is built from the turn of a real Pi 1.6.0 session
 //! (`fixtures/pi/roundtrip-1.6.0`: user, assistant with thinking and a bash
