@@ -6,7 +6,8 @@
 //! Run with `cargo bench --bench capture` (`--quick` for 20k records).
 //! `--many` runs only the first imports of 1,000 sessions (1,000 Claude
 //! files of 110 records, the Hermes database), with bulk capture and with
-//! `session.bulkCapture=false` alternated in one run (`--quick`: 200).
+//! `session.bulkCapture=false` alternated in one run (`--quick`: 200
+//! sessions; `--rounds N`, default 3).
 //!
 //! The Pi session is built from the turn of a real Pi 1.6.0 session
 //! (`fixtures/pi/roundtrip-1.6.0`: user, assistant with thinking and a bash
@@ -80,7 +81,12 @@ fn main() {
     // sessions, the Hermes database) with the store's bulk capture and,
     // as the same-run reference, with `session.bulkCapture=false`.
     if args.iter().any(|a| a == "--many") {
-        many_sessions(&work_dir, manifest, records < 100_000);
+        let rounds = args
+            .iter()
+            .position(|a| a == "--rounds")
+            .and_then(|i| args.get(i + 1)?.parse().ok())
+            .unwrap_or(3);
+        many_sessions(&work_dir, manifest, records < 100_000, rounds);
         return;
     }
     if args.iter().any(|a| a == "--hermes") {
@@ -263,7 +269,7 @@ type Import<'a> = dyn Fn(&Path) -> (Duration, u64) + 'a;
 /// First imports of many sessions, alternating bulk capture on and off
 /// (three rounds each, fresh repositories): 1,000 Claude sessions of 110
 /// records, then the Hermes database of 1,000 sessions.
-fn many_sessions(work_dir: &Path, manifest: &Path, quick: bool) {
+fn many_sessions(work_dir: &Path, manifest: &Path, quick: bool, rounds: usize) {
     const ORIGINAL: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
     let sessions = if quick { 200 } else { 1000 };
     let keys = [
@@ -332,7 +338,7 @@ fn many_sessions(work_dir: &Path, manifest: &Path, quick: bool) {
     for (name, import) in cases {
         let mut on = Vec::new();
         let mut off = Vec::new();
-        for round in 0..3 {
+        for round in 0..rounds.max(1) {
             // Alternate which goes first, so load drifts hit both.
             for bulk in if round % 2 == 0 {
                 [true, false]
