@@ -4,6 +4,10 @@
 //! of 110k messages in 1,000 sessions (`hermes.rs`) and a 100k-event
 //! DeepSeek Harness log (zstd frames, `dsh.rs`).
 //! Run with `cargo bench --bench capture` (`--quick` for 20k records).
+//! `--many` runs only the first imports of 1,000 sessions (1,000 Claude
+//! files of 110 records, the Hermes database), with bulk capture and with
+//! `session.bulkCapture=false` alternated in one run (`--quick`: 200
+//! sessions; `--rounds N`, default 3).
 //!
 //! The Pi session is built from the turn of a real Pi 1.6.0 session
 //! (`fixtures/pi/roundtrip-1.6.0`: user, assistant with thinking and a bash
@@ -73,6 +77,18 @@ fn main() {
     println!("{:<64} {:>10} {:>12}", "benchmark", "ms", "peak RSS MB");
     // `--hermes` runs the Hermes Agent database benchmarks alone, after one
     // full Claude import of the same size as their reference.
+    // `--many` runs the first imports of many sessions (1,000 Claude
+    // sessions, the Hermes database) with the store's bulk capture and,
+    // as the same-run reference, with `session.bulkCapture=false`.
+    if args.iter().any(|a| a == "--many") {
+        let rounds = args
+            .iter()
+            .position(|a| a == "--rounds")
+            .and_then(|i| args.get(i + 1)?.parse().ok())
+            .unwrap_or(3);
+        many_sessions(&work_dir, manifest, records < 100_000, rounds);
+        return;
+    }
     if args.iter().any(|a| a == "--hermes") {
         let reference = claude_reference(&work_dir, manifest, records);
         hermes::bench(&work_dir, manifest, records < 100_000, Some(reference));
@@ -245,6 +261,119 @@ fn claude_reference(work_dir: &Path, manifest: &Path, records: usize) -> (Durati
         rss,
     );
     (t, rss)
+}
+
+/// Imports into the repository given, returning time and peak RSS.
+type Import<'a> = dyn Fn(&Path) -> (Duration, u64) + 'a;
+
+/// First imports of many sessions, alternating bulk capture on and off
+/// (three rounds each, fresh repositories): 1,000 Claude sessions of 110
+/// records, then the Hermes database of 1,000 sessions.
+fn many_sessions(work_dir: &Path, manifest: &Path, quick: bool, rounds: usize) {
+    const ORIGINAL: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
+    let sessions = if quick { 200 } else { 1000 };
+    let keys = [
+        "uuid",
+        "parentUuid",
+        "id",
+        "tool_use_id",
+        "promptId",
+        "sourceToolAssistantUUID",
+        "messageId",
+        "leafUuid",
+    ];
+    let run = |name: &str, bulk: bool, import: &Import| {
+        let repo = fresh_repo(
+            work_dir,
+            &format!("{name}-{}", if bulk { "bulk" } else { "plain" }),
+        );
+        if !bulk {
+            common::git(&repo, &["config", "session.bulkCapture", "false"]);
+        }
+        let figure = import(&repo);
+        let loose = common::git(&repo, &["count-objects"]);
+        let _ = std::fs::remove_dir_all(&repo);
+        (figure, loose.trim().to_owned())
+    };
+    let cwd_of = |repo: &Path| repo.to_string_lossy().into_owned();
+    // Claude: the generated files name the repository they ran in, so each
+    // repository gets its own home.
+    let claude = |repo: &Path| {
+        let template = std::fs::read_to_string(manifest.join(CLAUDE_TEMPLATE))
+            .expect("template")
+            .replace(OLD_CWD_CLAUDE, &cwd_of(repo));
+        let (lines, _) = replicate(&template, 110, 0, &keys, true);
+        let text = lines.concat();
+        let home = work_dir.join("many-claude-home");
+        let _ = std::fs::remove_dir_all(&home);
+        let project =
+            home.join(".claude/projects")
+                .join(git_session_adapters::claude::project_dir_name(&cwd_of(
+                    repo,
+                )));
+        std::fs::create_dir_all(&project).expect("mkdir");
+        for i in 0..sessions {
+            let id = format!("{i:08x}-0000-4000-8000-{i:012x}");
+            std::fs::write(
+                project.join(format!("{id}.jsonl")),
+                text.replace(ORIGINAL, &id),
+            )
+            .expect("write");
+        }
+        let home_arg = home.to_str().expect("utf8");
+        let figure = measure(repo, &["import", "--agent", "claude", "--home", home_arg]);
+        let _ = std::fs::remove_dir_all(&home);
+        figure
+    };
+    let hermes = |repo: &Path| {
+        let home = work_dir.join("many-hermes-home");
+        let _ = std::fs::remove_dir_all(&home);
+        hermes::generate(manifest, &home, &cwd_of(repo), sessions, 110);
+        let home_arg = home.to_str().expect("utf8");
+        let figure = measure(repo, &["import", "--agent", "hermes", "--home", home_arg]);
+        let _ = std::fs::remove_dir_all(&home);
+        figure
+    };
+    let cases: [(&str, &Import); 2] = [("claude", &claude), ("hermes", &hermes)];
+    for (name, import) in cases {
+        let mut on = Vec::new();
+        let mut off = Vec::new();
+        for round in 0..rounds.max(1) {
+            // Alternate which goes first, so load drifts hit both.
+            for bulk in if round % 2 == 0 {
+                [true, false]
+            } else {
+                [false, true]
+            } {
+                let ((t, rss), loose) = run(&format!("many-{name}"), bulk, import);
+                if bulk {
+                    on.push((t, rss, loose))
+                } else {
+                    off.push((t, rss, loose))
+                }
+            }
+        }
+        on.sort();
+        off.sort();
+        let label = format!("{name}: first import of {sessions} sessions");
+        report(
+            &format!("{label}, bulk capture (median of 3)"),
+            on[1].0,
+            on[1].1,
+        );
+        println!("{:<64} {}", "  objects", on[1].2);
+        report(
+            &format!("{label}, batch by batch (median of 3)"),
+            off[1].0,
+            off[1].1,
+        );
+        println!("{:<64} {}", "  objects", off[1].2);
+        println!(
+            "{:<64} {:>10.2}",
+            format!("{name}: bulk / batch by batch (ratio of medians)"),
+            on[1].0.as_secs_f64() / off[1].0.as_secs_f64()
+        );
+    }
 }
 
 /// The post-commit hook in a repository with 200 tracked Claude sessions:

@@ -127,7 +127,7 @@ pub struct AppendOutcome {
 /// Created by the store for each attempt; the caller's producer pushes into
 /// it. Nothing is visible until the store publishes the commit.
 pub struct BatchSink<'r> {
-    repo: &'r gix::Repository,
+    store: &'r Store,
     mode: SeqMode,
     next_seq: u64,
     first_seq: u64,
@@ -145,14 +145,9 @@ pub struct BatchSink<'r> {
 }
 
 impl<'r> BatchSink<'r> {
-    fn new(
-        repo: &'r gix::Repository,
-        mode: SeqMode,
-        state: &Trailers,
-        scrubber: Scrubber,
-    ) -> BatchSink<'r> {
+    fn new(store: &'r Store, mode: SeqMode, state: &Trailers, scrubber: Scrubber) -> BatchSink<'r> {
         BatchSink {
-            repo,
+            store,
             mode,
             next_seq: state.events,
             first_seq: state.events,
@@ -287,7 +282,7 @@ impl<'r> BatchSink<'r> {
     pub fn add_artifact(&mut self, bytes: &[u8]) -> StoreResult<ArtifactId> {
         let id = ArtifactId::of(bytes);
         if !self.artifacts.contains_key(&id) {
-            let blob = self.repo.write_blob(bytes).map_err(git)?.detach();
+            let blob = self.store.write_blob_sized(bytes)?;
             self.artifacts.insert(id.clone(), blob);
         }
         Ok(id)
@@ -297,7 +292,7 @@ impl<'r> BatchSink<'r> {
         if self.chunk.is_empty() {
             return Ok(());
         }
-        let blob = self.repo.write_blob(&self.chunk).map_err(git)?.detach();
+        let blob = self.store.write_blob_sized(&self.chunk)?;
         self.entries
             .push((chunk_path(self.next_chunk, self.chunk_first), blob));
         self.next_chunk += 1;
@@ -319,7 +314,9 @@ impl Store {
         produce: impl FnMut(&mut BatchSink<'_>) -> Result<(), E>,
     ) -> Result<AppendOutcome, E> {
         let out = self.write_batch(&header.id, Some(header), mode, info, produce)?;
-        self.after_batch();
+        if !self.is_bulk() {
+            self.after_batch();
+        }
         Ok(out)
     }
 
@@ -337,7 +334,7 @@ impl Store {
         produce: impl FnMut(&mut BatchSink<'_>) -> Result<(), E>,
     ) -> Result<AppendOutcome, E> {
         let out = self.write_batch(id, None, mode, info, produce)?;
-        if out.commit.is_some() {
+        if out.commit.is_some() && !self.is_bulk() {
             self.after_batch();
         }
         Ok(out)
@@ -351,8 +348,13 @@ impl Store {
         info: &CommitInfo,
         mut produce: impl FnMut(&mut BatchSink<'_>) -> Result<(), E>,
     ) -> Result<AppendOutcome, E> {
-        let _lock = SessionLock::acquire(&self.state_dir, id)?;
         let name = refs::session_ref(id);
+        // A bulk store keeps the lock of a session it holds back.
+        let mut lock = if self.holds_lock(&name) {
+            None
+        } else {
+            Some(SessionLock::acquire(&self.state_dir, id)?)
+        };
         for _ in 0..CAS_ATTEMPTS {
             let tip = self.tip(id)?;
             let (state, base_tree, agent) = match (tip, create) {
@@ -375,7 +377,7 @@ impl Store {
                     self.header_at(id, t)?.agent,
                 ),
             };
-            let mut sink = BatchSink::new(&self.repo, mode, &state, self.scrubber);
+            let mut sink = BatchSink::new(self, mode, &state, self.scrubber);
             produce(&mut sink)?;
             sink.seal_chunk()?;
             if sink.next_seq == state.events && sink.artifacts.is_empty() && create.is_none() {
@@ -423,7 +425,7 @@ impl Store {
                 (false, None) => "add artifacts".to_owned(),
             };
             let message = trailers.to_message(&subject);
-            match self.publish(&name, tip, tree, &message, info)? {
+            match self.publish(&name, tip, tree, &message, info, &mut lock)? {
                 Some(commit) => {
                     return Ok(AppendOutcome {
                         commit: Some(commit),
@@ -482,12 +484,7 @@ impl Store {
         let mut purged = self.purged_tips(old)?;
         purged.push(old);
         let (header, events) = rewrite(old, header, events)?;
-        let mut sink = BatchSink::new(
-            &self.repo,
-            SeqMode::Exact,
-            &Trailers::default(),
-            self.scrubber,
-        );
+        let mut sink = BatchSink::new(self, SeqMode::Exact, &Trailers::default(), self.scrubber);
         for mut event in events {
             event.checksum = None;
             sink.push_mut(&mut event)?;
@@ -548,7 +545,8 @@ impl Store {
         Ok((old, new))
     }
 
-    /// Writes the commit and moves the ref from `tip` to it.
+    /// Writes the commit and moves the ref from `tip` to it (a bulk store
+    /// holds the move back, with `lock`, until its flush).
     ///
     /// Returns `None` when the ref moved meanwhile (the caller rebuilds).
     fn publish(
@@ -558,12 +556,17 @@ impl Store {
         tree: ObjectId,
         message: &str,
         info: &CommitInfo,
+        lock: &mut Option<SessionLock>,
     ) -> StoreResult<Option<ObjectId>> {
         let parents: Vec<ObjectId> = match tip {
             Some(t) => std::iter::once(t).chain(info.attach).collect(),
             None => Vec::new(),
         };
         let commit = self.write_commit_with(info.time, message, tree, parents)?;
+        if self.is_bulk() {
+            self.defer_ref(name, tip, commit, message, lock.take())?;
+            return Ok(Some(commit));
+        }
         let expected = match tip {
             Some(t) => PreviousValue::MustExistAndMatch(Target::Object(t)),
             None => PreviousValue::MustNotExist,
@@ -697,7 +700,11 @@ impl Store {
         info: &CommitInfo,
         shape: &dyn Fn(&mut SessionHeader),
     ) -> StoreResult<(SessionHeader, ObjectId)> {
-        let _lock = SessionLock::acquire(&self.state_dir, new_id)?;
+        let name = refs::session_ref(new_id);
+        if self.holds_lock(&name) {
+            return Err(StoreError::AlreadyExists(new_id.clone()));
+        }
+        let lock = SessionLock::acquire(&self.state_dir, new_id)?;
         if self.tip(new_id)?.is_some() {
             return Err(StoreError::AlreadyExists(new_id.clone()));
         }
@@ -741,7 +748,7 @@ impl Store {
                     last = Some(line);
                 }
                 checksum = last.and_then(split_checksum).map(|(_, s)| s.to_owned());
-                let truncated = self.repo.write_blob(&data[..end]).map_err(git)?;
+                let truncated = self.write_blob_sized(&data[..end])?;
                 editor
                     .upsert(chunk.path.as_str(), EntryKind::Blob, truncated)
                     .map_err(git)?;
@@ -777,8 +784,10 @@ impl Store {
             fork: Some((id.to_string(), at)),
         };
         let message = trailers.to_message(&format!("fork {id} at seq {at}"));
-        let name = refs::session_ref(new_id);
         let commit = self.write_commit(info.time, &message, tree, Some(base))?;
+        if self.defer_ref(&name, None, commit, "fork", Some(lock))? {
+            return Ok((header, commit));
+        }
         self.repo
             .reference(name.as_str(), commit, PreviousValue::MustNotExist, "fork")
             .map_err(|e| {

@@ -10,6 +10,7 @@
 //! native format. Network sync goes through the `git` binary elsewhere.
 
 mod append;
+mod bulk;
 mod checkpoint;
 mod child;
 mod gitcli;
@@ -32,6 +33,7 @@ use git_session_schema::{FormatError, SessionHeader, SessionId, header::HeaderEr
 use gix::ObjectId;
 
 pub use append::{AppendOutcome, BatchSink, CommitInfo, Scrubbed, Scrubber, SeqMode};
+pub use bulk::{LOOSE_FROM, MEMORY_BYTES, PENDING_REFS};
 pub use checkpoint::Snapshot;
 pub use gitcli::WorkTreeFacts;
 pub use index::LIST_INDEX_FILE;
@@ -177,7 +179,9 @@ pub struct Store {
     state_dir: PathBuf,
     scrubber: Scrubber,
     limits: Limits,
-    commit_signer: Option<Box<CommitSigner>>,
+    commit_signer: Option<std::sync::Arc<CommitSigner>>,
+    /// Set in a bulk store ([`Store::bulk`]): what it holds back.
+    bulk: Option<std::cell::RefCell<bulk::Bulk>>,
 }
 
 /// Signs the bytes of a commit object, returning the armored signature that
@@ -284,6 +288,7 @@ impl Store {
             scrubber,
             limits,
             commit_signer: None,
+            bulk: None,
         })
     }
 
@@ -301,7 +306,7 @@ impl Store {
     /// (capture batches, forks, tombstones; not the deterministic commits
     /// reconcile makes for a divergence, which every clone must make alike).
     pub fn set_commit_signer(&mut self, signer: Box<CommitSigner>) {
-        self.commit_signer = Some(signer);
+        self.commit_signer = Some(std::sync::Arc::from(signer));
     }
 
     /// Returns the signature of `commit` and the exact bytes it signs, or
@@ -481,6 +486,9 @@ impl Store {
     /// Returns the tip commit of a session, or `None` if it does not exist.
     pub fn tip(&self, id: &SessionId) -> StoreResult<Option<ObjectId>> {
         let name = refs::session_ref(id);
+        if let Some(pending) = self.pending_tip(&name) {
+            return Ok(Some(pending));
+        }
         let Some(mut r) = self.repo.try_find_reference(name.as_str()).map_err(git)? else {
             return Ok(None);
         };

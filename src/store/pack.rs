@@ -133,7 +133,17 @@ impl Store {
     /// `session.packBatches` batches. Never fails the batch, which is
     /// already stored: a pack that fails is tried again at the next count.
     pub(crate) fn after_batch(&self) {
+        self.after_batches(1);
+    }
+
+    /// Like [`Store::after_batch`], for `batches` batches' worth of loose
+    /// objects at once (a bulk store's flush: its small objects are packed
+    /// already, only its large blobs are loose).
+    pub(crate) fn after_batches(&self, batches: u64) {
         let _ = self.ensure_delta_attribute();
+        if batches == 0 {
+            return;
+        }
         let every = self.pack_batches();
         if every == 0 {
             return;
@@ -142,7 +152,7 @@ impl Store {
             return;
         };
         let mut pending = self.read_pending();
-        pending.batches += 1;
+        pending.batches += batches;
         if pending.batches >= every {
             let _ = self.pack_locked(&mut pending);
         }

@@ -220,3 +220,98 @@ fn a_hostile_list_index_never_adds_or_breaks_sessions() {
         assert_eq!(list_json(&repo), truth, "with index {:?}", text(&garbage));
     }
 }
+
+/// A Claude home holding `n` copies of the roundtrip session under fresh
+/// ids, recorded as run in `repo`.
+fn many_claude_sessions(repo: &Repo, n: usize) -> std::path::PathBuf {
+    let source = repo.outside("many");
+    copy_tree(
+        &fixtures().join("claude/roundtrip/native"),
+        &source.join(".claude"),
+        "/tmp/oracle-sample/claude/project",
+        repo.root.to_str().unwrap(),
+    );
+    let old = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
+    let project = std::fs::read_dir(source.join(".claude/projects"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let file = project.join(format!("{old}.jsonl"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    for i in 0..n {
+        let id = format!("{i:08x}-0000-4000-8000-{i:012x}");
+        std::fs::write(project.join(format!("{id}.jsonl")), text.replace(old, &id)).unwrap();
+    }
+    source
+}
+
+fn session_count(repo: &Repo) -> usize {
+    repo.git(&["for-each-ref", "refs/sessions/"])
+        .lines()
+        .count()
+}
+
+#[test]
+fn a_first_import_of_many_sessions_writes_packs_not_loose_objects() {
+    let repo = Repo::new();
+    // Redaction is not what is tested here, and slow in a debug build.
+    repo.git(&["config", "session.redact", "false"]);
+    let home = many_claude_sessions(&repo, 70);
+    let loose_before = loose(&repo);
+    repo.ok(&[
+        "import",
+        "--agent",
+        "claude",
+        "--home",
+        home.to_str().unwrap(),
+    ]);
+    assert_eq!(session_count(&repo), 70);
+    // One batch per session, five objects or more each: 350+ loose
+    // objects batch by batch (no periodic pack before 100 batches); the
+    // bulk capture packs them.
+    let loose_after = loose(&repo);
+    assert!(
+        loose_after <= loose_before + 5,
+        "{loose_before} -> {loose_after} loose objects"
+    );
+    assert!(packs(&repo) >= 1);
+    repo.fsck();
+    repo.ok(&["verify"]);
+    let id = "00000045-0000-4000-8000-000000000045";
+    assert!(!repo.events(id).is_empty());
+    // Nothing is read twice, and a grown session is appended as before.
+    let again = repo.ok(&[
+        "import",
+        "--agent",
+        "claude",
+        "--home",
+        home.to_str().unwrap(),
+    ]);
+    assert_eq!(session_count(&repo), 70, "{again}");
+    let events = repo.events(id).len();
+    let file = home
+        .join(".claude/projects")
+        .read_dir()
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join(format!("{id}.jsonl"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let last = text.lines().last().unwrap().to_owned();
+    let grown = last.replace("\"uuid\":\"", "\"uuid\":\"0000aaaa-");
+    std::fs::write(&file, format!("{text}{grown}\n")).unwrap();
+    repo.ok(&[
+        "import",
+        "--agent",
+        "claude",
+        "--home",
+        home.to_str().unwrap(),
+    ]);
+    assert!(repo.events(id).len() > events);
+    repo.fsck();
+}

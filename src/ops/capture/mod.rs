@@ -194,6 +194,12 @@ pub fn capture_with(
     request: &CaptureRequest<'_>,
     adapters: &[&dyn Adapter],
 ) -> OpResult<CaptureReport> {
+    // Objects and refs of all batches are written together (one pack, one
+    // ref transaction per flush; see `store::bulk`), before the cursors
+    // that say they were captured.
+    // `session.bulkCapture=false` publishes batch by batch instead.
+    let bulk = store.bulk_capture().then(|| store.bulk());
+    let store = bulk.as_ref().unwrap_or(store);
     let worktrees = store.worktree_paths();
     let mut report = CaptureReport::default();
     for &adapter in adapters {
@@ -292,6 +298,7 @@ pub fn capture_with(
                 });
             }
         }
+        store.flush()?;
         cursors.save()?;
     }
     // A session capture started from another (a handoff's target, a

@@ -1,0 +1,460 @@
+//! Publishing many batches together: a capture that creates hundreds of
+//! sessions (the first import of an agent's whole store) writes their
+//! objects into one pack and moves their refs in one ref transaction,
+//! instead of a handful of loose object files and a ref file per session.
+//!
+//! A bulk store ([`Store::bulk`]) is the same store with two differences
+//! until [`Store::flush`]:
+//!
+//! - **Objects.** Small objects (trees, commits, headers, chunks and
+//!   artifacts under [`LOOSE_FROM`] bytes) are kept in memory (gix's object
+//!   memory, readable by this store as if written); larger blobs are
+//!   written loose as before, since their file costs little next to their
+//!   bytes. When the objects held reach [`MEMORY_BYTES`], or at a flush,
+//!   they are written as one pack (zlib level 1, no deltas) and indexed by
+//!   `git index-pack`.
+//! - **Refs.** A published batch is remembered with the session lock it
+//!   was written under; the lock stays held, so the per-session writer
+//!   semantics are those of a plain append. [`Store::tip`] sees the
+//!   remembered tip. Every [`PENDING_REFS`] sessions, when the objects are
+//!   flushed, and at [`Store::flush`], the remembered refs move in one
+//!   transaction, each by compare-and-swap from the tip it was written on.
+//!
+//! Crash safety is the plain store's ordering: objects first (a pack no
+//! ref points into is garbage `git gc` prunes), refs last. A killed
+//! capture leaves the sessions of the flushes before it, whole, and none
+//! of the rest; the capture cursors, saved after the flush, then read the
+//! rest again. Dropping a bulk store without flushing publishes nothing.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::Stdio;
+
+use gix::ObjectId;
+use gix::objs::Kind;
+use gix::refs::Target;
+use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
+
+use super::lock::SessionLock;
+use super::{Store, StoreError, StoreResult, git};
+
+/// Blobs at least this long are written loose even in a bulk store.
+pub const LOOSE_FROM: usize = 1 << 20;
+
+/// The in-memory objects of a bulk store are packed when they reach this
+/// many bytes (bounds the memory a bulk capture holds).
+pub const MEMORY_BYTES: usize = 16 << 20;
+
+/// Fewer objects than this are written loose at a flush, not packed.
+pub const PACK_FROM: usize = 64;
+
+/// Refs held back at most before they are published (each holds its
+/// session lock, a file descriptor, until then).
+pub const PENDING_REFS: usize = 256;
+
+/// What a bulk store holds back until the flush.
+#[derive(Default)]
+pub(crate) struct Bulk {
+    /// Pending ref updates by ref name, in the order first published.
+    refs: Vec<PendingRef>,
+    by_name: HashMap<String, usize>,
+    /// Bytes of the objects held in memory (about).
+    bytes: usize,
+    /// Blobs written loose since the last flush (they count towards the
+    /// next pack of loose session objects, see `pack.rs`).
+    loose: u64,
+}
+
+struct PendingRef {
+    name: String,
+    /// The tip the first batch was built on (`None`: the ref is new).
+    expected: Option<ObjectId>,
+    new: ObjectId,
+    message: String,
+    _lock: SessionLock,
+}
+
+impl Store {
+    /// Returns a bulk view of this store (see the module docs): what it
+    /// writes is published at [`Store::flush`], not batch by batch.
+    pub fn bulk(&self) -> Store {
+        Store {
+            repo: self.repo.clone().with_object_memory(),
+            state_dir: self.state_dir.clone(),
+            scrubber: self.scrubber,
+            limits: self.limits,
+            commit_signer: self.commit_signer.clone(),
+            bulk: Some(RefCell::new(Bulk::default())),
+        }
+    }
+
+    /// Says whether capture uses a bulk store: `session.bulkCapture`,
+    /// true unless set to false.
+    pub fn bulk_capture(&self) -> bool {
+        self.repo
+            .config_snapshot()
+            .boolean("session.bulkCapture")
+            .unwrap_or(true)
+    }
+
+    /// Says whether this is a bulk store.
+    pub fn is_bulk(&self) -> bool {
+        self.bulk.is_some()
+    }
+
+    /// Writes what a bulk store holds: the objects as one pack, then every
+    /// held ref in one transaction. A no-op on a plain store.
+    pub fn flush(&self) -> StoreResult<()> {
+        let Some(bulk) = &self.bulk else {
+            return Ok(());
+        };
+        self.flush_objects()?;
+        let pending = {
+            let mut b = bulk.borrow_mut();
+            b.by_name.clear();
+            std::mem::take(&mut b.refs)
+        };
+        let loose = std::mem::take(&mut bulk.borrow_mut().loose);
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let edits: Vec<RefEdit> = pending
+            .iter()
+            .map(|p| RefEdit {
+                change: Change::Update {
+                    log: LogChange {
+                        mode: RefLog::AndReference,
+                        force_create_reflog: false,
+                        message: p.message.as_str().into(),
+                    },
+                    expected: match p.expected {
+                        Some(t) => PreviousValue::MustExistAndMatch(Target::Object(t)),
+                        None => PreviousValue::MustNotExist,
+                    },
+                    new: Target::Object(p.new),
+                },
+                name: p
+                    .name
+                    .as_str()
+                    .try_into()
+                    .expect("session ref names are valid"),
+                deref: false,
+            })
+            .collect();
+        let outcome = self.repo.edit_references(edits.clone());
+        if let Err(e) = outcome {
+            // The locks are held, so only a writer that bypasses them (or
+            // a ref lock left by a killed git) gets here: publish the
+            // others one by one and name those that could not be.
+            let mut failed = Vec::new();
+            for (edit, p) in edits.into_iter().zip(&pending) {
+                if let Err(e) = self.repo.edit_reference(edit) {
+                    failed.push(format!("{}: {e}", p.name));
+                }
+            }
+            if !failed.is_empty() {
+                return Err(StoreError::Refused(format!(
+                    "{} of {} session refs could not be published ({e}); the others were: {}; capture again to retry",
+                    failed.len(),
+                    pending.len(),
+                    failed.join("; ")
+                )));
+            }
+        }
+        drop(pending);
+        self.after_batches(loose);
+        Ok(())
+    }
+
+    /// The tip a bulk store published for `name` and holds back, if any.
+    pub(crate) fn pending_tip(&self, name: &str) -> Option<ObjectId> {
+        let b = self.bulk.as_ref()?.borrow();
+        b.by_name.get(name).map(|&i| b.refs[i].new)
+    }
+
+    /// Whether this bulk store holds `name`'s lock already (a second batch
+    /// of a session it published): taking it again would wait forever.
+    pub(crate) fn holds_lock(&self, name: &str) -> bool {
+        self.pending_tip(name).is_some()
+    }
+
+    /// Holds back the publication of `new` on `name` (built on `tip`),
+    /// keeping `lock` until the flush; flushes when enough are held.
+    /// Returns false on a plain store (the caller publishes).
+    pub(crate) fn defer_ref(
+        &self,
+        name: &str,
+        tip: Option<ObjectId>,
+        new: ObjectId,
+        message: &str,
+        lock: Option<SessionLock>,
+    ) -> StoreResult<bool> {
+        let Some(bulk) = &self.bulk else {
+            return Ok(false);
+        };
+        let full = {
+            let mut b = bulk.borrow_mut();
+            match b.by_name.get(name).copied() {
+                // A later batch of a held session: the ref still moves
+                // once, from the tip it had before the first.
+                Some(i) => b.refs[i].new = new,
+                None => {
+                    let lock = lock.expect("a new pending ref comes with its lock");
+                    let i = b.refs.len();
+                    b.refs.push(PendingRef {
+                        name: name.to_owned(),
+                        expected: tip,
+                        new,
+                        message: message.lines().next().unwrap_or("").to_owned(),
+                        _lock: lock,
+                    });
+                    b.by_name.insert(name.to_owned(), i);
+                }
+            }
+            b.refs.len() >= PENDING_REFS || b.bytes >= MEMORY_BYTES
+        };
+        if full {
+            self.flush()?;
+        }
+        Ok(true)
+    }
+
+    /// Writes `bytes` as a blob: into memory in a bulk store when small,
+    /// else loose.
+    pub(crate) fn write_blob_sized(&self, bytes: &[u8]) -> StoreResult<ObjectId> {
+        match &self.bulk {
+            Some(bulk) if bytes.len() < LOOSE_FROM => {
+                bulk.borrow_mut().bytes += bytes.len();
+                Ok(self.repo.write_blob(bytes).map_err(git)?.detach())
+            }
+            Some(bulk) => {
+                bulk.borrow_mut().loose += 1;
+                let odb: &gix::odb::Handle = &self.repo.objects;
+                Ok(gix::objs::Write::write_buf(odb, Kind::Blob, bytes).map_err(git)?)
+            }
+            None => Ok(self.repo.write_blob(bytes).map_err(git)?.detach()),
+        }
+    }
+
+    /// Writes the objects a bulk store holds in memory as one pack.
+    fn flush_objects(&self) -> StoreResult<()> {
+        let Some(bulk) = &self.bulk else {
+            return Ok(());
+        };
+        bulk.borrow_mut().bytes = 0;
+        let Some(objects) = self.repo.objects.reset_object_memory() else {
+            return Ok(());
+        };
+        if objects.len() < PACK_FROM {
+            // A batch or two (an incremental capture): loose objects cost
+            // less than starting `git index-pack`.
+            let odb: &gix::odb::Handle = &self.repo.objects;
+            for (kind, data) in objects.values() {
+                gix::objs::Write::write_buf(odb, *kind, data).map_err(git)?;
+            }
+            bulk.borrow_mut().loose += objects.len().div_ceil(5) as u64;
+            return Ok(());
+        }
+        self.ensure_state_dir()?;
+        let io = |path: &Path| {
+            let path = path.to_owned();
+            move |source| StoreError::Io { path, source }
+        };
+        let mut file =
+            tempfile::NamedTempFile::new_in(&self.state_dir).map_err(io(&self.state_dir))?;
+        {
+            let out = std::io::BufWriter::with_capacity(1 << 16, file.as_file_mut());
+            write_pack(out, &objects).map_err(io(file.path()))?;
+        }
+        drop(objects);
+        let stdin = file.reopen().map_err(io(file.path()))?;
+        let mut cmd = self.git_command();
+        cmd.args(["index-pack", "--stdin", "--threads=1"]);
+        let out = super::child::run_with_stdin(cmd, None, Stdio::from(stdin))?;
+        if !out.status.success() {
+            return Err(StoreError::Remote(format!(
+                "git index-pack failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Writes `objects` as a version-2 pack of whole (undeltified) objects.
+fn write_pack(mut out: impl Write, objects: &gix::odb::memory::Storage) -> std::io::Result<()> {
+    use gix::zlib::stream::deflate::{Compress, FlushCompress};
+    let mut hasher = gix::hash::hasher(gix::hash::Kind::Sha1);
+    let mut put = |out: &mut dyn Write, bytes: &[u8]| -> std::io::Result<()> {
+        hasher.update(bytes);
+        out.write_all(bytes)
+    };
+    let count = u32::try_from(objects.len()).map_err(std::io::Error::other)?;
+    let mut head = Vec::with_capacity(12);
+    head.extend_from_slice(b"PACK");
+    head.extend_from_slice(&2u32.to_be_bytes());
+    head.extend_from_slice(&count.to_be_bytes());
+    put(&mut out, &head)?;
+    let mut compress = Compress::new(gix::zlib::Compression::BEST_SPEED);
+    let mut scratch = vec![0u8; 1 << 16];
+    let mut entry = Vec::new();
+    for (kind, data) in objects.values() {
+        entry.clear();
+        let code: u8 = match kind {
+            Kind::Commit => 1,
+            Kind::Tree => 2,
+            Kind::Blob => 3,
+            Kind::Tag => 4,
+        };
+        // Type and size: 4 bits of size in the first byte, then 7 per byte.
+        let mut size = data.len() as u64;
+        let mut byte = (code << 4) | (size & 0x0f) as u8;
+        size >>= 4;
+        while size > 0 {
+            entry.push(byte | 0x80);
+            byte = (size & 0x7f) as u8;
+            size >>= 7;
+        }
+        entry.push(byte);
+        compress.reset();
+        let mut input = data.as_slice();
+        loop {
+            let (read, wrote) = (compress.total_in(), compress.total_out());
+            let status = compress
+                .compress(input, &mut scratch, FlushCompress::Finish)
+                .map_err(std::io::Error::other)?;
+            let produced = (compress.total_out() - wrote) as usize;
+            entry.extend_from_slice(&scratch[..produced]);
+            input = &input[(compress.total_in() - read) as usize..];
+            if status == gix::zlib::Status::StreamEnd {
+                break;
+            }
+        }
+        put(&mut out, &entry)?;
+    }
+    let sum = hasher.try_finalize().map_err(std::io::Error::other)?;
+    out.write_all(sum.as_slice())?;
+    out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use git_session_schema::event::Level;
+    use git_session_schema::{Agent, Event, SessionHeader, SessionId};
+
+    use super::*;
+    use crate::store::{CommitInfo, SeqMode};
+
+    fn store(dir: &Path) -> Store {
+        let repo = gix::init(dir).unwrap();
+        Store::from_repo(repo).unwrap()
+    }
+
+    fn create(store: &Store, i: usize) -> SessionId {
+        let id = SessionId::new(format!("bulk-{i:03}")).unwrap();
+        let header = SessionHeader::new(id.clone(), Agent::Claude, "2026-01-01T00:00:00Z");
+        let info = CommitInfo {
+            time: 1_767_225_600,
+            code_commit: None,
+            attach: None,
+        };
+        store
+            .create(&header, SeqMode::Assign, &info, |sink| {
+                for n in 0..3 {
+                    sink.push(Event::new(
+                        0,
+                        "2026-01-01T00:00:00Z",
+                        Agent::Claude,
+                        "user",
+                        "message.user",
+                        Level::History,
+                        serde_json::json!({ "text": format!("session {i} message {n}") }),
+                    ))?;
+                }
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        id
+    }
+
+    fn lock_is_free(store: &Store, id: &SessionId) -> bool {
+        let path = store.state_dir.join("locks").join(format!("{id}.lock"));
+        std::fs::File::open(path).unwrap().try_lock().is_ok()
+    }
+
+    #[test]
+    fn nothing_is_published_before_the_flush_and_the_locks_are_held_until_then() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = store(dir.path());
+        let bulk = plain.bulk();
+        let id = create(&bulk, 0);
+        // The bulk store reads its own batch; nothing is on disk yet.
+        assert_eq!(bulk.stat(&id).unwrap().events, 3);
+        assert!(plain.tip(&id).unwrap().is_none());
+        assert!(!lock_is_free(&plain, &id));
+        // A second batch of the held session does not wait for its own lock.
+        let info = CommitInfo {
+            time: 1_767_225_601,
+            code_commit: None,
+            attach: None,
+        };
+        bulk.append(&id, SeqMode::Assign, &info, |sink| {
+            sink.push(Event::new(
+                0,
+                "2026-01-01T00:00:01Z",
+                Agent::Claude,
+                "user",
+                "message.user",
+                Level::History,
+                serde_json::json!({ "text": "more" }),
+            ))
+            .map(|_| ())
+        })
+        .unwrap();
+        // Dropped without a flush (a killed capture): nothing was published.
+        drop(bulk);
+        assert!(plain.tip(&id).unwrap().is_none());
+        assert!(lock_is_free(&plain, &id));
+        assert!(plain.session_ids().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_flush_packs_the_objects_and_publishes_every_ref() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = store(dir.path());
+        let bulk = plain.bulk();
+        // More than one ref transaction's worth, so a flush happens midway.
+        let ids: Vec<SessionId> = (0..PENDING_REFS + 10).map(|i| create(&bulk, i)).collect();
+        bulk.flush().unwrap();
+        drop(bulk);
+        assert_eq!(plain.session_ids().unwrap(), ids);
+        for id in &ids {
+            assert_eq!(plain.stat(id).unwrap().events, 3);
+            assert!(lock_is_free(&plain, id));
+            assert!(plain.verify(id).unwrap().problems.is_empty());
+        }
+        let packs = std::fs::read_dir(dir.path().join(".git/objects/pack"))
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "pack")
+            })
+            .count();
+        assert!(packs >= 1, "{packs} packs");
+        let out = std::process::Command::new("git")
+            .args(["fsck", "--strict"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
