@@ -37,8 +37,9 @@ impl Clones {
         let out = self.a.session_in(dir).args(args).output().unwrap();
         assert!(
             out.status.success(),
-            "git session {args:?} in {}: {}",
+            "git session {args:?} in {}: {}{}",
             dir.display(),
+            text(&out.stdout),
             text(&out.stderr)
         );
         text(&out.stdout)

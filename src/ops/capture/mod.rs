@@ -198,6 +198,7 @@ pub fn capture_with(
     // ref transaction per flush; see `store::bulk`), before the cursors
     // that say they were captured.
     // `session.bulkCapture=false` publishes batch by batch instead.
+    let plain = store;
     let bulk = store.bulk_capture().then(|| store.bulk());
     let store = bulk.as_ref().unwrap_or(store);
     let worktrees = store.worktree_paths();
@@ -301,6 +302,10 @@ pub fn capture_with(
         store.flush()?;
         cursors.save()?;
     }
+    // Everything below writes through the plain store: a bulk store keeps
+    // new objects in memory until its next flush, and there is none after
+    // this point.
+    let store = plain;
     // A session capture started from another (a handoff's target, a
     // continuation fork) is in its parent's task.
     for s in report.sessions.iter().filter(|s| s.created) {
