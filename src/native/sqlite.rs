@@ -36,6 +36,10 @@
 //! handing each session's rows (JSON objects) to the caller before the
 //! next session is read: one session's rows in memory at a time.
 //!
+//! With a change query, the session table's rows of sessions whose token
+//! did not move are passed over (not turned into records), so a capture
+//! after one session grew costs that session, not the whole table.
+//!
 //! A database with a change query whose files moved but whose sessions
 //! did not (a checkpoint, another project's session growing) costs that
 //! one query: it runs first, on its own, and when no session of interest
@@ -325,33 +329,8 @@ fn read_open(
             order.len() - 1
         })
     };
-    // The session table's new rows, kept: they are small.
-    let session_table = &decl.tables[0];
-    let mut heads: HashMap<String, Vec<Row>> = HashMap::new();
-    {
-        let mark = scope.marks.get(session_table.name).copied();
-        let (sql, mark_value) = select(session_table, &present[0], mark, false);
-        let mut stmt = conn.prepare(&sql).map_err(err)?;
-        let mut rows = match mark_value {
-            Some(m) => stmt.query([m]),
-            None => stmt.query([]),
-        }
-        .map_err(err)?;
-        let mut high = mark.unwrap_or(i64::MIN);
-        while let Some(r) = rows.next().map_err(err)? {
-            let (key, row, position) = row_json(r, session_table, &present[0]).map_err(err)?;
-            high = high.max(position);
-            if scope.skip(&key.text) {
-                continue;
-            }
-            heads.entry(key.text.clone()).or_default().push(row);
-            add(&mut order, key);
-        }
-        if high != i64::MIN {
-            snapshot.marks.insert(session_table.name.to_owned(), high);
-        }
-    }
-    // Which sessions to read from the other tables.
+    // Which sessions moved (the change query), read first so that the
+    // session table's unmoved rows are passed over.
     let tokens: Option<HashMap<String, String>> = match decl.changes {
         Some(q) => {
             let mut stmt = conn.prepare(q).map_err(err)?;
@@ -369,6 +348,47 @@ fn read_open(
         }
         None => None,
     };
+    // The session table's new rows (of moved sessions, with a change
+    // query), kept: they are small.
+    let session_table = &decl.tables[0];
+    let mut heads: HashMap<String, Vec<Row>> = HashMap::new();
+    {
+        let mark = scope.marks.get(session_table.name).copied();
+        let (sql, mark_value) = select(session_table, &present[0], mark, false);
+        let mut stmt = conn.prepare(&sql).map_err(err)?;
+        let mut rows = match mark_value {
+            Some(m) => stmt.query([m]),
+            None => stmt.query([]),
+        }
+        .map_err(err)?;
+        let mut high = mark.unwrap_or(i64::MIN);
+        let key_column = 2 + present[0].len();
+        while let Some(r) = rows.next().map_err(err)? {
+            if let Some(tokens) = &tokens {
+                // A known session whose token did not move has nothing new:
+                // its row is not turned into a record at all.
+                let key = key_of(r.get_ref(key_column).map_err(err)?).text;
+                if scope.skip(&key)
+                    || tokens.get(&key).is_some_and(|t| {
+                        scope.known.get(&key).and_then(|s| s.token.as_ref()) == Some(t)
+                    })
+                {
+                    high = high.max(position_of(r).map_err(err)?);
+                    continue;
+                }
+            }
+            let (key, row, position) = row_json(r, session_table, &present[0]).map_err(err)?;
+            high = high.max(position);
+            if scope.skip(&key.text) {
+                continue;
+            }
+            heads.entry(key.text.clone()).or_default().push(row);
+            add(&mut order, key);
+        }
+        if high != i64::MIN {
+            snapshot.marks.insert(session_table.name.to_owned(), high);
+        }
+    }
     // Per other table, the sessions with rows to read.
     let mut wanted: Vec<HashSet<String>> = vec![HashSet::new(); decl.tables.len()];
     for (i, table) in decl.tables.iter().enumerate().skip(1) {
@@ -605,6 +625,16 @@ fn fetch(
     Ok(high)
 }
 
+/// Returns a selected row's cursor position (see [`row_json`]).
+fn position_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<i64> {
+    let rowid: i64 = r.get(0)?;
+    Ok(match r.get_ref(1)? {
+        ValueRef::Integer(i) => i,
+        ValueRef::Real(f) => f as i64,
+        _ => rowid,
+    })
+}
+
 /// Turns a selected row (rowid, position, columns..., session) into the
 /// session key, the record, and its cursor position.
 fn row_json(
@@ -613,11 +643,7 @@ fn row_json(
     columns: &[&str],
 ) -> rusqlite::Result<(Key, Row, i64)> {
     let rowid: i64 = r.get(0)?;
-    let position: i64 = match r.get_ref(1)? {
-        ValueRef::Integer(i) => i,
-        ValueRef::Real(f) => f as i64,
-        _ => rowid,
-    };
+    let position = position_of(r)?;
     let mut obj = serde_json::Map::with_capacity(columns.len() + 1);
     for (i, c) in columns.iter().enumerate() {
         obj.insert((*c).to_owned(), value_json(r.get_ref(2 + i)?));
