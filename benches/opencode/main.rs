@@ -56,7 +56,9 @@ fn main() {
     let work_dir = generate.clone().unwrap_or_else(|| work.path().to_owned());
     let repo = fresh_repo(&work_dir, "repo");
     git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
-    let root = git(&repo, &["rev-list", "--max-parents=0", "HEAD"]);
+    let root = git(&repo, &["rev-list", "--max-parents=0", "HEAD"])
+        .trim()
+        .to_owned();
     let home = work_dir.join("home");
     let db = home.join(".local/share/opencode/opencode.db");
     std::fs::create_dir_all(db.parent().expect("dir")).expect("mkdir");
