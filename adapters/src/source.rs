@@ -91,6 +91,23 @@ pub struct Database {
     /// tables often have no index on their column). Without it, the reader
     /// finds the sessions with new rows by each table's mark.
     pub changes: Option<&'static str>,
+    /// The session table's column naming the repository the agent filed a
+    /// session under, by its root commit hash (OpenCode's `project_id`).
+    /// When given, a new session belongs to this repository only when its
+    /// directory does and this column holds the repository's root commit
+    /// (or [`Project::unbound`]); a session whose directory is inside but
+    /// whose project is another repository's is skipped with a warning.
+    pub project: Option<Project>,
+}
+
+/// Declares how a session row names its repository ([`Database::project`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Project {
+    /// The session table's column holding the root commit hash.
+    pub column: &'static str,
+    /// The value the agent writes for a directory that had no commit yet
+    /// (OpenCode: `global`), accepted when the directory belongs.
+    pub unbound: &'static str,
 }
 
 /// Declares how a database says which schema it has.

@@ -10,17 +10,21 @@
 //! included; peak RSS is the child's `ru_maxrss`. The reference run is
 //! `git session list` in the same repository (process start, opening the
 //! repository, reading every session's tip), printed with each figure's
-//! ratio to it.
+//! ratio to it. `queries` is the number of SQL statements the capture ran
+//! on `opencode.db` (`import --json`): the unchanged database costs none,
+//! a database whose file moved but whose sessions did not costs one. The
+//! issue's targets are checked at the end.
 
 #![allow(clippy::print_stdout)] // a bench reports on stdout
 
 #[path = "../common/mod.rs"]
+#[allow(dead_code)] // `measure` is replaced by `run`, which keeps the document
 mod common;
 
 use std::path::Path;
 use std::time::Duration;
 
-use common::{fresh_repo, git, measure};
+use common::{fresh_repo, git};
 use serde_json::{Value, json};
 
 const PARTS_PER_SESSION: usize = 200;
@@ -52,7 +56,9 @@ fn main() {
     let work_dir = generate.clone().unwrap_or_else(|| work.path().to_owned());
     let repo = fresh_repo(&work_dir, "repo");
     git(&repo, &["commit", "-q", "--allow-empty", "-m", "initial"]);
-    let root = git(&repo, &["rev-list", "--max-parents=0", "HEAD"]);
+    let root = git(&repo, &["rev-list", "--max-parents=0", "HEAD"])
+        .trim()
+        .to_owned();
     let home = work_dir.join("home");
     let db = home.join(".local/share/opencode/opencode.db");
     std::fs::create_dir_all(db.parent().expect("dir")).expect("mkdir");
@@ -95,25 +101,41 @@ fn main() {
         size as f64 / 1e6
     );
     println!(
-        "{:<56} {:>10} {:>12} {:>8}",
-        "benchmark", "ms", "peak RSS MB", "x list"
+        "{:<56} {:>10} {:>12} {:>8} {:>8}",
+        "benchmark", "ms", "peak RSS MB", "x list", "queries"
     );
     if generate.is_some() {
         return;
     }
     let home_arg = home.to_str().expect("utf8");
-    let import = ["import", "--agent", "opencode", "--home", home_arg];
-    let (first, first_rss) = measure(&repo, &import);
+    let import = [
+        "import", "--json", "--agent", "opencode", "--home", home_arg,
+    ];
+    let first = run(&repo, &import);
     let reference = best(&repo, &["list"], 3);
-    report("reference: git session list", reference, 0, reference);
+    report("reference: git session list", &reference);
+    let captured = first.doc["sessions"].as_array().map_or(0, Vec::len);
+    assert_eq!(captured, sessions, "first capture: {}", first.doc);
     report(
         &format!("first capture, {sessions} sessions"),
-        first,
-        first_rss,
-        reference,
+        &first.vs(&reference),
     );
-    let (t, rss) = measure(&repo, &import);
-    report("capture again, database unchanged", t, rss, reference);
+    let unchanged = run(&repo, &import);
+    report(
+        "capture again, database unchanged",
+        &unchanged.vs(&reference),
+    );
+    // The files move, the rows do not (what a checkpoint does).
+    let file = std::fs::File::options().write(true).open(&db).expect("db");
+    let mtime = file.metadata().and_then(|m| m.modified()).expect("mtime");
+    file.set_modified(mtime + Duration::from_secs(5))
+        .expect("touch");
+    drop(file);
+    let moved = run(&repo, &import);
+    report(
+        "capture, file moved, no session changed",
+        &moved.vs(&reference),
+    );
     // One session grows by 100 parts (10 turns), as OpenCode writes them.
     let conn = rusqlite::Connection::open(&db).expect("db");
     let sid = format!("ses_{:012x}bench{:09}", 0xdd9b_ef97_bffe_u64, 0);
@@ -125,8 +147,89 @@ fn main() {
     )
     .expect("touch");
     drop(conn);
-    let (t, rss) = measure(&repo, &import);
-    report("capture, one session grew by 100 parts", t, rss, reference);
+    let grew = run(&repo, &import);
+    let appended = grew.doc["sessions"][0]["appended"].as_u64().unwrap_or(0);
+    report(
+        "capture, one session grew by 100 parts",
+        &grew.vs(&reference),
+    );
+    println!();
+    println!("targets (issue 12):");
+    target("first capture < 2 s", first.time < Duration::from_secs(2));
+    target(
+        "first capture peak RSS < 100 MB",
+        first.rss_kib < 100 * 1024,
+    );
+    target(
+        "one session grew by 100 parts < 50 ms",
+        grew.time < Duration::from_millis(50),
+    );
+    target("unchanged database: no query", unchanged.queries == 0);
+    target(
+        "files moved, no session changed: one query",
+        moved.queries == 1,
+    );
+    target(
+        &format!("grown session captured ({appended} events appended)"),
+        grew.doc["sessions"].as_array().map_or(0, Vec::len) == 1 && appended > 0,
+    );
+}
+
+/// One measured run: time, the child's peak RSS, the SQL statements it ran
+/// on the database (`queries` of `import --json`), its document, and its
+/// time relative to the reference.
+#[derive(Clone)]
+struct Run {
+    time: Duration,
+    rss_kib: u64,
+    queries: u64,
+    doc: Value,
+    ratio: f64,
+}
+
+impl Run {
+    fn vs(&self, reference: &Run) -> Run {
+        Run {
+            ratio: self.time.as_secs_f64() / reference.time.as_secs_f64().max(1e-9),
+            ..self.clone()
+        }
+    }
+}
+
+/// Runs `git-session args` in `repo` through the measuring helper.
+fn run(repo: &Path, args: &[&str]) -> Run {
+    let me = std::env::current_exe().expect("exe");
+    let started = std::time::Instant::now();
+    let out = std::process::Command::new(me)
+        .arg("--measure-child")
+        .arg(common::BIN)
+        .args(args)
+        .current_dir(repo)
+        .output()
+        .expect("spawn");
+    let time = started.elapsed();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (doc, last) = text.trim_end().rsplit_once('\n').unwrap_or(("", &text));
+    let mut parts = last.split_whitespace();
+    let rss_kib = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    assert_eq!(
+        parts.next(),
+        Some("true"),
+        "git-session {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_str(doc).unwrap_or(Value::Null);
+    Run {
+        time,
+        rss_kib,
+        queries: doc["queries"].as_u64().unwrap_or(0),
+        doc,
+        ratio: 1.0,
+    }
+}
+
+fn target(name: &str, met: bool) {
+    println!("  {name:<52} {}", if met { "met" } else { "NOT MET" });
 }
 
 /// Inserts `turns` turns of ten parts each into session `sid`.
@@ -242,18 +345,19 @@ fn insert_turns(
 }
 
 /// Returns the fastest of `n` runs.
-fn best(repo: &Path, args: &[&str], n: usize) -> Duration {
+fn best(repo: &Path, args: &[&str], n: usize) -> Run {
     (0..n)
-        .map(|_| measure(repo, args).0)
-        .min()
-        .unwrap_or_default()
+        .map(|_| run(repo, args))
+        .min_by_key(|r| r.time)
+        .expect("n > 0")
 }
 
-fn report(name: &str, t: Duration, rss_kib: u64, reference: Duration) {
+fn report(name: &str, r: &Run) {
     println!(
-        "{name:<56} {:>10.1} {:>12.1} {:>8.1}",
-        t.as_secs_f64() * 1000.0,
-        rss_kib as f64 / 1024.0,
-        t.as_secs_f64() / reference.as_secs_f64().max(1e-9)
+        "{name:<56} {:>10.1} {:>12.1} {:>8.1} {:>8}",
+        r.time.as_secs_f64() * 1000.0,
+        r.rss_kib as f64 / 1024.0,
+        r.ratio,
+        r.queries
     );
 }

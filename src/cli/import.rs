@@ -137,6 +137,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 "unchanged": report.unchanged,
                 "skipped": report.skipped.iter().chain(&report.skipped_sources).map(skipped).collect::<Vec<_>>(),
                 "missing": report.missing.iter().map(|(a, p)| serde_json::json!({"agent": a, "store": p.display().to_string()})).collect::<Vec<_>>(),
+                "queries": report.queries,
             }),
         )?;
         if !report.skipped.is_empty() {

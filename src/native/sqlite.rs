@@ -35,7 +35,19 @@
 //! session by session those rows through the table's session column,
 //! handing each session's rows (JSON objects) to the caller before the
 //! next session is read: one session's rows in memory at a time.
+//!
+//! With a change query, the session table's rows of sessions whose token
+//! did not move are passed over (not turned into records), so a capture
+//! after one session grew costs that session, not the whole table.
+//!
+//! A database with a change query whose files moved but whose sessions
+//! did not (a checkpoint, another project's session growing) costs that
+//! one query: it runs first, on its own, and when no session of interest
+//! has a moved token nothing else is read. [`Snapshot::queries`] counts
+//! the SQL statements a read ran (SQLite's trace hook), so tests and the
+//! bench prove it by count.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -69,6 +81,26 @@ pub struct Snapshot {
     pub marks: BTreeMap<String, i64>,
     /// What the reader noticed but read anyway (a newer schema version).
     pub warnings: Vec<String>,
+    /// How many SQL statements the read ran (retries included).
+    pub queries: u64,
+}
+
+thread_local! {
+    /// Statements run on this thread's connections, counted by SQLite's
+    /// trace hook ([`count_statement`]).
+    static STATEMENTS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Counts one statement SQLite starts running (the trace hook).
+fn count_statement(event: rusqlite::trace::TraceEvent<'_>) {
+    if matches!(event, rusqlite::trace::TraceEvent::Stmt(..)) {
+        STATEMENTS.with(|c| c.set(c.get() + 1));
+    }
+}
+
+/// Returns how many statements this thread's connections have run.
+fn statements() -> u64 {
+    STATEMENTS.with(Cell::get)
 }
 
 /// Holds one session's new rows, handed to the caller of [`read`].
@@ -150,6 +182,10 @@ fn open(db: &Path, options: &Options) -> NativeResult<(Connection, Mode)> {
         | OpenFlags::SQLITE_OPEN_URI
         | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(&uri, flags).map_err(|e| source_error(db, &e))?;
+    conn.trace_v2(
+        rusqlite::trace::TraceEventCodes::SQLITE_TRACE_STMT,
+        Some(count_statement),
+    );
     conn.busy_timeout(options.wait)
         .map_err(|e| source_error(db, &e))?;
     Ok((conn, mode))
@@ -197,6 +233,7 @@ pub fn read(
 ) -> NativeResult<Snapshot> {
     let deadline = Instant::now() + options.wait;
     let mut attempts = 0;
+    let counted = statements();
     loop {
         attempts += 1;
         let before = stamps(db);
@@ -209,7 +246,10 @@ pub fn read(
             read_open(&conn, db, decl, scope, &unchanged, visit)
         })();
         match result {
-            Ok(snapshot) => return Ok(snapshot),
+            Ok(mut snapshot) => {
+                snapshot.queries = statements() - counted;
+                return Ok(snapshot);
+            }
             Err(ReadError::Changed) => {
                 if attempts >= 5 || Instant::now() >= deadline {
                     return Err(NativeError::Source {
@@ -262,6 +302,17 @@ fn read_open(
     visit: &mut dyn FnMut(SessionRows),
 ) -> Result<Snapshot, ReadError> {
     let err = |e: rusqlite::Error| ReadError::from_sqlite(db, e);
+    if let (Some(q), None) = (decl.changes, scope.only)
+        && nothing_moved(conn, q, scope)
+    {
+        if !unchanged() {
+            return Err(ReadError::Changed);
+        }
+        return Ok(Snapshot {
+            marks: scope.marks.clone(),
+            ..Snapshot::default()
+        });
+    }
     // A deferred transaction whose first SELECT takes the snapshot; every
     // later query of this read sees the same database state.
     conn.execute_batch("BEGIN").map_err(err)?;
@@ -278,33 +329,8 @@ fn read_open(
             order.len() - 1
         })
     };
-    // The session table's new rows, kept: they are small.
-    let session_table = &decl.tables[0];
-    let mut heads: HashMap<String, Vec<Row>> = HashMap::new();
-    {
-        let mark = scope.marks.get(session_table.name).copied();
-        let (sql, mark_value) = select(session_table, &present[0], mark, false);
-        let mut stmt = conn.prepare(&sql).map_err(err)?;
-        let mut rows = match mark_value {
-            Some(m) => stmt.query([m]),
-            None => stmt.query([]),
-        }
-        .map_err(err)?;
-        let mut high = mark.unwrap_or(i64::MIN);
-        while let Some(r) = rows.next().map_err(err)? {
-            let (key, row, position) = row_json(r, session_table, &present[0]).map_err(err)?;
-            high = high.max(position);
-            if scope.skip(&key.text) {
-                continue;
-            }
-            heads.entry(key.text.clone()).or_default().push(row);
-            add(&mut order, key);
-        }
-        if high != i64::MIN {
-            snapshot.marks.insert(session_table.name.to_owned(), high);
-        }
-    }
-    // Which sessions to read from the other tables.
+    // Which sessions moved (the change query), read first so that the
+    // session table's unmoved rows are passed over.
     let tokens: Option<HashMap<String, String>> = match decl.changes {
         Some(q) => {
             let mut stmt = conn.prepare(q).map_err(err)?;
@@ -322,6 +348,47 @@ fn read_open(
         }
         None => None,
     };
+    // The session table's new rows (of moved sessions, with a change
+    // query), kept: they are small.
+    let session_table = &decl.tables[0];
+    let mut heads: HashMap<String, Vec<Row>> = HashMap::new();
+    {
+        let mark = scope.marks.get(session_table.name).copied();
+        let (sql, mark_value) = select(session_table, &present[0], mark, false);
+        let mut stmt = conn.prepare(&sql).map_err(err)?;
+        let mut rows = match mark_value {
+            Some(m) => stmt.query([m]),
+            None => stmt.query([]),
+        }
+        .map_err(err)?;
+        let mut high = mark.unwrap_or(i64::MIN);
+        let key_column = 2 + present[0].len();
+        while let Some(r) = rows.next().map_err(err)? {
+            if let Some(tokens) = &tokens {
+                // A known session whose token did not move has nothing new:
+                // its row is not turned into a record at all.
+                let key = key_of(r.get_ref(key_column).map_err(err)?).text;
+                if scope.skip(&key)
+                    || tokens.get(&key).is_some_and(|t| {
+                        scope.known.get(&key).and_then(|s| s.token.as_ref()) == Some(t)
+                    })
+                {
+                    high = high.max(position_of(r).map_err(err)?);
+                    continue;
+                }
+            }
+            let (key, row, position) = row_json(r, session_table, &present[0]).map_err(err)?;
+            high = high.max(position);
+            if scope.skip(&key.text) {
+                continue;
+            }
+            heads.entry(key.text.clone()).or_default().push(row);
+            add(&mut order, key);
+        }
+        if high != i64::MIN {
+            snapshot.marks.insert(session_table.name.to_owned(), high);
+        }
+    }
     // Per other table, the sessions with rows to read.
     let mut wanted: Vec<HashSet<String>> = vec![HashSet::new(); decl.tables.len()];
     for (i, table) in decl.tables.iter().enumerate().skip(1) {
@@ -448,6 +515,43 @@ fn read_open(
     Ok(snapshot)
 }
 
+/// Says whether the change query `q`, run alone (one statement, its own
+/// snapshot), shows every session of interest with the token the caller
+/// knows: then nothing was added or changed that a full read would hand
+/// over. Any doubt (an error, a session not known yet) says no, and the
+/// full read, which checks the schema first, decides.
+fn nothing_moved(conn: &Connection, q: &str, scope: Scope<'_>) -> bool {
+    let Ok(mut stmt) = conn.prepare(q) else {
+        return false;
+    };
+    let Ok(mut rows) = stmt.query([]) else {
+        return false;
+    };
+    loop {
+        match rows.next() {
+            Ok(Some(r)) => {
+                let (Ok(k), Ok(t)) = (r.get_ref(0), r.get_ref(1)) else {
+                    return false;
+                };
+                let key = key_of(k).text;
+                if scope.skip(&key) {
+                    continue;
+                }
+                let token = match t {
+                    ValueRef::Null => String::new(),
+                    v => key_of(v).text,
+                };
+                let known = scope.known.get(&key).and_then(|s| s.token.as_deref());
+                if known != Some(token.as_str()) {
+                    return false;
+                }
+            }
+            Ok(None) => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
 /// Returns the SQL expression of a table's cursor position.
 fn position_expr(table: &Table) -> String {
     match table.incremental {
@@ -521,6 +625,16 @@ fn fetch(
     Ok(high)
 }
 
+/// Returns a selected row's cursor position (see [`row_json`]).
+fn position_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<i64> {
+    let rowid: i64 = r.get(0)?;
+    Ok(match r.get_ref(1)? {
+        ValueRef::Integer(i) => i,
+        ValueRef::Real(f) => f as i64,
+        _ => rowid,
+    })
+}
+
 /// Turns a selected row (rowid, position, columns..., session) into the
 /// session key, the record, and its cursor position.
 fn row_json(
@@ -529,11 +643,7 @@ fn row_json(
     columns: &[&str],
 ) -> rusqlite::Result<(Key, Row, i64)> {
     let rowid: i64 = r.get(0)?;
-    let position: i64 = match r.get_ref(1)? {
-        ValueRef::Integer(i) => i,
-        ValueRef::Real(f) => f as i64,
-        _ => rowid,
-    };
+    let position = position_of(r)?;
     let mut obj = serde_json::Map::with_capacity(columns.len() + 1);
     for (i, c) in columns.iter().enumerate() {
         obj.insert((*c).to_owned(), value_json(r.get_ref(2 + i)?));

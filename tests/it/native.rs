@@ -47,6 +47,7 @@ static DB: Database = Database {
         },
     ],
     changes: None,
+    project: None,
 };
 
 static SOURCES: [Source; 1] = [Source::Sqlite(&DB)];
@@ -972,6 +973,7 @@ static CHANGES_DB: Database = Database {
         },
     ],
     changes: Some("SELECT id, tick FROM sessions"),
+    project: None,
 };
 
 #[test]

@@ -301,6 +301,193 @@ fn opencode_capture_takes_new_rows_and_finished_tools_incrementally() {
     );
 }
 
+/// Runs `import --json` and returns its document.
+fn import_json(repo: &Repo, home: &Path) -> Value {
+    let out = repo
+        .session()
+        .args([
+            "import",
+            "--json",
+            "--agent",
+            "opencode",
+            "--home",
+            home.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "import failed: {}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Moves a file's mtime forward by `secs` seconds, content unchanged.
+fn touch_file(path: &Path, secs: u64) {
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    let mtime = file.metadata().unwrap().modified().unwrap();
+    file.set_modified(mtime + std::time::Duration::from_secs(secs))
+        .unwrap();
+}
+
+#[test]
+fn opencode_unchanged_database_costs_at_most_one_query() {
+    let repo = Repo::new();
+    let home = repo.outside("oc-home");
+    let db = fake_store(&home, &repo.root, &root_commit(&repo.root));
+    // Another project's session in the same database.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) \
+         SELECT 'ses_0otherproject000000000001', project_id, 'other', '/elsewhere/project', 'Other', version, time_created, time_updated \
+         FROM session WHERE id = ?1",
+        [AUTHENTIC],
+    )
+    .unwrap();
+    drop(conn);
+    let first = import_json(&repo, &home);
+    assert_eq!(first["sessions"].as_array().unwrap().len(), 3, "{first}");
+    assert!(first["queries"].as_u64().unwrap() > 1, "{first}");
+    // Files unchanged: two stats, no query.
+    let again = import_json(&repo, &home);
+    assert_eq!(again["queries"], 0, "{again}");
+    // Files moved, sessions did not (a checkpoint rewrote the file): the
+    // change query alone.
+    touch_file(&db, 5);
+    let moved = import_json(&repo, &home);
+    assert_eq!(moved["queries"], 1, "{moved}");
+    assert_eq!(moved["sessions"], serde_json::json!([]), "{moved}");
+    // Another project's session moved: still the one query.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "UPDATE session SET time_updated = time_updated + 1 WHERE id = 'ses_0otherproject000000000001'",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let foreign = import_json(&repo, &home);
+    assert_eq!(foreign["queries"], 1, "{foreign}");
+    // One of ours moved: it is read and appended to.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "UPDATE session SET title = 'Renamed', time_updated = time_updated + 1 WHERE id = ?1",
+        [AUTHENTIC],
+    )
+    .unwrap();
+    drop(conn);
+    let grown = import_json(&repo, &home);
+    assert!(grown["queries"].as_u64().unwrap() > 1, "{grown}");
+    assert_eq!(
+        grown["sessions"][0]["id"]
+            .as_str()
+            .map(|s| s.contains(AUTHENTIC)),
+        Some(true),
+        "{grown}"
+    );
+}
+
+/// Adds a session row copied from the authentic one with another id,
+/// directory and project id.
+fn add_session_row(conn: &rusqlite::Connection, id: &str, directory: &str, project: &str) {
+    // The session's project row (a foreign key).
+    conn.execute(
+        "INSERT OR IGNORE INTO project (id, worktree, vcs, time_created, time_updated, sandboxes) VALUES (?1, '/', 'git', 0, 0, '[]')",
+        [project],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO session (id, project_id, slug, directory, title, version, time_created, time_updated) \
+         SELECT ?1, ?2, 'copy', ?3, 'Copy', version, time_created, time_updated FROM session WHERE id = ?4",
+        rusqlite::params![id, project, directory, AUTHENTIC],
+    )
+    .unwrap();
+}
+
+#[test]
+fn opencode_sessions_belong_by_directory_and_project_row() {
+    let repo = Repo::new();
+    let home = repo.outside("oc-home");
+    let root = root_commit(&repo.root);
+    let db = fake_store(&home, &repo.root, &root);
+    let sub = repo.root.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let elsewhere = repo.outside("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let inside = repo.root.to_str().unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    // Ours: a subdirectory, and a session from before the first commit.
+    add_session_row(
+        &conn,
+        "ses_0subdirectory000000000001",
+        sub.to_str().unwrap(),
+        &root,
+    );
+    add_session_row(&conn, "ses_0beforefirstcommit0000001", inside, "global");
+    // Hostile: another directory under our project id, a path that climbs
+    // out of the repository, our directory under another project's id, and
+    // a project id carrying a terminal escape.
+    add_session_row(
+        &conn,
+        "ses_0outsidedirectory0000001",
+        elsewhere.to_str().unwrap(),
+        &root,
+    );
+    add_session_row(
+        &conn,
+        "ses_0climbsout00000000000001",
+        &format!("{inside}/../elsewhere"),
+        &root,
+    );
+    add_session_row(
+        &conn,
+        "ses_0otherprojectid000000001",
+        inside,
+        "1111111111111111111111111111111111111111",
+    );
+    add_session_row(
+        &conn,
+        "ses_0escapeinproject00000001",
+        inside,
+        "\u{1b}[31mred",
+    );
+    drop(conn);
+    let (out, err) = import(&repo, &home);
+    for id in SAMPLE_SESSIONS.iter().chain(&[
+        "ses_0subdirectory000000000001",
+        "ses_0beforefirstcommit0000001",
+    ]) {
+        assert!(out.contains(id), "{id} not captured: {out}{err}");
+    }
+    for id in [
+        "ses_0outsidedirectory0000001",
+        "ses_0climbsout00000000000001",
+        "ses_0otherprojectid000000001",
+        "ses_0escapeinproject00000001",
+    ] {
+        assert!(!out.contains(id), "{id} captured: {out}");
+    }
+    assert!(
+        err.contains("session ses_0otherprojectid000000001 ran in this repository but is filed under project 1111111111111111111111111111111111111111"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("root commit {root}")), "{err}");
+    assert!(err.contains("ses_0escapeinproject00000001"), "{err}");
+    assert!(
+        !err.contains('\u{1b}'),
+        "a raw escape reached the terminal: {err:?}"
+    );
+    // Remembered as another project's: when the database moves again, no
+    // second warning, nothing of them captured.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute(
+        "UPDATE session SET title = 'Renamed', time_updated = time_updated + 1 WHERE id = ?1",
+        [AUTHENTIC],
+    )
+    .unwrap();
+    drop(conn);
+    let (again, err) = import(&repo, &home);
+    assert!(again.contains(AUTHENTIC), "{again}");
+    assert!(!again.contains("ses_0otherprojectid"), "{again}");
+    assert!(!err.contains("filed under project"), "{err}");
+}
+
 #[test]
 fn opencode_bad_rows_are_warnings_and_the_rest_is_captured() {
     let repo = Repo::new();

@@ -323,6 +323,7 @@ pub static DB: Database = Database {
         },
     ],
     changes: None,
+    project: None,
 };
 
 /// Hermes Agent's row of the registry.

@@ -49,7 +49,7 @@ use git_session_schema::{Agent, Event};
 use serde_json::{Value, json};
 
 use crate::registry::{AgentSpec, TokenizerFamily, ToolKind};
-use crate::source::{Database, Incremental, Records, Source, Table as SqlTable};
+use crate::source::{Database, Incremental, Project, Records, Source, Table as SqlTable};
 use crate::{
     Adapter, ChangeSet, FileSink, NativeImport, ParseInput, Parsed, RenderError, RenderHead,
     RepoFact, RowWrite, Warning,
@@ -184,6 +184,12 @@ static DB: Database = Database {
         "SELECT s.id, s.time_updated || ':' || coalesce(e.seq, -1) FROM session s \
          LEFT JOIN event_sequence e ON e.aggregate_id = s.id",
     ),
+    // OpenCode names a repository's project by its root commit hash, and
+    // a directory without commits `global`.
+    project: Some(Project {
+        column: "project_id",
+        unbound: "global",
+    }),
 };
 
 /// OpenCode's row of the registry.

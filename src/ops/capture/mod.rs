@@ -170,6 +170,9 @@ pub struct CaptureReport {
     pub warnings: Vec<CaptureWarning>,
     /// Agent stores that do not exist here (nothing to capture from them).
     pub missing: Vec<(Agent, PathBuf)>,
+    /// SQL statements run on agent databases (an unchanged database costs
+    /// none, one whose files moved but whose sessions did not costs one).
+    pub queries: u64,
 }
 
 /// Captures the sessions of every requested agent that ran in this repository.
@@ -249,6 +252,7 @@ pub fn capture_with(
                     cursors: &mut cursors,
                     report: &mut report,
                     options: request.sqlite,
+                    root: None,
                 };
                 if let Err(e) = job.run() {
                     report.skipped.push(SkippedFile {

@@ -1,11 +1,15 @@
 //! Capture from a SQLite source: one database, many sessions.
 //!
-//! An unchanged database costs two `stat`s (the file and its `-wal`). A
+//! An unchanged database costs two `stat`s (the file and its `-wal`); one
+//! whose files moved but whose sessions did not, one query (the adapter's
+//! change query, [`crate::native::sqlite`]). A
 //! changed one is read once, in one snapshot ([`crate::native::sqlite`]),
 //! session by session (each captured before the next is read), and each
 //! session with new rows becomes one batch: a new session of
 //! this repository is created, a known one appended to, another project's
-//! remembered and skipped from then on. Per session, the cursor keeps the
+//! (by directory, and by the project column the adapter may declare: OpenCode
+//! files sessions under the repository's root commit) remembered and
+//! skipped from then on. Per session, the cursor keeps the
 //! highest rowid of each append-only table handed to the adapter, so rows
 //! read again after a failed capture are not appended twice, and a digest
 //! of its whole-read rows (the session row), so a session whose row came
@@ -48,6 +52,9 @@ pub(super) struct DbJob<'a> {
     pub cursors: &'a mut CursorIndex,
     pub report: &'a mut CaptureReport,
     pub options: sqlite::Options,
+    /// This repository's root commit, asked for once when a new session's
+    /// project is checked ([`DbJob::same_project`]).
+    pub root: Option<Option<String>>,
 }
 
 impl DbJob<'_> {
@@ -99,7 +106,10 @@ impl DbJob<'_> {
             }
         });
         let snapshot = match read {
-            Ok(s) => s,
+            Ok(s) => {
+                self.report.queries += s.queries;
+                s
+            }
             Err(e) => {
                 // What was captured before the error stays captured; the
                 // database's marks and stamps stay, so the next capture
@@ -208,7 +218,7 @@ impl DbJob<'_> {
             None => {
                 // A new session: its facts decide whether it is ours.
                 let probe = self.parse(key, &rows, 0, None);
-                if !inside(self.worktrees, &probe.session) {
+                if !inside(self.worktrees, &probe.session) || !self.same_project(key, &rows) {
                     return Ok(Some(RowSession {
                         session: None,
                         events: 0,
@@ -375,6 +385,43 @@ impl DbJob<'_> {
         )?;
         let parsed = parsed.expect("the producer ran");
         self.finish(id, false, &state_key, parsed, outcome, (seen, whole))
+    }
+
+    /// Says whether a new session whose directory belongs to this
+    /// repository is filed under it by the agent, when the adapter declares
+    /// the column ([`Database::project`]): its value must be this
+    /// repository's root commit or the agent's "no commit yet" value. A
+    /// session filed under another project is reported and skipped.
+    fn same_project(&mut self, key: &str, rows: &[Row]) -> bool {
+        let Some(project) = self.decl.project else {
+            return true;
+        };
+        let session_table = self.decl.tables[0].name;
+        let value = rows
+            .iter()
+            .find(|r| r.table == session_table)
+            .and_then(|r| serde_json::from_slice::<serde_json::Value>(&r.json).ok())
+            .and_then(|v| v.get(project.column)?.as_str().map(str::to_owned));
+        let root = self.root.get_or_insert_with(|| self.store.root_commit());
+        if value
+            .as_deref()
+            .is_some_and(|v| v == project.unbound || Some(v) == root.as_deref())
+        {
+            return true;
+        }
+        self.report.warnings.push(CaptureWarning {
+            path: self.abs.to_owned(),
+            line: 0,
+            message: format!(
+                "session {key} ran in this repository but is filed under project {}, not this repository's ({}); skipped",
+                value.as_deref().unwrap_or("(none)"),
+                root.as_deref().map_or_else(
+                    || format!("no commit yet: {}", project.unbound),
+                    |r| format!("root commit {r}")
+                ),
+            ),
+        });
+        false
     }
 
     fn parse(
