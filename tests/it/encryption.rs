@@ -447,4 +447,7 @@ fn local_commands_read_an_encrypted_session_through_the_identity() {
     let carol = clone_with(&team, "carol", None);
     let v = session_ok(a, &carol, &["verify", &id]);
     assert!(v.contains("structure only"), "{v}");
+    // Search skips what it cannot open instead of failing.
+    let found = session_ok(a, &carol, &["search", "launch code"]);
+    assert!(!found.contains("launch code"), "{found}");
 }
