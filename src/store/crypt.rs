@@ -395,3 +395,54 @@ fn hex(bytes: &[u8]) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_sealed_blobs_are_refused_with_the_reason() {
+        assert!(unframe(b"{\"seq\":0}\n").is_err());
+        let mut long = SEALED_MAGIC.to_vec();
+        long.extend(std::iter::repeat_n(b'x', 10_000));
+        assert!(unframe(&long).unwrap_err().contains("too long"));
+        let mut bad = SEALED_MAGIC.to_vec();
+        bad.extend_from_slice(b"not json\nCIPHER");
+        assert!(unframe(&bad).unwrap_err().contains("does not parse"));
+        let clear = SealLine {
+            first: Some(0),
+            count: Some(1),
+            prev: None,
+            last: Some("sha256:00".into()),
+            size: 5,
+            sha256: hex(&sha2::Sha256::digest(b"CIPHER")),
+        };
+        let good = frame(&clear, b"CIPHER");
+        assert_eq!(unframe(&good).unwrap(), (clear.clone(), &b"CIPHER"[..]));
+        let mut changed = good.clone();
+        *changed.last_mut().unwrap() ^= 1;
+        assert!(unframe(&changed).unwrap_err().contains("SHA-256"));
+    }
+
+    #[test]
+    fn a_stored_sealed_header_is_copied_verbatim_without_keys() {
+        // No recipients here: a header carrying "sealed" and no hidden
+        // members is written as is (reconcile's fork), anything else needs
+        // recipients.
+        let keys = Keys::default();
+        let mut h = SessionHeader::new(
+            SessionId::new("s1").unwrap(),
+            git_session_schema::Agent::parse("claude"),
+            "2026-01-01T00:00:00Z",
+        );
+        h.format = SEALED_FORMAT;
+        h.extra
+            .insert(SEALED_MEMBER.into(), Value::String("QUJD".into()));
+        let bytes = keys.header_bytes(&h).unwrap();
+        let back: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(back["sealed"], "QUJD");
+        h.title = Some("secret title".into());
+        let err = keys.header_bytes(&h).unwrap_err().to_string();
+        assert!(err.contains("session.recipients"), "{err}");
+    }
+}
