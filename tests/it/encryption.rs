@@ -285,6 +285,22 @@ fn a_new_recipient_reads_the_batches_written_after_it_was_added() {
     );
     // Structure verifies for her all the same.
     session_ok(&team.alice, &carol, &["verify", &id]);
+
+    // Re-encryption as docs/FORMAT.md gives it: a copy under a new id,
+    // sealed to everyone configured now.
+    let export = team.alice.ok(&["export", "--canonical", &id]);
+    let (first, rest) = export.split_once('\n').unwrap();
+    let mut head: serde_json::Value = serde_json::from_str(first).unwrap();
+    assert_eq!(head["header"]["format"], 1);
+    head["header"]["id"] = json!("enc-2");
+    let copy = team.alice.outside("copy.jsonl");
+    std::fs::write(&copy, format!("{head}\n{rest}")).unwrap();
+    assert_eq!(team.alice.import(&copy), "enc-2");
+    team.alice.ok(&["rm", &id]);
+    session_ok(&team.alice, &team.alice.root, &["push"]);
+    session_ok(&team.alice, &carol, &["fetch"]);
+    let shown = session_ok(&team.alice, &carol, &["show", "enc-2", "--json"]);
+    assert!(shown.contains(SECRET_TEXT), "{shown}");
 }
 
 /// Replaces the session's one chunk by `change(chunk)` in a new root
