@@ -15,6 +15,7 @@ pub mod event;
 pub mod header;
 pub mod id;
 pub mod kinds;
+pub mod meta;
 pub mod receipt;
 
 pub use agent::Agent;
@@ -25,6 +26,7 @@ pub use header::{
     FORMAT_VERSION, FormatError, Lineage, NEWEST_FORMAT, SEALED_FORMAT, SessionHeader, SpawnedBy,
 };
 pub use id::{IdError, SessionId};
+pub use meta::{Meta, MetaChange, MetaOp};
 pub use receipt::{Receipt, ReceiptNote};
 
 /// Returns the JSON Schema of the canonical format: the event envelope, with

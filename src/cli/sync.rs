@@ -33,6 +33,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let report = ops::sync::sync(&store, &remote, &super::fetch::trust(&store, &remote))?;
     super::fetch::print_changes(out, &report.fetched.changed)?;
     super::fetch::print_removed(out, &report.fetched.removed)?;
+    super::fetch::print_meta(out, &report.fetched.meta)?;
     super::fetch::print_quarantine(out, &report.fetched.quarantined)?;
     for r in &report.held {
         writeln!(
