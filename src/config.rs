@@ -1,7 +1,8 @@
 //! Settings read from `git config`: `session.*` keys (`session.remote`,
 //! `session.signingKey`, `session.signCommits`, `session.requireSigned`
 //! and `session.<remote>.requireSigned`, `session.redact`; the size
-//! limits are read by the store), and the git keys git-session honours
+//! limits are read by the store; the encryption keys `session.recipients`,
+//! `session.recipientsFile`, `session.identity`), and the git keys git-session honours
 //! (`user.signingKey` with `gpg.format=ssh`, `gpg.ssh.allowedSignersFile`,
 //! `user.email`).
 
@@ -33,6 +34,34 @@ pub fn chosen_remote(store: &Store) -> (Option<String>, Option<String>) {
         get(store, "session.remote"),
         get(store, "session.remoteUrl"),
     )
+}
+
+/// Returns where encryption keys come from: every `session.recipients`
+/// value (one recipient each), `session.recipientsFile` and
+/// `session.identity` values (paths; `~/` is the home directory).
+pub fn encryption_keys(store: &Store, home: Option<&Path>) -> crate::store::crypt::KeyConfig {
+    let snapshot = store.repo().config_snapshot();
+    let all = |key: &str| -> Vec<String> {
+        snapshot
+            .strings(key)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|v| v.to_string())
+            .filter(|v| !v.trim().is_empty())
+            .collect()
+    };
+    let path = |v: String| match (v.strip_prefix("~/"), home) {
+        (Some(rest), Some(h)) => h.join(rest),
+        _ => std::path::PathBuf::from(v),
+    };
+    crate::store::crypt::KeyConfig {
+        recipients: all("session.recipients"),
+        recipient_files: all("session.recipientsFile")
+            .into_iter()
+            .map(path)
+            .collect(),
+        identities: all("session.identity").into_iter().map(path).collect(),
+    }
 }
 
 /// Returns the key receipts are signed with: `session.signingKey`, else

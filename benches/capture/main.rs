@@ -475,29 +475,44 @@ fn run_all(
 ) -> Figures {
     let size = std::fs::metadata(file).expect("stat").len();
     let home_arg = home.to_str().expect("utf8");
-    // Redaction on and off in the same run, alternating, each in a new
-    // repository at the same path (the sessions' cwd); the last one (on,
-    // the default) is kept for the benchmarks after it.
+    // Redaction off, encryption on (with redaction) and redaction on
+    // (the default) in the same run, in turn, each in a new repository at
+    // the same path (the sessions' cwd); the last one (redaction on, no
+    // encryption) is kept for the benchmarks after it. Encryption is to one
+    // age X25519 recipient (`session.recipients`).
+    let recipient = {
+        let id = age::x25519::Identity::generate();
+        id.to_public().to_string()
+    };
     let mut on = Vec::new();
     let mut off = Vec::new();
+    let mut sealed = Vec::new();
     let mut rss = 0;
-    for round in 0..REDACTION_ROUNDS * 2 {
-        let redact = round % 2 == 1;
+    for round in 0..REDACTION_ROUNDS * 3 {
+        let mode = round % 3;
         std::fs::remove_dir_all(repo).expect("rm repo");
         let name = repo.file_name().expect("name").to_str().expect("utf8");
         fresh_repo(repo.parent().expect("parent"), name);
-        if !redact {
-            common::git(repo, &["config", "session.redact", "false"]);
+        match mode {
+            0 => {
+                common::git(repo, &["config", "session.redact", "false"]);
+            }
+            1 => {
+                common::git(repo, &["config", "session.recipients", &recipient]);
+            }
+            _ => {}
         }
         let (t, r) = measure(repo, &["import", "--agent", agent, "--home", home_arg]);
-        if redact {
-            on.push(t);
-            rss = r;
-        } else {
-            off.push(t);
+        match mode {
+            0 => off.push(t),
+            1 => sealed.push(t),
+            _ => {
+                on.push(t);
+                rss = r;
+            }
         }
     }
-    let (on, off) = (median(&mut on), median(&mut off));
+    let (on, off, sealed) = (median(&mut on), median(&mut off), median(&mut sealed));
     report(
         &format!(
             "{agent}: import {records} records ({:.0} MB), full",
@@ -507,10 +522,20 @@ fn run_all(
         rss,
     );
     report(&format!("{agent}: same, session.redact=false"), off, 0);
+    report(
+        &format!("{agent}: same, encrypted (session.recipients)"),
+        sealed,
+        0,
+    );
     println!(
         "{:<64} {:>10.3}",
         format!("{agent}: redaction on / off (median of {REDACTION_ROUNDS})"),
         on.as_secs_f64() / off.as_secs_f64()
+    );
+    println!(
+        "{:<64} {:>10.3}",
+        format!("{agent}: encrypted / plain (median of {REDACTION_ROUNDS})"),
+        sealed.as_secs_f64() / on.as_secs_f64()
     );
     let (t, rss) = measure(repo, &["import", "--agent", agent, "--home", home_arg]);
     report(&format!("{agent}: import again, nothing new"), t, rss);
@@ -635,7 +660,7 @@ fn pi_tree(template: &str, n: usize, more: usize) -> (Vec<String>, Vec<String>) 
     (out, extra)
 }
 
-/// Full imports timed with redaction on and with it off.
+/// Full imports timed with redaction on, off, and with encryption.
 const REDACTION_ROUNDS: usize = 3;
 
 fn median(times: &mut [Duration]) -> Duration {

@@ -21,6 +21,16 @@ use crate::id::SessionId;
 /// do not know (seed 003, "format refusal").
 pub const FORMAT_VERSION: u32 = 1;
 
+/// The format of an encrypted session (`session.recipients` set when it was
+/// created): the header keeps only routing fields in clear and carries the
+/// rest as an age ciphertext in `sealed`; chunks and artifacts are sealed
+/// blobs (docs/FORMAT.md, "Encrypted sessions"). A build that reads only
+/// format 1 refuses it as "newer: upgrade", never as corruption.
+pub const SEALED_FORMAT: u32 = 2;
+
+/// The newest format this build reads.
+pub const NEWEST_FORMAT: u32 = SEALED_FORMAT;
+
 /// Holds a session's immutable metadata.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize, JsonSchema)]
 pub struct SessionHeader {
@@ -129,13 +139,17 @@ pub enum HeaderError {
     Json(#[from] serde_json::Error),
 }
 
-/// Checks a format version against [`FORMAT_VERSION`].
+/// Checks a format version: [`FORMAT_VERSION`] and [`SEALED_FORMAT`] are
+/// read; anything newer says "upgrade", anything older "no upgrade path".
 pub fn check_format(found: u32) -> Result<(), FormatError> {
+    if (FORMAT_VERSION..=NEWEST_FORMAT).contains(&found) {
+        return Ok(());
+    }
     match found.cmp(&FORMAT_VERSION) {
         std::cmp::Ordering::Equal => Ok(()),
         std::cmp::Ordering::Greater => Err(FormatError::Newer {
             found,
-            supported: FORMAT_VERSION,
+            supported: NEWEST_FORMAT,
         }),
         std::cmp::Ordering::Less => Err(FormatError::Older {
             found,
@@ -194,7 +208,7 @@ mod tests {
 
     #[test]
     fn newer_and_older_formats_are_refused_with_a_direction() {
-        let newer = json!({"format": 2, "whatever": "new shape"});
+        let newer = json!({"format": NEWEST_FORMAT + 1, "whatever": "new shape"});
         let err = SessionHeader::from_value(newer).unwrap_err().to_string();
         assert!(
             err.contains("newer git-session") && err.contains("upgrade"),
@@ -203,6 +217,15 @@ mod tests {
         let older = json!({"format": 0, "id": "x", "agent": "claude", "created": "t"});
         let err = SessionHeader::from_value(older).unwrap_err().to_string();
         assert!(err.contains("no upgrade path"), "{err}");
+    }
+
+    #[test]
+    fn the_sealed_format_is_read() {
+        let sealed = json!({"format": SEALED_FORMAT, "id": "s1", "agent": "pi",
+                            "created": "2026-01-01T00:00:00Z", "sealed": "AAAA"});
+        let header = SessionHeader::from_value(sealed).unwrap();
+        assert_eq!(header.format, SEALED_FORMAT);
+        assert!(header.extra.contains_key("sealed"));
     }
 
     #[test]

@@ -22,7 +22,9 @@ pub use agent::Agent;
 pub use artifact::ArtifactId;
 pub use codec::{CodecError, Record};
 pub use event::{Event, Level, Origin};
-pub use header::{FORMAT_VERSION, FormatError, Lineage, SessionHeader, SpawnedBy};
+pub use header::{
+    FORMAT_VERSION, FormatError, Lineage, NEWEST_FORMAT, SEALED_FORMAT, SessionHeader, SpawnedBy,
+};
 pub use id::{IdError, SessionId};
 pub use meta::{Meta, MetaChange, MetaOp};
 pub use receipt::{Receipt, ReceiptNote};

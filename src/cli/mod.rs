@@ -167,6 +167,7 @@ impl Env {
                     .map_err(|e| e.to_string())
             }));
         }
+        store.set_keys(crate::config::encryption_keys(&store, home.as_deref()));
         Ok(store)
     }
 }

@@ -66,6 +66,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                     "events": r.events,
                     "batches": r.batches,
                     "signed_batches": v.signed,
+                    "sealed_unread": r.sealed_unread,
                     "problems": r.problems.iter().map(|p| json!({"seq": p.seq, "message": p.message}))
                         .chain(v.problems.iter().map(|p| json!({"seq": null, "message": p})))
                         .collect::<Vec<_>>(),
@@ -86,10 +87,17 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 n if n == r.batches => ", all signed".to_owned(),
                 n => format!(", {n} signed"),
             };
+            let sealed = match r.sealed_unread {
+                0 => String::new(),
+                n => format!(
+                    ", {} encrypted to others: structure only",
+                    super::count(n, "chunk")
+                ),
+            };
             if v.is_ok() {
                 writeln!(
                     out,
-                    "ok      {} ({}, {}{signed})",
+                    "ok      {} ({}, {}{signed}{sealed})",
                     r.id,
                     super::count(r.events, "event"),
                     super::count(r.batches, "batch")

@@ -226,7 +226,12 @@ pub fn append(
 /// Writes a session as a canonical interchange file: the header line,
 /// artifact lines, then the stored event lines byte for byte.
 pub fn export(store: &Store, id: &SessionId, out: &mut dyn Write) -> OpResult<()> {
-    let header = store.header(id)?;
+    let mut header = store.header(id)?;
+    if header.format == git_session_schema::SEALED_FORMAT {
+        // The interchange file is plaintext: an encrypted session exports
+        // opened (reading its events needs the identity anyway).
+        header.format = git_session_schema::FORMAT_VERSION;
+    }
     let io = |source| OpError::Io {
         path: "<output>".into(),
         source,
@@ -237,7 +242,7 @@ pub fn export(store: &Store, id: &SessionId, out: &mut dyn Write) -> OpResult<()
     out.write_all(&line).map_err(io)?;
     for (art, blob) in store.artifacts(id)? {
         line.clear();
-        codec::encode_artifact_line(&art, &store.blob(blob)?, &mut line);
+        codec::encode_artifact_line(&art, &store.artifact_bytes(id, blob)?, &mut line);
         line.push(b'\n');
         out.write_all(&line).map_err(io)?;
     }

@@ -326,8 +326,11 @@ pub(crate) fn write_native(
 ) -> OpResult<Written> {
     let blobs: std::collections::HashMap<_, _> =
         store.artifacts(target.artifacts_of)?.into_iter().collect();
-    let artifact =
-        |a: &git_session_schema::ArtifactId| blobs.get(a).and_then(|b| store.blob(*b).ok());
+    let artifact = |a: &git_session_schema::ArtifactId| {
+        blobs
+            .get(a)
+            .and_then(|b| store.artifact_bytes(target.artifacts_of, *b).ok())
+    };
     let cwd_text = target.cwd.to_string_lossy();
     let now = clock.now_rfc3339();
     let head = RenderHead {

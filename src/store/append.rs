@@ -11,12 +11,13 @@ use std::collections::BTreeMap;
 
 use git_session_schema::codec::{encode_sealed, split_checksum};
 use git_session_schema::event::chain_checksum;
-use git_session_schema::{ArtifactId, Event, Lineage, SessionHeader, SessionId};
+use git_session_schema::{ArtifactId, Event, Lineage, SEALED_FORMAT, SessionHeader, SessionId};
 use gix::ObjectId;
 use gix::objs::tree::EntryKind;
 use gix::refs::Target;
 use gix::refs::transaction::PreviousValue;
 
+use super::crypt::{Keys, is_sealed, unframe};
 use super::lock::SessionLock;
 use super::refs::{self, artifact_path, chunk_path};
 use super::trailers::Trailers;
@@ -142,11 +143,24 @@ pub struct BatchSink<'r> {
     scratch: Vec<u8>,
     entries: Vec<(String, ObjectId)>,
     artifacts: BTreeMap<ArtifactId, ObjectId>,
+    /// For an encrypted session: the keys chunks and artifacts are sealed
+    /// with, the session (for errors) and the chain value before the
+    /// chunk in flight.
+    sealed: Option<(&'r Keys, SessionId)>,
+    chunk_prev: Option<String>,
 }
 
 impl<'r> BatchSink<'r> {
-    fn new(store: &'r Store, mode: SeqMode, state: &Trailers, scrubber: Scrubber) -> BatchSink<'r> {
+    fn new(
+        store: &'r Store,
+        mode: SeqMode,
+        state: &Trailers,
+        scrubber: Scrubber,
+        sealed: Option<(&'r Keys, SessionId)>,
+    ) -> BatchSink<'r> {
         BatchSink {
+            sealed,
+            chunk_prev: state.checksum.clone(),
             store,
             mode,
             next_seq: state.events,
@@ -266,6 +280,7 @@ impl<'r> BatchSink<'r> {
         });
         if self.chunk.is_empty() {
             self.chunk_first = event.seq;
+            self.chunk_prev.clone_from(&self.prev);
         }
         encode_sealed(&self.scratch, &sum, &mut self.chunk);
         self.chunk.push(b'\n');
@@ -282,7 +297,12 @@ impl<'r> BatchSink<'r> {
     pub fn add_artifact(&mut self, bytes: &[u8]) -> StoreResult<ArtifactId> {
         let id = ArtifactId::of(bytes);
         if !self.artifacts.contains_key(&id) {
-            let blob = self.store.write_blob_sized(bytes)?;
+            let blob = match &self.sealed {
+                Some((keys, session)) => self
+                    .store
+                    .write_blob_sized(&keys.seal_artifact(session, bytes)?)?,
+                None => self.store.write_blob_sized(bytes)?,
+            };
             self.artifacts.insert(id.clone(), blob);
         }
         Ok(id)
@@ -292,7 +312,20 @@ impl<'r> BatchSink<'r> {
         if self.chunk.is_empty() {
             return Ok(());
         }
-        let blob = self.store.write_blob_sized(&self.chunk)?;
+        let blob = match &self.sealed {
+            Some((keys, session)) => {
+                let sealed = keys.seal_chunk(
+                    session,
+                    &self.chunk,
+                    self.chunk_first,
+                    self.next_seq - self.chunk_first,
+                    self.chunk_prev.as_deref(),
+                    self.prev.as_deref(),
+                )?;
+                self.store.write_blob_sized(&sealed)?
+            }
+            None => self.store.write_blob_sized(&self.chunk)?,
+        };
         self.entries
             .push((chunk_path(self.next_chunk, self.chunk_first), blob));
         self.next_chunk += 1;
@@ -357,7 +390,7 @@ impl Store {
         };
         for _ in 0..CAS_ATTEMPTS {
             let tip = self.tip(id)?;
-            let (state, base_tree, agent) = match (tip, create) {
+            let (state, base_tree, agent, sealed) = match (tip, create) {
                 (Some(_), Some(_)) => return Err(StoreError::AlreadyExists(id.clone()).into()),
                 (None, None) => {
                     return Err(StoreError::NotFound {
@@ -370,14 +403,22 @@ impl Store {
                     Trailers::default(),
                     ObjectId::empty_tree(self.repo.object_hash()),
                     h.agent.clone(),
+                    self.keys.encrypts(),
                 ),
-                (Some(t), None) => (
-                    self.trailers_at(id, t)?,
-                    self.commit_tree(t)?,
-                    self.header_at(id, t)?.agent,
-                ),
+                (Some(t), None) => {
+                    // The stored header: its agent and format are clear,
+                    // so appending needs no identity.
+                    let h = self.stored_header_at(id, t)?;
+                    (
+                        self.trailers_at(id, t)?,
+                        self.commit_tree(t)?,
+                        h.agent,
+                        h.format == SEALED_FORMAT,
+                    )
+                }
             };
-            let mut sink = BatchSink::new(self, mode, &state, self.scrubber);
+            let keys = sealed.then(|| (&self.keys, id.clone()));
+            let mut sink = BatchSink::new(self, mode, &state, self.scrubber, keys);
             produce(&mut sink)?;
             sink.seal_chunk()?;
             if sink.next_seq == state.events && sink.artifacts.is_empty() && create.is_none() {
@@ -391,7 +432,16 @@ impl Store {
             if let Some(h) = create {
                 let mut h = h.clone();
                 self.scrubber.scrub_header(&mut h);
-                let blob = self.repo.write_blob(h.encode()).map_err(git)?;
+                // Created encrypted exactly when recipients are configured.
+                h.format = if sealed {
+                    SEALED_FORMAT
+                } else {
+                    git_session_schema::FORMAT_VERSION
+                };
+                let blob = self
+                    .repo
+                    .write_blob(self.keys.header_bytes(&h)?)
+                    .map_err(git)?;
                 editor
                     .upsert(refs::HEADER_PATH, EntryKind::Blob, blob)
                     .map_err(git)?;
@@ -484,7 +534,14 @@ impl Store {
         let mut purged = self.purged_tips(old)?;
         purged.push(old);
         let (header, events) = rewrite(old, header, events)?;
-        let mut sink = BatchSink::new(self, SeqMode::Exact, &Trailers::default(), self.scrubber);
+        let keys = (header.format == SEALED_FORMAT).then(|| (&self.keys, id.clone()));
+        let mut sink = BatchSink::new(
+            self,
+            SeqMode::Exact,
+            &Trailers::default(),
+            self.scrubber,
+            keys,
+        );
         for mut event in events {
             event.checksum = None;
             sink.push_mut(&mut event)?;
@@ -496,7 +553,10 @@ impl Store {
             .map_err(git)?;
         let mut h = header.clone();
         self.scrubber.scrub_header(&mut h);
-        let blob = self.repo.write_blob(h.encode()).map_err(git)?;
+        let blob = self
+            .repo
+            .write_blob(self.keys.header_bytes(&h)?)
+            .map_err(git)?;
         editor
             .upsert(refs::HEADER_PATH, EntryKind::Blob, blob)
             .map_err(git)?;
@@ -733,13 +793,33 @@ impl Store {
             kept += 1;
             if next_first > at + 1 {
                 // `at` is inside this chunk: keep its first lines only.
+                let what = format!("chunk {}", chunk.path);
                 let data = self.bounded_blob(
                     id,
                     chunk.blob,
-                    &format!("chunk {}", chunk.path),
+                    &what,
                     self.limits.chunk,
                     "session.maxChunkSize",
                 )?;
+                let (data, sealed_prev) = if is_sealed(&data) {
+                    let prev = unframe(&data)
+                        .map_err(|message| StoreError::Corrupt {
+                            id: id.clone(),
+                            message: format!("{what}: {message}"),
+                        })?
+                        .0
+                        .prev;
+                    let open = self.keys.open_blob(
+                        id,
+                        &what,
+                        &data,
+                        self.limits.chunk,
+                        "session.maxChunkSize",
+                    )?;
+                    (open, Some(prev))
+                } else {
+                    (data, None)
+                };
                 let take = usize::try_from(at + 1 - chunk.first_seq).unwrap_or(usize::MAX);
                 let mut end = 0;
                 let mut last = None;
@@ -748,7 +828,19 @@ impl Store {
                     last = Some(line);
                 }
                 checksum = last.and_then(split_checksum).map(|(_, s)| s.to_owned());
-                let truncated = self.write_blob_sized(&data[..end])?;
+                let kept = match sealed_prev {
+                    // A sealed chunk's copy is sealed again, chained alike.
+                    Some(prev) => self.keys.seal_chunk(
+                        new_id,
+                        &data[..end],
+                        chunk.first_seq,
+                        at + 1 - chunk.first_seq,
+                        prev.as_deref(),
+                        checksum.as_deref(),
+                    )?,
+                    None => data[..end].to_vec(),
+                };
+                let truncated = self.repo.write_blob(&kept).map_err(git)?;
                 editor
                     .upsert(chunk.path.as_str(), EntryKind::Blob, truncated)
                     .map_err(git)?;
@@ -756,6 +848,8 @@ impl Store {
         }
         let parent = self.header_at(id, stat.tip)?;
         let mut header = SessionHeader::new(new_id.clone(), parent.agent.clone(), created);
+        // A fork holds its parent's chunks: encrypted when they are.
+        header.format = parent.format;
         header.native_id = None;
         header.cwd = parent.cwd.clone();
         header.title = parent.title.clone();
@@ -768,7 +862,10 @@ impl Store {
             inherited_events: at + 1,
             extra: BTreeMap::new(),
         });
-        let blob = self.repo.write_blob(header.encode()).map_err(git)?;
+        let blob = self
+            .repo
+            .write_blob(self.keys.header_bytes(&header)?)
+            .map_err(git)?;
         editor
             .upsert(refs::HEADER_PATH, EntryKind::Blob, blob)
             .map_err(git)?;

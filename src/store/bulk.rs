@@ -86,6 +86,7 @@ impl Store {
             scrubber: self.scrubber,
             limits: self.limits,
             commit_signer: self.commit_signer.clone(),
+            keys: self.keys.clone(),
             bulk: Some(RefCell::new(Bulk::default())),
         }
     }

@@ -13,6 +13,7 @@ mod append;
 mod bulk;
 mod checkpoint;
 mod child;
+pub mod crypt;
 mod gitcli;
 mod index;
 mod lock;
@@ -85,6 +86,15 @@ pub enum StoreError {
         /// The direction to go.
         #[source]
         source: FormatError,
+    },
+    /// Encrypted data no identity here opens (not corruption: the data is
+    /// fine, this clone lacks the key).
+    #[error("session {id}: {message}")]
+    Sealed {
+        /// The session.
+        id: SessionId,
+        /// What cannot be read and which setting supplies the key.
+        message: String,
     },
     /// Stored data that does not read back as written.
     #[error("session {id}: {message}")]
@@ -180,6 +190,7 @@ pub struct Store {
     scrubber: Scrubber,
     limits: Limits,
     commit_signer: Option<std::sync::Arc<CommitSigner>>,
+    keys: crypt::Keys,
     /// Set in a bulk store ([`Store::bulk`]): what it holds back.
     bulk: Option<std::cell::RefCell<bulk::Bulk>>,
 }
@@ -289,6 +300,7 @@ impl Store {
             limits,
             commit_signer: None,
             bulk: None,
+            keys: crypt::Keys::default(),
         })
     }
 
@@ -307,6 +319,19 @@ impl Store {
     /// reconcile makes for a divergence, which every clone must make alike).
     pub fn set_commit_signer(&mut self, signer: Box<CommitSigner>) {
         self.commit_signer = Some(std::sync::Arc::from(signer));
+    }
+
+    /// Sets where encryption keys come from (`session.recipients`,
+    /// `session.recipientsFile`, `session.identity`): sessions created from
+    /// now on are encrypted when there are recipients, and encrypted
+    /// sessions are read with the identities. Keys are parsed on first use.
+    pub fn set_keys(&mut self, config: crypt::KeyConfig) {
+        self.keys = crypt::Keys::new(config);
+    }
+
+    /// Says whether sessions created by this store are encrypted.
+    pub fn encrypts(&self) -> bool {
+        self.keys.encrypts()
     }
 
     /// Returns the signature of `commit` and the exact bytes it signs, or
@@ -502,8 +527,25 @@ impl Store {
         })
     }
 
-    /// Reads the header stored in a session commit's tree.
+    /// Reads the header stored in a session commit's tree; an encrypted
+    /// header's sealed members are opened when an identity here can (else
+    /// they stay in `sealed`).
     pub fn header_at(&self, id: &SessionId, commit: ObjectId) -> StoreResult<SessionHeader> {
+        let mut header = self.stored_header_at(id, commit)?;
+        if &header.id == id {
+            // A header naming another id is reported by verify as it is.
+            self.keys.open_header(&mut header, self.limits.header)?;
+        }
+        Ok(header)
+    }
+
+    /// Like [`Store::header_at`] without opening an encrypted header's
+    /// sealed members (they stay in `sealed`, as stored).
+    pub(crate) fn stored_header_at(
+        &self,
+        id: &SessionId,
+        commit: ObjectId,
+    ) -> StoreResult<SessionHeader> {
         let tree = self.commit_tree(commit)?;
         let entry = self
             .repo

@@ -189,6 +189,23 @@ impl Store {
         Ok(out)
     }
 
+    /// Returns the bytes of artifact blob `blob` of session `id`, opened
+    /// when it is sealed (encrypted sessions), refusing one over the
+    /// artifact size limit before inflating it.
+    pub fn artifact_bytes(&self, id: &SessionId, blob: ObjectId) -> StoreResult<Vec<u8>> {
+        let data = self.blob(blob)?;
+        if !super::crypt::is_sealed(&data) {
+            return Ok(data);
+        }
+        self.keys.open_blob(
+            id,
+            &format!("artifact blob {blob}"),
+            &data,
+            self.limits.artifact,
+            "session.maxArtifactSize",
+        )
+    }
+
     /// Returns the bytes of a blob (an artifact or a note), refusing one
     /// over the artifact size limit before inflating it.
     pub fn blob(&self, blob: ObjectId) -> StoreResult<Vec<u8>> {
@@ -235,6 +252,21 @@ impl Iterator for LineIter<'_> {
                     self.store.limits.chunk,
                     "session.maxChunkSize",
                 ) {
+                    Ok(data) if super::crypt::is_sealed(&data) => {
+                        match self.store.keys.open_blob(
+                            &self.id,
+                            &what,
+                            &data,
+                            self.store.limits.chunk,
+                            "session.maxChunkSize",
+                        ) {
+                            Ok(plain) => self.data = plain,
+                            Err(e) => {
+                                self.chunks = Vec::new().into_iter();
+                                return Some(Err(e));
+                            }
+                        }
+                    }
                     Ok(data) => self.data = data,
                     Err(e) => {
                         self.chunks = Vec::new().into_iter();

@@ -71,7 +71,12 @@ impl Store {
         };
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
-            out.push(self.refresh_one(&dir, &id)?);
+            match self.refresh_one(&dir, &id) {
+                // An encrypted session no identity here opens is not
+                // searchable on this clone; the others still are.
+                Err(StoreError::Sealed { .. }) => {}
+                r => out.push(r?),
+            }
         }
         Ok(out)
     }

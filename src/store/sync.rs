@@ -452,7 +452,9 @@ impl Store {
             // fork holds exactly this tail already.
             return Ok(fork);
         }
-        let parent_header = self.header_at(id, ours)?;
+        // As stored: an encrypted header's sealed members are copied
+        // verbatim, so every clone writes the same fork, key or not.
+        let parent_header = self.stored_header_at(id, ours)?;
         let tip = self.trailers_at(id, ours)?;
         let base_state = base
             .map(|b| self.trailers_at(id, b).map(|t| (b, t)))
@@ -467,6 +469,12 @@ impl Store {
         header.cwd = parent_header.cwd.clone();
         header.title = parent_header.title.clone();
         header.spawned_by = parent_header.spawned_by.clone();
+        header.format = parent_header.format;
+        if let Some(sealed) = parent_header.extra.get(super::crypt::SEALED_MEMBER) {
+            header
+                .extra
+                .insert(super::crypt::SEALED_MEMBER.into(), sealed.clone());
+        }
         header.lineage = base_state.as_ref().map(|(b, t)| Lineage {
             parent_session: id.clone(),
             parent_commit: b.to_string(),
@@ -480,7 +488,11 @@ impl Store {
                 serde_json::Value::String(id.to_string()),
             );
         }
-        let header_blob = self.repo.write_blob(header.encode()).map_err(git)?.detach();
+        let header_blob = self
+            .repo
+            .write_blob(self.keys.header_bytes(&header)?)
+            .map_err(git)?
+            .detach();
         let with_header = |commit: ObjectId| -> StoreResult<ObjectId> {
             let tree = self.commit_tree(commit)?;
             let mut editor = self.repo.edit_tree(tree).map_err(git)?;

@@ -13,6 +13,9 @@ use git_session_schema::codec::{split_checksum, stored_checksum};
 use git_session_schema::{ArtifactId, SessionId};
 use gix::ObjectId;
 
+use git_session_schema::SEALED_FORMAT;
+
+use super::crypt;
 use super::refs;
 use super::{Store, StoreError, StoreResult, git};
 
@@ -39,6 +42,10 @@ pub struct VerifyReport {
     pub batches: u64,
     /// Everything found wrong; empty when the session is intact.
     pub problems: Vec<Problem>,
+    /// Encrypted chunks checked without being opened (no identity here
+    /// is a recipient): their place in the chain, seqs and ciphertext
+    /// hash were checked, not the events inside.
+    pub sealed_unread: u64,
 }
 
 impl VerifyReport {
@@ -76,6 +83,7 @@ impl Store {
             events: 0,
             batches: 0,
             problems: Vec::new(),
+            sealed_unread: 0,
         };
         if let Err(e) = self.verify_inner(id, tip, None, &mut report) {
             report.problem(None, e.to_string());
@@ -95,6 +103,7 @@ impl Store {
             events: 0,
             batches: 0,
             problems: Vec::new(),
+            sealed_unread: 0,
         };
         if let Err(e) = self.verify_inner(id, tip, Some(base), &mut report) {
             report.problem(None, e.to_string());
@@ -189,10 +198,11 @@ impl Store {
                     ),
                 );
             }
+            let what = format!("chunk {}", chunk.path);
             let data = match self.bounded_blob(
                 id,
                 chunk.blob,
-                &format!("chunk {}", chunk.path),
+                &what,
                 self.limits.chunk,
                 "session.maxChunkSize",
             ) {
@@ -201,6 +211,71 @@ impl Store {
                     report.problem(Some(chunk.first_seq), e.to_string());
                     return Ok(());
                 }
+            };
+            let encrypted = header.format == SEALED_FORMAT;
+            let mut sealed_end = None;
+            let data = if crypt::is_sealed(&data) {
+                if !encrypted {
+                    report.problem(
+                        Some(count),
+                        format!("{what} is encrypted in a session that is not"),
+                    );
+                }
+                let clear = match crypt::unframe(&data) {
+                    Ok((clear, _)) => clear,
+                    Err(e) => {
+                        report.problem(Some(count), format!("{what}: {e}"));
+                        return Ok(());
+                    }
+                };
+                // The chain across chunks, checked from the clear line.
+                if clear.first != Some(count) || clear.prev != prev {
+                    report.problem(
+                        Some(count),
+                        format!(
+                            "{what} does not continue the chain (it says it starts at seq {} after {})",
+                            clear.first.map_or("?".into(), |f| f.to_string()),
+                            clear.prev.as_deref().unwrap_or("nothing")
+                        ),
+                    );
+                }
+                let (Some(n), Some(last)) = (clear.count, clear.last.clone()) else {
+                    report.problem(
+                        Some(count),
+                        format!("{what} lacks its seq count or last checksum"),
+                    );
+                    return Ok(());
+                };
+                match self.keys.open_blob(
+                    id,
+                    &what,
+                    &data,
+                    self.limits.chunk,
+                    "session.maxChunkSize",
+                ) {
+                    Ok(plain) => {
+                        sealed_end = Some((count + n, last));
+                        plain
+                    }
+                    Err(StoreError::Sealed { .. }) => {
+                        report.sealed_unread += 1;
+                        count += n;
+                        prev = Some(last);
+                        continue;
+                    }
+                    Err(e) => {
+                        report.problem(Some(count), e.to_string());
+                        return Ok(());
+                    }
+                }
+            } else {
+                if encrypted {
+                    report.problem(
+                        Some(count),
+                        format!("{what} is plaintext in an encrypted session"),
+                    );
+                }
+                data
             };
             if data.last().is_some_and(|&b| b != b'\n') {
                 report.problem(
@@ -256,6 +331,14 @@ impl Store {
                 // once instead of failing every later link.
                 prev = Some(sum.to_owned());
                 referenced.extend(event.refs.iter().filter_map(|r| ArtifactId::from_ref(r)));
+            }
+            if let Some((end, last)) = sealed_end
+                && (end != count || prev.as_deref() != Some(last.as_str()))
+            {
+                report.problem(
+                    Some(count),
+                    format!("{what}: its clear line does not match the events inside"),
+                );
             }
         }
         report.events = count;
@@ -623,13 +706,34 @@ impl Store {
             if trusted.iter().any(|(a, b)| a == art && b == blob) {
                 continue;
             }
-            match self.bounded_blob(
-                id,
-                *blob,
-                &format!("artifact {art}"),
-                self.limits.artifact,
-                "session.maxArtifactSize",
-            ) {
+            let what = format!("artifact {art}");
+            let bytes = self
+                .bounded_blob(
+                    id,
+                    *blob,
+                    &what,
+                    self.limits.artifact,
+                    "session.maxArtifactSize",
+                )
+                .and_then(|b| {
+                    if !crypt::is_sealed(&b) {
+                        return Ok(b);
+                    }
+                    crypt::unframe(&b).map_err(|message| StoreError::Corrupt {
+                        id: id.clone(),
+                        message: format!("{what}: {message}"),
+                    })?;
+                    self.keys.open_blob(
+                        id,
+                        &what,
+                        &b,
+                        self.limits.artifact,
+                        "session.maxArtifactSize",
+                    )
+                });
+            match bytes {
+                // Without an identity only the ciphertext hash is checked.
+                Err(StoreError::Sealed { .. }) => {}
                 Ok(b) if ArtifactId::of(&b) == *art => {}
                 Ok(_) => report.problem(None, format!("artifact {art} does not hash to its name")),
                 Err(e) => report.problem(None, e.to_string()),

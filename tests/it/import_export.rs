@@ -169,7 +169,8 @@ fn edited_checksums_are_refused_unless_resealed() {
 fn newer_format_is_refused_with_the_upgrade_message() {
     let repo = Repo::new();
     let mut lines = session_lines("s-new", 1);
-    lines[0]["header"]["format"] = json!(2);
+    // Format 2 is the encrypted sessions' (read here); 3 is newer.
+    lines[0]["header"]["format"] = json!(git_session_schema::NEWEST_FORMAT + 1);
     let file = repo.write_jsonl("new.jsonl", &lines);
     let err = repo.fails(&["import", "--canonical", file.to_str().unwrap()], 1);
     assert!(

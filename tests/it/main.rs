@@ -9,6 +9,7 @@ mod concurrency;
 mod conformance;
 mod discovery;
 mod dsh;
+mod encryption;
 mod fork;
 mod handoff;
 mod hermes;
