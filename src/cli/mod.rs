@@ -40,6 +40,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub use error::CommandError;
+pub(crate) use which::row as which_row;
 
 use crate::clock::Clock;
 use crate::store::Store;

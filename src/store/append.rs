@@ -105,6 +105,9 @@ pub struct CommitInfo {
     pub time: i64,
     /// The code commit that was HEAD at capture.
     pub code_commit: Option<ObjectId>,
+    /// Whether the post-commit hook is capturing (the records led to
+    /// `code_commit`), not a capture between commits.
+    pub after_commit: bool,
 }
 
 /// Reports what an append wrote.
@@ -410,6 +413,7 @@ impl Store {
                 chunks: sink.next_chunk,
                 checksum: sink.prev.clone(),
                 code_commit: info.code_commit,
+                after_commit: Some(info.after_commit),
                 fork: None,
             };
             let subject = match (create.is_some(), seq) {
@@ -518,6 +522,7 @@ impl Store {
             chunks: sink.next_chunk,
             checksum: sink.prev.clone(),
             code_commit: info.code_commit,
+            after_commit: Some(info.after_commit),
             fork: None,
         };
         let mut message = trailers.to_message(&format!(
@@ -755,6 +760,7 @@ impl Store {
             chunks: kept,
             checksum,
             code_commit: info.code_commit,
+            after_commit: Some(info.after_commit),
             fork: Some((id.to_string(), at)),
         };
         let message = trailers.to_message(&format!("fork {id} at seq {at}"));

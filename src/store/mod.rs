@@ -174,6 +174,7 @@ pub struct Store {
     scrubber: Scrubber,
     limits: Limits,
     commit_signer: Option<Box<CommitSigner>>,
+    after_commit: bool,
 }
 
 /// Signs the bytes of a commit object, returning the armored signature that
@@ -280,6 +281,7 @@ impl Store {
             scrubber,
             limits,
             commit_signer: None,
+            after_commit: false,
         })
     }
 
@@ -409,6 +411,17 @@ impl Store {
         paths.sort();
         paths.dedup();
         paths
+    }
+
+    /// Marks every batch this store writes from now on as captured by the
+    /// post-commit hook: its records led to HEAD (the `Captured` trailer).
+    pub fn set_after_commit(&mut self) {
+        self.after_commit = true;
+    }
+
+    /// Returns whether batches are captured by the post-commit hook.
+    pub fn after_commit(&self) -> bool {
+        self.after_commit
     }
 
     /// Returns the commit `HEAD` points at, or `None` on an unborn branch.
