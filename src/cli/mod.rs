@@ -7,6 +7,7 @@
 
 mod append;
 mod compile;
+mod completions;
 mod doctor;
 mod error;
 mod export;
@@ -18,6 +19,7 @@ mod import;
 mod init;
 mod list;
 mod log;
+mod manual;
 mod mcp;
 mod purge;
 mod push;
@@ -103,6 +105,8 @@ enum Command {
     Search(search::Args),
     Watch(watch::Args),
     Mcp(mcp::Args),
+    InstallMan(manual::Args),
+    Completions(completions::Args),
     #[command(hide = true)]
     Hook(hook::Args),
 }
@@ -169,6 +173,12 @@ fn parse_timestamp(text: &str) -> Option<jiff::Timestamp> {
     })
 }
 
+/// Returns every manual page as (file name, roff text), generated from the
+/// command definitions (docs/man/, `install-man`).
+pub fn man_pages() -> Vec<(String, Vec<u8>)> {
+    manual::pages()
+}
+
 /// Returns the clap definition of the command line (for the man page).
 pub fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
@@ -182,6 +192,10 @@ pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(_) if is_hook => return ExitCode::SUCCESS,
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {
+            let args: Vec<String> = std::env::args().skip(1).collect();
+            return manual::help(&args, &e);
+        }
         Err(e) => {
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
@@ -237,6 +251,8 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Search(args) => search::run(args, env, out),
         Command::Watch(args) => watch::run(args, env, out),
         Command::Mcp(args) => mcp::run(args, env, out),
+        Command::InstallMan(args) => manual::run(args, env, out),
+        Command::Completions(args) => completions::run(args, env, out),
         Command::Hook(args) => {
             hook::run(args, env, out);
             Ok(())
