@@ -269,6 +269,7 @@ fn help_target(args: &[String]) -> (Vec<String>, bool) {
     let mut path = Vec::new();
     let mut long = false;
     let mut help_sub = false;
+    let mut positional = false;
     let mut tokens = args.iter();
     while let Some(t) = tokens.next() {
         match t.as_str() {
@@ -284,15 +285,17 @@ fn help_target(args: &[String]) -> (Vec<String>, bool) {
             }
             s if s.starts_with('-') => {}
             s => {
+                if positional {
+                    continue;
+                }
                 let Some(sub) = cmd
                     .get_subcommands()
                     .find(|c| c.get_name() == s || c.get_all_aliases().any(|a| a == s))
                     .cloned()
                 else {
-                    if help_sub {
-                        continue;
-                    }
-                    break;
+                    // An argument: no subcommand after it, but a --help may follow.
+                    positional = !help_sub;
+                    continue;
                 };
                 path.push(sub.get_name().to_owned());
                 cmd = sub;
