@@ -30,6 +30,7 @@ mod search;
 mod show;
 mod status;
 mod sync;
+mod transcript;
 pub mod ui;
 mod verify;
 mod watch;
