@@ -26,7 +26,11 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let remote = args
         .remote
         .unwrap_or_else(|| crate::config::sessions_remote(&store));
-    let report = ops::sync::fetch(&store, &remote, &trust(&store, &remote))?;
+    let progress =
+        super::progress::Progress::start(&format!("Fetching sessions from {remote}"), args.json);
+    let report = ops::sync::fetch(&store, &remote, &trust(&store, &remote));
+    progress.finish();
+    let report = report?;
     if args.json {
         let mut doc = fetch_json(&report);
         doc["remote"] = remote.as_str().into();

@@ -21,6 +21,7 @@ mod list;
 mod log;
 mod manual;
 mod mcp;
+mod progress;
 mod purge;
 mod push;
 mod redact;

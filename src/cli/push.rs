@@ -52,7 +52,11 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         ));
         return Ok(());
     }
-    let rejected = ops::sync::push(&store, &remote)?;
+    let progress =
+        super::progress::Progress::start(&format!("Pushing sessions to {remote}"), args.json);
+    let rejected = ops::sync::push(&store, &remote);
+    progress.finish();
+    let rejected = rejected?;
     if args.json {
         super::print_json(
             out,

@@ -33,7 +33,11 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     };
     let (chosen, pinned) = crate::config::chosen_remote(&store);
     let remote = ops::sync::consent(&store, dest, chosen.as_deref(), pinned.as_deref())?;
-    let report = ops::sync::sync(&store, &remote, &super::fetch::trust(&store, &remote))?;
+    let progress =
+        super::progress::Progress::start(&format!("Syncing sessions with {remote}"), args.json);
+    let report = ops::sync::sync(&store, &remote, &super::fetch::trust(&store, &remote));
+    progress.finish();
+    let report = report?;
     if args.json {
         let mut doc = super::fetch::fetch_json(&report.fetched);
         doc["remote"] = remote.as_str().into();

@@ -804,3 +804,41 @@ fn doctor_shows_and_prunes_database_backups() {
         "only notes.txt is left"
     );
 }
+
+#[test]
+fn progress_shows_on_a_terminal_only() {
+    let repo = Repo::new();
+    // A remote whose transport takes two seconds, then fails.
+    repo.git(&["remote", "add", "slow", "ssh://nowhere.invalid/x.git"]);
+    let bin = assert_cmd::cargo::cargo_bin!("git-session");
+    let run_tty = |args: &str| -> String {
+        let out = repo
+            .program_in("script", &repo.root)
+            .args(["-qc", &format!("{} {args}", bin.display()), "/dev/null"])
+            .env("GIT_SSH_COMMAND", "sleep 2; false")
+            .env("GIT_SESSION_PROGRESS_DELAY_MS", "200")
+            .env("TERM", "xterm")
+            .output()
+            .expect("util-linux script runs");
+        text(&out.stdout)
+    };
+    let shown = run_tty("fetch slow");
+    assert!(shown.contains("Fetching sessions from slow"), "{shown:?}");
+    // Cleared before the error is printed.
+    assert!(shown.contains("error"), "{shown:?}");
+    assert!(!run_tty("fetch slow --json").contains("Fetching sessions"));
+    assert!(!run_tty("-q fetch slow").contains("Fetching sessions"));
+    // Not a terminal: never.
+    let out = repo
+        .session()
+        .args(["fetch", "slow"])
+        .env("GIT_SSH_COMMAND", "sleep 2; false")
+        .env("GIT_SESSION_PROGRESS_DELAY_MS", "0")
+        .output()
+        .unwrap();
+    assert!(
+        !text(&out.stderr).contains("Fetching sessions"),
+        "{}",
+        text(&out.stderr)
+    );
+}
