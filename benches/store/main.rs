@@ -177,6 +177,7 @@ fn main() {
         time: clock.now().as_second(),
         code_commit: None,
         after_commit: false,
+        attach: None,
     };
     store
         .create(&header, SeqMode::Assign, &info(), |_| {

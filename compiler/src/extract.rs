@@ -73,6 +73,8 @@ pub(crate) fn candidates(events: &[Event], git: &GitFacts) -> Candidates {
     let mut decisions = Vec::new();
     let mut compactions: Vec<(u64, String)> = Vec::new();
     let mut user_msgs: Vec<(u64, String)> = Vec::new();
+    let mut checkpoints: Vec<Item> = Vec::new();
+    let mut merged: Vec<Item> = Vec::new();
 
     for e in events {
         let p = &e.payload;
@@ -108,6 +110,28 @@ pub(crate) fn candidates(events: &[Event], git: &GitFacts) -> Candidates {
                 }),
                 None => empty.push(e.seq),
             },
+            // Another session's result merged back (`git session merge`).
+            kinds::SESSION_MERGE => match str_of(p, &["summary"]) {
+                Some(summary) => merged.push(Item {
+                    priority: Priority::P0,
+                    kind: ItemKind::Merged,
+                    label: format!(
+                        "session {} ({}) merged back: its events {}..{} at commit {}",
+                        flat(str_of(p, &["session"]).unwrap_or("?"), 200),
+                        flat(str_of(p, &["agent"]).unwrap_or("?"), 40),
+                        p.get("since_seq").and_then(Value::as_u64).unwrap_or(0),
+                        p.get("last_seq").and_then(Value::as_u64).unwrap_or(0),
+                        flat(str_of(p, &["tip"]).unwrap_or("?"), 12),
+                    ),
+                    body: Some(summary.to_owned()),
+                    seqs: vec![e.seq],
+                }),
+                None => empty.push(e.seq),
+            },
+            // A snapshot `git session checkpoint` made: cited with its tree.
+            kinds::CHECKPOINT if str_of(p, &["tree"]).is_some() => {
+                checkpoints.push(checkpoint_item(e.seq, p));
+            }
             kinds::CHECKPOINT => match str_of(p, &["summary"]) {
                 Some(summary) => compactions.push((e.seq, summary.to_owned())),
                 None => unused.entry(e.kind.clone()).or_default().push(e.seq),
@@ -294,11 +318,16 @@ pub(crate) fn candidates(events: &[Event], git: &GitFacts) -> Candidates {
         }
     }
     out.p0.extend(decisions);
+    out.p0.extend(merged);
 
     // P1: working tree first, then constraints and failures, then the rest,
     // each tier newest first.
     if let Some(item) = git_item(git) {
         p1.push((0, item));
+    }
+    // The latest checkpoint is the state to go back to; earlier ones follow.
+    for (i, item) in checkpoints.into_iter().rev().enumerate() {
+        p1.push((if i == 0 { 1 } else { 2 }, item));
     }
     for c in constraints.into_vec() {
         let item = Item {
@@ -682,6 +711,42 @@ pub(crate) fn cut_chars(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         None => text.to_owned(),
         Some((i, _)) => format!("{}…", &text[..i]),
+    }
+}
+
+/// Returns the item citing a `checkpoint` event: its tree, message and
+/// the files it differs in from its base commit.
+fn checkpoint_item(seq: u64, p: &Value) -> Item {
+    let tree = str_of(p, &["tree"]).unwrap_or("");
+    let short: String = tree.chars().take(12).collect();
+    let files = p.get("files_changed").and_then(Value::as_u64).unwrap_or(0);
+    let message = str_of(p, &["message"])
+        .map(|m| format!(": {}", flat(m, 200)))
+        .unwrap_or_default();
+    let listed: Vec<String> = p
+        .get("files")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .take(20)
+                .filter_map(|f| {
+                    Some(format!(
+                        "{} {}",
+                        f.get("status")?.as_str()?,
+                        flat(f.get("path")?.as_str()?, 300)
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Item {
+        priority: Priority::P1,
+        kind: ItemKind::Checkpoint,
+        label: format!(
+            "checkpoint tree {short}{message} ({files} file(s) changed; git session checkpoint --restore <session> {seq})"
+        ),
+        body: nonempty(listed.join("\n")),
+        seqs: vec![seq],
     }
 }
 

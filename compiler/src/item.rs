@@ -32,8 +32,12 @@ pub enum ItemKind {
     Todo,
     /// A recorded decision (P0).
     Decision,
+    /// What a session merged back into this one did (`session.merge`, P0).
+    Merged,
     /// Working-tree facts the caller passed in (P1).
     GitState,
+    /// A snapshot of the working state (`git session checkpoint`, P1).
+    Checkpoint,
     /// A constraint: a memory write or a user-stated rule (P1).
     Constraint,
     /// The summary an agent wrote when it compacted its context (P1).
@@ -58,7 +62,9 @@ impl ItemKind {
             ItemKind::Blocker => "blocker",
             ItemKind::Todo => "todo",
             ItemKind::Decision => "decision",
+            ItemKind::Merged => "merged",
             ItemKind::GitState => "git_state",
+            ItemKind::Checkpoint => "checkpoint",
             ItemKind::Constraint => "constraint",
             ItemKind::CompactionSummary => "compaction_summary",
             ItemKind::FileEdit => "file_edit",

@@ -214,6 +214,33 @@ pub fn compile(
     budget::run(header, events, request, None)
 }
 
+/// Returns what a merge back records of `events` (what a session did since
+/// it branched): decisions, open todos, blockers, files edited and
+/// commands run with their outcome, each citing its seqs, in the order a
+/// brief gives them; bodies (diffs, output tails) left out.
+pub fn merge_facts(events: &[Event]) -> Vec<Item> {
+    let c = extract::candidates(events, &GitFacts::default());
+    c.p0.into_iter()
+        .chain(c.p1)
+        .filter(|i| {
+            matches!(
+                i.kind,
+                ItemKind::Decision
+                    | ItemKind::Todo
+                    | ItemKind::Blocker
+                    | ItemKind::FileEdit
+                    | ItemKind::Command
+            )
+        })
+        .map(|mut i| {
+            if i.kind != ItemKind::Decision {
+                i.body = None;
+            }
+            i
+        })
+        .collect()
+}
+
 /// Like [`compile`], with P2 summaries from `summarizer`.
 ///
 /// If the summarizer fails or its answer is unusable (no citation, a seq it

@@ -15,6 +15,7 @@ pub mod event;
 pub mod header;
 pub mod id;
 pub mod kinds;
+pub mod meta;
 pub mod receipt;
 
 pub use agent::Agent;
@@ -23,6 +24,7 @@ pub use codec::{CodecError, Record};
 pub use event::{Event, Level, Origin};
 pub use header::{FORMAT_VERSION, FormatError, Lineage, SessionHeader, SpawnedBy};
 pub use id::{IdError, SessionId};
+pub use meta::{Meta, MetaChange, MetaOp};
 pub use receipt::{Receipt, ReceiptNote};
 
 /// Returns the JSON Schema of the canonical format: the event envelope, with

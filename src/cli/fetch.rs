@@ -38,6 +38,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     }
     print_changes(out, &report.changed)?;
     print_removed(out, &report.removed)?;
+    print_meta(out, &report.meta)?;
     print_quarantine(out, &report.quarantined)?;
     status(format!(
         "Fetched from {remote}: {} changed, {} unchanged{}",
@@ -110,6 +111,23 @@ pub(crate) fn print_changes(
             | Reconciled::Removed
             | Reconciled::Quarantined { .. } => {}
         }
+    }
+    Ok(())
+}
+
+/// Prints the sessions whose metadata a fetch changed.
+pub(crate) fn print_meta(
+    out: &mut dyn Write,
+    meta: &[(git_session_schema::SessionId, crate::store::MetaReconciled)],
+) -> std::io::Result<()> {
+    use crate::store::MetaReconciled as M;
+    for (id, what) in meta {
+        let what = match what {
+            M::Created | M::FastForwarded => "metadata updated",
+            M::Merged => "metadata merged with local changes (git session log --meta)",
+            M::Unchanged | M::Quarantined(_) => continue,
+        };
+        writeln!(out, "meta      {id}: {what}")?;
     }
     Ok(())
 }

@@ -33,6 +33,12 @@ pub struct Args {
     /// Print a JSON array instead of a table (docs/json.md).
     #[arg(long)]
     json: bool,
+    /// Also list sessions hidden with `git session hide`.
+    #[arg(long)]
+    all: bool,
+    /// Only sessions of this task (`git session task`).
+    #[arg(long, value_name = "NAME")]
+    task: Option<String>,
 }
 
 /// Titles longer than this are cut (with `…`) in the table.
@@ -65,10 +71,15 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             Ok(s) => {
                 (args.agents.is_empty() || args.agents.contains(&s.stat.header.agent))
                     && since.is_none_or(|t| s.last_activity >= t)
+                    && (args.all || !s.meta.hidden)
+                    && args
+                        .task
+                        .as_ref()
+                        .is_none_or(|t| s.meta.task.as_ref() == Some(t))
             }
             // A broken session is listed unless a filter asks for something
             // it cannot be shown to match.
-            Err(_) => args.agents.is_empty() && since.is_none(),
+            Err(_) => args.agents.is_empty() && since.is_none() && args.task.is_none(),
         })
         .collect();
     if let Some(n) = args.limit {
@@ -92,6 +103,11 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                         "events": s.stat.events,
                         "tip": s.stat.tip.to_string(),
                         "parent": h.lineage.as_ref().map(|l| &l.parent_session),
+                        "tags": s.meta.tags,
+                        "pinned": s.meta.pinned,
+                        "hidden": s.meta.hidden,
+                        "owner": s.meta.lead(h.agent.as_str()),
+                        "task": s.meta.task,
                     });
                     if h.id != **id {
                         row["header_id"] = json!(h.id);
@@ -175,8 +191,26 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                         escape_line(h.id.as_str())
                     )
                 };
+                let mut marks = String::new();
+                if let Some(o) = s
+                    .meta
+                    .owner
+                    .as_ref()
+                    .filter(|o| o.agent != h.agent.as_str())
+                {
+                    marks += &format!("  [led by {}]", escape_line(&o.agent));
+                }
+                if s.meta.pinned {
+                    marks += "  [pinned]";
+                }
+                if s.meta.hidden {
+                    marks += "  [hidden]";
+                }
+                for t in &s.meta.tags {
+                    marks += &format!(" #{}", escape_line(t));
+                }
                 format!(
-                    "{shown_id}  {:<agent_width$}  {events:>events_width$}  {}  {title}{flag}",
+                    "{shown_id}  {:<agent_width$}  {events:>events_width$}  {}  {title}{marks}{flag}",
                     escape_line(h.agent.as_str()),
                     short_time(s.last_activity),
                 )

@@ -17,11 +17,18 @@ pub struct Args {
     /// Print a JSON array instead of text.
     #[arg(long)]
     json: bool,
+    /// Show the history of the session's metadata (tag, note, pin, hide,
+    /// title, task) instead: every change of every clone, newest first.
+    #[arg(long)]
+    meta: bool,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
     let store = env.store()?;
     let id = store.resolve(&args.session)?;
+    if args.meta {
+        return meta_log(&store, &id, args.json, out);
+    }
     let batches = store.batches(&id)?;
     if args.json {
         let rows: Vec<_> = batches
@@ -58,6 +65,38 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             "{}  {}  {what}{code}",
             short(&b.commit),
             format_time(b.time)
+        )?;
+    }
+    Ok(())
+}
+
+fn meta_log(
+    store: &crate::store::Store,
+    id: &git_session_schema::SessionId,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    let entries = crate::ops::meta::log(store, id)?;
+    if json {
+        let rows: Vec<_> = entries
+            .iter()
+            .map(|e| {
+                let mut row = serde_json::to_value(&e.change).unwrap_or_default();
+                row["commit"] = json!(e.commit.to_string());
+                row["author"] = json!(e.author);
+                row
+            })
+            .collect();
+        return super::print_json(out, &json!(rows));
+    }
+    for e in &entries {
+        writeln!(
+            out,
+            "{}  {}  {}  {}",
+            short(&e.commit),
+            escape_line(&e.change.time),
+            escape_line(&e.author),
+            escape_line(&e.change.describe())
         )?;
     }
     Ok(())

@@ -6,6 +6,7 @@
 //! status, warnings and errors. Exit codes: 0 success, 1 failure, 2 usage.
 
 mod append;
+mod checkpoint;
 mod compile;
 mod completions;
 mod doctor;
@@ -21,6 +22,8 @@ mod list;
 mod log;
 mod manual;
 mod mcp;
+mod merge;
+mod meta;
 mod progress;
 mod purge;
 mod push;
@@ -109,6 +112,14 @@ enum Command {
     Mcp(mcp::Args),
     InstallMan(manual::Args),
     Completions(completions::Args),
+    Checkpoint(checkpoint::Args),
+    Merge(merge::Args),
+    Tag(meta::TagArgs),
+    Note(meta::NoteArgs),
+    Pin(meta::PinArgs),
+    Hide(meta::HideArgs),
+    Title(meta::TitleArgs),
+    Task(meta::TaskArgs),
     #[command(hide = true)]
     Hook(hook::Args),
 }
@@ -255,6 +266,14 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Mcp(args) => mcp::run(args, env, out),
         Command::InstallMan(args) => manual::run(args, env, out),
         Command::Completions(args) => completions::run(args, env, out),
+        Command::Checkpoint(args) => checkpoint::run(args, env, out),
+        Command::Merge(args) => merge::run(args, env, out),
+        Command::Tag(args) => meta::tag(args, env, out),
+        Command::Note(args) => meta::note(args, env, out),
+        Command::Pin(args) => meta::pin(args, env, out),
+        Command::Hide(args) => meta::hide(args, env, out),
+        Command::Title(args) => meta::title(args, env, out),
+        Command::Task(args) => meta::task(args, env, out),
         Command::Hook(args) => {
             hook::run(args, env, out);
             Ok(())

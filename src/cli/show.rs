@@ -22,7 +22,13 @@ use super::{CommandError, Env, escape_line, short};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Session id or unique prefix.
-    session: String,
+    #[arg(required_unless_present = "task")]
+    session: Option<String>,
+    /// Instead of one session, the timeline of a task (`git session
+    /// task`): its sessions of every agent, each followed by those handed
+    /// off or forked from it.
+    #[arg(long, value_name = "NAME", conflicts_with = "session")]
+    task: Option<String>,
     /// Only events in this inclusive seq range: `A..B`, `A..` or `A`.
     #[arg(long, value_name = "A..B", value_parser = parse_range)]
     seq: Option<(u64, Option<u64>)>,
@@ -78,13 +84,18 @@ fn parse_range(text: &str) -> Result<(u64, Option<u64>), String> {
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
     let store = env.store()?;
-    let id = store.resolve(&args.session)?;
+    if let Some(task) = &args.task {
+        return task_timeline(&store, task, args.json, out);
+    }
+    let id = store.resolve(args.session.as_deref().unwrap_or_default())?;
     let stat = store.stat(&id)?;
     let (from, to) = args.seq.unwrap_or((0, None));
     let lines = store.lines(&id, from, to)?;
     let h = &stat.header;
     if args.json {
+        let task = store.meta(&id).ok().and_then(|m| m.task);
         let head = json!({
+            "uri": crate::ops::list::session_uri(&store, &id, task.as_deref()),
             "header": h,
             "events_total": stat.events,
             "tip": stat.tip.to_string(),
@@ -176,6 +187,12 @@ fn print_text(
             escape_line(h.id.as_str())
         )?;
     }
+    let task = store.meta(id).ok().and_then(|m| m.task);
+    writeln!(
+        out,
+        "uri      {}",
+        escape_line(&crate::ops::list::session_uri(store, id, task.as_deref()))
+    )?;
     writeln!(out, "agent    {}", escape_line(h.agent.as_str()))?;
     if let Some(n) = &h.native_id {
         writeln!(out, "native   {}", escape_line(n))?;
@@ -408,6 +425,25 @@ pub(super) fn summary(event: &Event, calls: &Calls) -> String {
                 None => c,
             })
         }
+        // A snapshot of the working state (`git session checkpoint`).
+        "checkpoint" if payload.get("tree").is_some() => {
+            let tree = payload.get("tree").and_then(Value::as_str).unwrap_or("");
+            let files = payload
+                .get("files_changed")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            let message = payload
+                .get("message")
+                .and_then(Value::as_str)
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default();
+            Some(format!(
+                "tree {}, {} changed{message} (git session checkpoint --restore <id> {})",
+                tree.chars().take(12).collect::<String>(),
+                super::count(files, "file"),
+                event.seq
+            ))
+        }
         _ => None,
     };
     let text = text.or_else(|| {
@@ -517,6 +553,58 @@ fn tree(lines: crate::store::LineIter<'_>, out: &mut dyn Write) -> Result<(), Co
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// Prints a task's sessions in timeline order: created, agent, who leads,
+/// id, events and title.
+fn task_timeline(
+    store: &crate::store::Store,
+    task: &str,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    let rows = crate::ops::list::task_timeline(store, task)?;
+    if json {
+        let rows: Vec<Value> = rows
+            .iter()
+            .map(|(id, s)| {
+                let h = &s.stat.header;
+                json!({
+                    "id": id,
+                    "agent": h.agent,
+                    "owner": s.meta.lead(h.agent.as_str()),
+                    "created": h.created,
+                    "events": s.stat.events,
+                    "title": s.title,
+                    "parent": h.lineage.as_ref().map(|l| &l.parent_session),
+                })
+            })
+            .collect();
+        return super::print_json(out, &json!({"task": task, "sessions": rows}));
+    }
+    if rows.is_empty() {
+        super::status(format!("No session is in task {}.", escape_line(task)));
+        return Ok(());
+    }
+    writeln!(out, "task     {}", escape_line(task))?;
+    for (id, s) in &rows {
+        let h = &s.stat.header;
+        let from = h
+            .lineage
+            .as_ref()
+            .map(|l| format!("  (from {})", escape_line(l.parent_session.as_str())))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "{}  {:<8} {}  {}  {}{from}",
+            escape_line(&h.created),
+            escape_line(h.agent.as_str()),
+            id,
+            super::count(s.stat.events, "event"),
+            escape_line(s.title.as_deref().unwrap_or(""))
+        )?;
     }
     Ok(())
 }

@@ -99,6 +99,31 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             }
         )?,
     }
+    for l in &s.leads {
+        let key = l
+            .key
+            .as_deref()
+            .map(|k| format!(", receipt signed by {}", escape_line(k)))
+            .unwrap_or_default();
+        let at = l
+            .handoff_seq
+            .map(|q| format!(" since the handoff at seq {q}"))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "lead       {}  led by {}{at}{key}",
+            l.session,
+            escape_line(&l.owner)
+        )?;
+        for (agent, first, last) in &l.foreign {
+            writeln!(
+                out,
+                "  warning  {} appended seq {first}..{last} but does not lead it ({} does): two agents may both think they lead",
+                escape_line(agent),
+                escape_line(&l.owner)
+            )?;
+        }
+    }
     if s.unpushed.is_empty() {
         writeln!(out, "unpushed   nothing")?;
     } else {

@@ -51,6 +51,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     }
     super::fetch::print_changes(out, &report.fetched.changed)?;
     super::fetch::print_removed(out, &report.fetched.removed)?;
+    super::fetch::print_meta(out, &report.fetched.meta)?;
     super::fetch::print_quarantine(out, &report.fetched.quarantined)?;
     for r in &report.held {
         writeln!(

@@ -240,8 +240,20 @@ pub fn handoff(
         None => None,
     };
     let signed = signature.is_some();
+    let signer = note_signer(&receipt, signed);
     let note = ReceiptNote { receipt, signature };
     store.add_receipt_note(commit, &note.encode(), clock.now().as_second())?;
+    // The lead moves with the receipt: the target agent leads this session
+    // now (its own child session is led by it from the start).
+    let owner = git_session_schema::MetaChange {
+        time: clock.now_rfc3339(),
+        op: git_session_schema::MetaOp::Owner {
+            agent: request.to.to_string(),
+            key: signer,
+            seq: Some(handoff_seq),
+        },
+    };
+    store.change_meta(&request.id, &owner, clock.now().as_second())?;
     Ok(HandoffOutcome {
         to: request.to.clone(),
         native_id,
@@ -256,4 +268,9 @@ pub fn handoff(
         written,
         skipped_rows,
     })
+}
+
+/// Returns who signed a receipt, when it is signed (the owner's key).
+fn note_signer(receipt: &Receipt, signed: bool) -> Option<String> {
+    receipt.signer.clone().filter(|_| signed)
 }

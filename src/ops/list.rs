@@ -26,10 +26,14 @@ pub struct SessionSummary {
     /// time, else (no events, or a time that does not parse) the tip
     /// commit's.
     pub last_activity: i64,
+    /// What the user set (`tag`, `note`, `pin`, `hide`, `title`, `task`);
+    /// a title set there is [`SessionSummary::title`].
+    pub meta: git_session_schema::Meta,
 }
 
-/// Returns the summary of every session, newest activity first; sessions
-/// that cannot be read come last, with their error, in id order.
+/// Returns the summary of every session, pinned ones first, then newest
+/// activity first; sessions that cannot be read come last, with their
+/// error, in id order.
 pub fn summaries(store: &Store) -> StoreResult<Vec<(SessionId, StoreResult<SessionSummary>)>> {
     let mut rows: Vec<(SessionId, StoreResult<SessionSummary>)> = store
         .list()?
@@ -40,9 +44,8 @@ pub fn summaries(store: &Store) -> StoreResult<Vec<(SessionId, StoreResult<Sessi
         })
         .collect();
     rows.sort_by(|(a_id, a), (b_id, b)| match (a, b) {
-        (Ok(a), Ok(b)) => b
-            .last_activity
-            .cmp(&a.last_activity)
+        (Ok(a), Ok(b)) => (b.meta.pinned, b.last_activity)
+            .cmp(&(a.meta.pinned, a.last_activity))
             .then_with(|| a_id.cmp(b_id)),
         (Ok(_), Err(_)) => std::cmp::Ordering::Less,
         (Err(_), Ok(_)) => std::cmp::Ordering::Greater,
@@ -64,7 +67,13 @@ fn summarize(store: &Store, id: &SessionId, stat: SessionStat) -> StoreResult<Se
         .and_then(|t| t.parse::<jiff::Timestamp>().ok())
         .map(|t| t.as_second())
         .unwrap_or(stat.updated);
-    let title = match stat.header.title.as_deref().and_then(one_line) {
+    // Metadata that cannot be read does not hide the session.
+    let meta = store.meta(id).unwrap_or_default();
+    let title = match meta
+        .title
+        .clone()
+        .or_else(|| stat.header.title.as_deref().and_then(one_line))
+    {
         Some(t) => Some(t),
         None => first_prompt(store, id, stat.events)?,
     };
@@ -73,6 +82,7 @@ fn summarize(store: &Store, id: &SessionId, stat: SessionStat) -> StoreResult<Se
         title,
         last_event,
         last_activity,
+        meta,
     })
 }
 
@@ -95,6 +105,96 @@ fn first_prompt(store: &Store, id: &SessionId, events: u64) -> StoreResult<Optio
         }
     }
     Ok(None)
+}
+
+/// Returns the sessions of task `task` as a timeline: by creation time,
+/// each session followed by the sessions forked from it (a handoff's
+/// target after its source), whatever their clocks say.
+pub fn task_timeline(store: &Store, task: &str) -> StoreResult<Vec<(SessionId, SessionSummary)>> {
+    let mut rows: Vec<(SessionId, SessionSummary)> = summaries(store)?
+        .into_iter()
+        .filter_map(|(id, s)| s.ok().map(|s| (id, s)))
+        .filter(|(_, s)| s.meta.task.as_deref() == Some(task))
+        .collect();
+    rows.sort_by(|(a_id, a), (b_id, b)| {
+        (a.stat.header.created.as_str(), a_id).cmp(&(b.stat.header.created.as_str(), b_id))
+    });
+    let ids: std::collections::HashSet<SessionId> = rows.iter().map(|(id, _)| id.clone()).collect();
+    let parent = |s: &SessionSummary| {
+        s.stat
+            .header
+            .lineage
+            .as_ref()
+            .map(|l| l.parent_session.clone())
+            .filter(|p| ids.contains(p))
+    };
+    let mut out = Vec::new();
+    let mut stack: Vec<usize> = (0..rows.len())
+        .filter(|&i| parent(&rows[i].1).is_none())
+        .rev()
+        .collect();
+    let mut placed = vec![false; rows.len()];
+    while let Some(i) = stack.pop() {
+        if std::mem::replace(&mut placed[i], true) {
+            continue;
+        }
+        out.push(i);
+        let children: Vec<usize> = (0..rows.len())
+            .filter(|&j| parent(&rows[j].1).as_ref() == Some(&rows[i].0))
+            .collect();
+        stack.extend(children.into_iter().rev());
+    }
+    // A lineage cycle (hand-made headers) leaves sessions unplaced: last.
+    out.extend((0..rows.len()).filter(|&i| !placed[i]));
+    let mut rows: Vec<Option<(SessionId, SessionSummary)>> = rows.into_iter().map(Some).collect();
+    Ok(out.into_iter().filter_map(|i| rows[i].take()).collect())
+}
+
+/// Returns the URI of a session, `session://<org>/<project>/<task>/<id>`:
+/// org and project from the sessions remote's URL (its last two path
+/// components), else `local` and the work tree's name; `-` for no task.
+pub fn session_uri(store: &Store, id: &SessionId, task: Option<&str>) -> String {
+    let clean = |s: &str| -> String {
+        let c: String = s
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        if c.is_empty() { "-".into() } else { c }
+    };
+    let remote = crate::config::sessions_remote(store);
+    let (org, project) = match store.remote_push_url(&remote) {
+        Some(url) => {
+            let path = url.rsplit_once(':').map_or(url.as_str(), |(_, p)| p);
+            let mut parts = path
+                .trim_end_matches('/')
+                .trim_end_matches(".git")
+                .rsplit('/')
+                .filter(|p| !p.is_empty());
+            let project = parts.next().unwrap_or("-").to_owned();
+            let org = parts.next().unwrap_or("local").to_owned();
+            (org, project)
+        }
+        None => (
+            "local".to_owned(),
+            store
+                .work_dir()
+                .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| "-".into()),
+        ),
+    };
+    format!(
+        "{}{}/{}/{}/{id}",
+        crate::store::refs::URI_SCHEME,
+        clean(&org),
+        clean(&project),
+        task.map_or("-".to_owned(), clean)
+    )
 }
 
 /// Returns the first non-blank line of `text`, trimmed, with runs of

@@ -4,12 +4,15 @@
 
 pub mod canonical;
 pub mod capture;
+pub mod checkpoint;
 pub mod compile;
 pub mod fork;
 pub mod handoff;
 pub mod hook;
 pub mod init;
 pub mod list;
+pub mod merge;
+pub mod meta;
 pub mod purge;
 pub mod redact;
 pub mod resume;

@@ -91,6 +91,23 @@ pub struct Status {
     pub watch: Option<u32>,
     /// The last lines of the hook log.
     pub hook_log: Vec<String>,
+    /// Sessions whose lead a handoff moved to another agent.
+    pub leads: Vec<Lead>,
+}
+
+/// Who leads a session a handoff moved, and what others appended since.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Lead {
+    /// The session.
+    pub session: String,
+    /// The agent that leads (the handoff's target).
+    pub owner: String,
+    /// The receipt's signer, when the handoff was signed.
+    pub key: Option<String>,
+    /// The `handoff` event that moved the lead.
+    pub handoff_seq: Option<u64>,
+    /// Appends by agents that do not lead, since: agent, first and last seq.
+    pub foreign: Vec<(String, u64, u64)>,
 }
 
 /// Computes the status.
@@ -134,7 +151,26 @@ pub fn status(store: &Store, request: &StatusRequest<'_>) -> OpResult<Status> {
         .iter()
         .map(|h| ((*h).to_owned(), crate::hooks::is_installed(&dir, h)))
         .collect();
+    let mut leads = Vec::new();
+    for id in store.meta_ids()? {
+        // Metadata that cannot be read leaves the rest of the status.
+        let Ok(meta) = store.meta(&id) else { continue };
+        if let Some(o) = meta.owner {
+            leads.push(Lead {
+                session: id.to_string(),
+                owner: o.agent,
+                key: o.key,
+                handoff_seq: o.seq,
+                foreign: meta
+                    .foreign
+                    .into_iter()
+                    .map(|f| (f.agent, f.first, f.last))
+                    .collect(),
+            });
+        }
+    }
     Ok(Status {
+        leads,
         state_dir: store.state_dir().to_owned(),
         sessions: listed.len(),
         agents,

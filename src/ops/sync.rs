@@ -14,7 +14,9 @@ use gix::ObjectId;
 
 use super::{OpError, OpResult};
 use crate::native::cursor::CursorIndex;
-use crate::store::{PushRejection, Reconciled, StateLock, Store, refs, tracking_name};
+use crate::store::{
+    MetaReconciled, PushRejection, Reconciled, StateLock, Store, refs, tracking_name,
+};
 
 /// Where a push of sessions is asked to go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,6 +198,9 @@ pub struct FetchReport {
     pub quarantined: Vec<Quarantine>,
     /// Local sessions removed because a fetched tombstone names them.
     pub removed: Vec<SessionId>,
+    /// Sessions whose metadata changed here (created, fast-forwarded or
+    /// merged with concurrent local changes).
+    pub meta: Vec<(SessionId, MetaReconciled)>,
 }
 
 /// One fetched ref that stays in the remote-tracking namespace.
@@ -305,6 +310,28 @@ pub fn fetch(store: &Store, remote: &str, trust: &Trust) -> OpResult<FetchReport
             other => report.changed.push((id, other)),
         }
     }
+    // Metadata after the sessions: a fetched ref is checked in full
+    // before it is adopted or merged (see `store/meta.rs`).
+    for (id, tip) in store.tracking_meta(remote)? {
+        match store.reconcile_meta(&id, tip) {
+            Ok(MetaReconciled::Unchanged) => {}
+            Ok(MetaReconciled::Quarantined(reason)) => report.quarantined.push(Quarantine {
+                refname: format!("{}{id}", refs::tracking_meta_prefix(&tracking)),
+                id: id.to_string(),
+                tip: tip.to_string(),
+                reason: format!("metadata: {reason}"),
+                conflict: false,
+            }),
+            Ok(outcome) => report.meta.push((id, outcome)),
+            Err(e) => report.quarantined.push(Quarantine {
+                refname: format!("{}{id}", refs::tracking_meta_prefix(&tracking)),
+                id: id.to_string(),
+                tip: tip.to_string(),
+                reason: format!("metadata: {e}"),
+                conflict: false,
+            }),
+        }
+    }
     save_quarantine(store, &tracking, &report.quarantined)?;
     store.merge_notes(remote)?;
     Ok(report)
@@ -389,6 +416,7 @@ pub fn sync(store: &Store, remote: &str, trust: &Trust) -> OpResult<SyncReport> 
         report.fetched.unchanged = fetched.unchanged;
         report.fetched.changed.extend(fetched.changed);
         report.fetched.removed.extend(fetched.removed);
+        report.fetched.meta.extend(fetched.meta);
         report.fetched.quarantined = fetched.quarantined;
         report.rounds = round;
         let conflicts: Vec<String> = report

@@ -99,7 +99,7 @@ impl Scrubbed {
 }
 
 /// Holds facts recorded in every batch commit besides the events.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct CommitInfo {
     /// Commit time, seconds since the epoch (from the caller's clock).
     pub time: i64,
@@ -108,6 +108,10 @@ pub struct CommitInfo {
     /// Whether the post-commit hook is capturing (the records led to
     /// `code_commit`), not a capture between commits.
     pub after_commit: bool,
+    /// A commit the batch commit also points at, as its second parent, so
+    /// it travels with the session (a `checkpoint`'s snapshot of the work
+    /// tree). Readers follow first parents only; ignored for a first commit.
+    pub attach: Option<ObjectId>,
 }
 
 /// Reports what an append wrote.
@@ -560,7 +564,11 @@ impl Store {
         message: &str,
         info: &CommitInfo,
     ) -> StoreResult<Option<ObjectId>> {
-        let commit = self.write_commit(info.time, message, tree, tip)?;
+        let parents: Vec<ObjectId> = match tip {
+            Some(t) => std::iter::once(t).chain(info.attach).collect(),
+            None => Vec::new(),
+        };
+        let commit = self.write_commit_with(info.time, message, tree, parents)?;
         let expected = match tip {
             Some(t) => PreviousValue::MustExistAndMatch(Target::Object(t)),
             None => PreviousValue::MustNotExist,
@@ -596,13 +604,24 @@ impl Store {
         tree: ObjectId,
         parent: Option<ObjectId>,
     ) -> StoreResult<ObjectId> {
+        self.write_commit_with(time, message, tree, parent.into_iter().collect())
+    }
+
+    /// [`Store::write_commit`] with any number of parents.
+    pub(crate) fn write_commit_with(
+        &self,
+        time: i64,
+        message: &str,
+        tree: ObjectId,
+        parents: Vec<ObjectId>,
+    ) -> StoreResult<ObjectId> {
         let sig = self.signature(time);
         let Some(signer) = &self.commit_signer else {
             let mut buf = gix::date::parse::TimeBuf::default();
             let sig_ref = sig.to_ref(&mut buf);
             return Ok(self
                 .repo
-                .new_commit_as(sig_ref, sig_ref, message, tree, parent)
+                .new_commit_as(sig_ref, sig_ref, message, tree, parents)
                 .map_err(git)?
                 .id);
         };
@@ -610,7 +629,7 @@ impl Store {
         // object without its gpgsig header.
         let mut commit = gix::objs::Commit {
             tree,
-            parents: parent.into_iter().collect(),
+            parents: parents.into(),
             author: sig.clone(),
             committer: sig,
             encoding: None,

@@ -10,10 +10,12 @@
 //! native format. Network sync goes through the `git` binary elsewhere.
 
 mod append;
+mod checkpoint;
 mod child;
 mod gitcli;
 mod index;
 mod lock;
+mod meta;
 mod pack;
 mod purge;
 mod read;
@@ -30,9 +32,11 @@ use git_session_schema::{FormatError, SessionHeader, SessionId, header::HeaderEr
 use gix::ObjectId;
 
 pub use append::{AppendOutcome, BatchSink, CommitInfo, Scrubbed, Scrubber, SeqMode};
+pub use checkpoint::Snapshot;
 pub use gitcli::WorkTreeFacts;
 pub use index::LIST_INDEX_FILE;
 pub use lock::SessionLock as StateLock;
+pub use meta::{MAX_META_COMMITS, MetaEntry, MetaReconciled};
 pub use pack::{DEFAULT_PACK_BATCHES, DELTA_ATTRIBUTE, PackOutcome};
 pub use read::{BatchInfo, LineIter, StoredLine};
 pub use search_index::{IndexFile, index_line};
@@ -449,8 +453,22 @@ impl Store {
         Ok(ids)
     }
 
-    /// Resolves a full id or a unique prefix, like git's short hashes.
+    /// Resolves a full id or a unique prefix, like git's short hashes, or
+    /// a session URI (`session://<org>/<project>/<task>/<id>`: its last
+    /// component is the id; the others say where it lives and do not
+    /// change which session it names).
     pub fn resolve(&self, query: &str) -> StoreResult<SessionId> {
+        let query = match query.strip_prefix(refs::URI_SCHEME) {
+            Some(rest) => match rest.split('/').collect::<Vec<_>>().as_slice() {
+                [_, _, _, id] if SessionId::new(*id).is_ok() => *id,
+                _ => {
+                    return Err(StoreError::Refused(format!(
+                        "{query:?} is not a session URI: session://ORG/PROJECT/TASK/ID"
+                    )));
+                }
+            },
+            None => query,
+        };
         let ids = self.session_ids()?;
         if let Some(exact) = ids.iter().find(|id| id.as_str() == query) {
             return Ok(exact.clone());

@@ -16,6 +16,24 @@ pub const RECEIPTS_NOTES_REF: &str = "refs/notes/git-session/receipts";
 /// never creates or updates a session that has one.
 pub const TOMBSTONES_PREFIX: &str = "refs/session-tombstones/";
 
+/// Each session's metadata (title, tags, notes, pinned, hidden, task) is
+/// one ref under this prefix, one commit per change (see `store/meta.rs`).
+pub const META_PREFIX: &str = "refs/session-meta/";
+/// In a metadata commit: the change it makes.
+pub const META_CHANGE_PATH: &str = "change.json";
+/// In a metadata commit: the state after it.
+pub const META_STATE_PATH: &str = "meta.json";
+
+/// Returns the metadata ref of a session.
+pub fn meta_ref(id: &SessionId) -> String {
+    format!("{META_PREFIX}{id}")
+}
+
+/// Where fetched metadata refs of `remote` land before reconciliation.
+pub fn tracking_meta_prefix(remote: &str) -> String {
+    format!("refs/remotes/{remote}/session-meta/")
+}
+
 /// Trailer on a tombstone: the session's tip when it was removed.
 pub const TRAILER_REMOVED_TIP: &str = "Removed-Tip";
 
@@ -45,7 +63,7 @@ pub fn tracking_notes_prefix(remote: &str) -> String {
 
 /// Fetch refspecs for sessions and receipts of `remote` (globs only: an
 /// exact refspec for a ref the remote lacks makes every `git fetch` fail).
-pub fn fetch_refspecs(remote: &str) -> [String; 3] {
+pub fn fetch_refspecs(remote: &str) -> [String; 4] {
     [
         format!("+{SESSIONS_PREFIX}*:{}*", tracking_prefix(remote)),
         format!(
@@ -56,8 +74,13 @@ pub fn fetch_refspecs(remote: &str) -> [String; 3] {
             "+refs/notes/git-session/*:{}*",
             tracking_notes_prefix(remote)
         ),
+        format!("+{META_PREFIX}*:{}*", tracking_meta_prefix(remote)),
     ]
 }
+
+/// Scheme of a session URI, `session://<org>/<project>/<task>/<id>`
+/// (`-` for a session in no task); any command that takes an id takes one.
+pub const URI_SCHEME: &str = "session://";
 
 /// The immutable session header inside each session tree.
 pub const HEADER_PATH: &str = "header.json";

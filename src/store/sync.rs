@@ -143,10 +143,14 @@ impl Store {
             .try_find_reference(refs::RECEIPTS_NOTES_REF)
             .map_err(git)?
             .is_some();
+        let meta = !self.meta_ids()?.is_empty();
         // Nothing of ours to send: git would fail with "No refs in common
         // and none specified" for the empty glob.
-        if self.session_ids()?.is_empty() && tombstones.is_empty() && !receipts {
+        if self.session_ids()?.is_empty() && tombstones.is_empty() && !receipts && !meta {
             return Ok(Vec::new());
+        }
+        if meta {
+            args.push(format!("{0}*:{0}*", refs::META_PREFIX));
         }
         if !tombstones.is_empty() {
             args.push(format!("{0}*:{0}*", refs::TOMBSTONES_PREFIX));

@@ -246,7 +246,8 @@ fn init_honours_core_hooks_path_and_sets_fetch_refspecs_only() {
     assert!(
         fetch.contains("+refs/sessions/*:refs/remotes/origin/sessions/*")
             && fetch
-                .contains("+refs/session-tombstones/*:refs/remotes/origin/session-tombstones/*"),
+                .contains("+refs/session-tombstones/*:refs/remotes/origin/session-tombstones/*")
+            && fetch.contains("+refs/session-meta/*:refs/remotes/origin/session-meta/*"),
         "{fetch}"
     );
     let push_after = repo
@@ -263,7 +264,7 @@ fn init_honours_core_hooks_path_and_sets_fetch_refspecs_only() {
         repo.git(&["config", "--get-all", "remote.origin.fetch"])
             .lines()
             .count(),
-        4,
+        5,
         "refspecs added twice"
     );
     repo.ok(&["init", "--uninstall"]);

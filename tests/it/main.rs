@@ -16,6 +16,7 @@ mod hermes;
 mod hooks;
 mod import_export;
 mod layout;
+mod lifecycle;
 mod manpage;
 mod mcp;
 mod native;

@@ -294,6 +294,46 @@ pub fn capture_with(
         }
         cursors.save()?;
     }
+    // A session capture started from another (a handoff's target, a
+    // continuation fork) is in its parent's task.
+    for s in report.sessions.iter().filter(|s| s.created) {
+        // Metadata is best effort here: what was captured stays captured.
+        let Some(parent) = store.header(&s.id)?.lineage.map(|l| l.parent_session) else {
+            continue;
+        };
+        let task = store.meta(&parent).ok().and_then(|m| m.task);
+        if task.is_some() && store.meta(&s.id).is_ok_and(|m| m.task.is_none()) {
+            let change = git_session_schema::MetaChange {
+                time: clock.now_rfc3339(),
+                op: git_session_schema::MetaOp::Task { task },
+            };
+            let _ = store.change_meta(&s.id, &change, clock.now().as_second());
+        }
+    }
+    // A session led by another agent (a handoff moved the lead) that this
+    // agent appended to: recorded in its metadata, and `status` warns.
+    for s in report
+        .sessions
+        .iter()
+        .filter(|s| !s.created && s.appended > 0)
+    {
+        let lead = store
+            .meta(&s.id)
+            .ok()
+            .and_then(|m| m.owner)
+            .map(|o| o.agent);
+        if lead.is_some_and(|l| l != s.agent.as_str()) {
+            let change = git_session_schema::MetaChange {
+                time: clock.now_rfc3339(),
+                op: git_session_schema::MetaOp::Foreign {
+                    agent: s.agent.to_string(),
+                    first: s.events - s.appended,
+                    last: s.events - 1,
+                },
+            };
+            let _ = store.change_meta(&s.id, &change, clock.now().as_second());
+        }
+    }
     // Keep the search index current for what changed, when there is one
     // (it is rebuildable: search refreshes it anyway, so a failure here
     // costs only time).

@@ -1,0 +1,596 @@
+//! The session lifecycle across two clones: metadata (tags, notes, pins,
+//! hiding, titles) kept in refs/session-meta/<id> and synced with the
+//! sessions.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::*;
+
+struct Clones {
+    a: Repo,
+    b: PathBuf,
+}
+
+impl Clones {
+    fn new() -> Clones {
+        let a = Repo::new();
+        let remote = a.outside("remote.git");
+        a.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
+        a.git(&[
+            "remote",
+            "add",
+            "origin",
+            &format!("file://{}", remote.display()),
+        ]);
+        a.git(&["push", "-q", "origin", "main"]);
+        let b = a.outside("clone-b");
+        a.git(&["clone", "-q", remote.to_str().unwrap(), b.to_str().unwrap()]);
+        a.git(&["config", "session.remote", "origin"]);
+        a.git_in(&b)
+            .args(["config", "session.remote", "origin"])
+            .output()
+            .unwrap();
+        Clones { a, b }
+    }
+
+    fn on(&self, dir: &Path, args: &[&str]) -> String {
+        let out = self.a.session_in(dir).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "git session {args:?} in {}: {}",
+            dir.display(),
+            text(&out.stderr)
+        );
+        text(&out.stdout)
+    }
+
+    fn git(&self, dir: &Path, args: &[&str]) -> String {
+        let out = self.a.git_in(dir).args(args).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
+        text(&out.stdout).trim_end().to_owned()
+    }
+
+    fn list(&self, dir: &Path, extra: &[&str]) -> Vec<serde_json::Value> {
+        let mut args = vec!["list", "--json"];
+        args.extend(extra);
+        serde_json::from_str::<serde_json::Value>(&self.on(dir, &args))
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .clone()
+    }
+}
+
+#[test]
+fn tags_edited_on_both_clones_converge() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    c.a.import(&c.a.write_jsonl("s.jsonl", &session_lines("s-meta", 4)));
+    c.on(&a, &["push"]);
+    c.on(&b, &["fetch"]);
+    // Concurrent edits: both clones tag, one titles, the other pins and notes.
+    c.on(&a, &["tag", "s-meta", "from-a", "shared"]);
+    c.on(&a, &["title", "s-meta", "Fix the login bug"]);
+    c.on(&b, &["tag", "s-meta", "from-b"]);
+    c.on(&b, &["tag", "s-meta", "--remove", "nothing-yet"]);
+    c.on(&b, &["pin", "s-meta"]);
+    c.on(&b, &["note", "s-meta", "see PR 12"]);
+    c.on(&a, &["sync"]);
+    let synced = c.on(&b, &["sync"]);
+    assert!(
+        synced.contains("meta      s-meta: metadata merged"),
+        "{synced}"
+    );
+    c.on(&a, &["sync"]);
+    let meta_ref = |dir: &Path| c.git(dir, &["rev-parse", "refs/session-meta/s-meta"]);
+    assert_eq!(meta_ref(&a), meta_ref(&b), "the metadata refs differ");
+    for dir in [&a, &b] {
+        assert_eq!(c.on(dir, &["tag", "s-meta"]), "from-a\nfrom-b\nshared\n");
+        assert_eq!(c.on(dir, &["title", "s-meta"]), "Fix the login bug\n");
+        assert!(c.on(dir, &["note", "s-meta"]).contains("see PR 12"));
+        let row = &c.list(dir, &[])[0];
+        assert_eq!(row["title"], "Fix the login bug");
+        assert_eq!(row["pinned"], true);
+        assert_eq!(
+            row["tags"],
+            serde_json::json!(["from-a", "from-b", "shared"])
+        );
+        let text_list = c.on(dir, &["list"]);
+        assert!(
+            text_list.contains("[pinned] #from-a #from-b #shared"),
+            "{text_list}"
+        );
+        // Every change of both clones is in the history, newest first.
+        let log = c.on(dir, &["log", "--meta", "s-meta"]);
+        assert_eq!(log.lines().count(), 6, "{log}");
+        assert!(log.lines().next().unwrap().contains("note"), "{log}");
+        assert!(log.contains("tag +from-a +shared") && log.contains("tag +from-b"));
+    }
+    // A later edit wins over an earlier one, whichever clone made it.
+    c.on(&b, &["title", "s-meta", "Login bug, take two"]);
+    c.on(&b, &["sync"]);
+    c.on(&a, &["sync"]);
+    assert_eq!(c.on(&a, &["title", "s-meta"]), "Login bug, take two\n");
+    // Hidden sessions leave the listing, not the repository.
+    c.on(&a, &["hide", "s-meta"]);
+    assert!(c.list(&a, &[]).is_empty());
+    assert_eq!(c.list(&a, &["--all"])[0]["hidden"], true);
+    c.on(&a, &["hide", "--off", "s-meta"]);
+    assert_eq!(c.list(&a, &[]).len(), 1);
+}
+
+#[test]
+fn bad_metadata_values_are_refused_and_nothing_is_written() {
+    let repo = Repo::new();
+    repo.import(&repo.write_jsonl("s.jsonl", &session_lines("s-bad", 2)));
+    let err = repo.fails(&["tag", "s-bad", "two words"], 1);
+    assert!(
+        err.contains("\"two words\"") && err.contains("nothing was written"),
+        "{err}"
+    );
+    repo.fails(&["title", "s-bad", "line\nbreak"], 1);
+    let refs = repo.git(&["for-each-ref", "refs/session-meta/"]);
+    assert!(refs.is_empty(), "{refs}");
+    repo.fails(&["tag", "no-such-session", "x"], 1);
+}
+
+/// Writes a metadata commit by hand (as a hostile remote could) and returns it.
+fn forge_meta(c: &Clones, dir: &Path, id: &str, change: &str, state: &str) -> String {
+    let blob = |content: &str| {
+        let out =
+            c.a.git_in(dir)
+                .args(["hash-object", "-w", "--stdin"])
+                .write_stdin(content.to_owned())
+                .output()
+                .unwrap();
+        text(&out.stdout).trim().to_owned()
+    };
+    let tree_text = format!(
+        "100644 blob {}\tchange.json\n100644 blob {}\tmeta.json\n",
+        blob(change),
+        blob(state)
+    );
+    let out =
+        c.a.git_in(dir)
+            .args(["mktree"])
+            .write_stdin(tree_text)
+            .output()
+            .unwrap();
+    let tree = text(&out.stdout).trim().to_owned();
+    c.git(
+        dir,
+        &[
+            "commit-tree",
+            &tree,
+            "-m",
+            &format!("meta: forged\n\nSession-Id: {id}"),
+        ],
+    )
+}
+
+#[test]
+fn fetched_metadata_is_checked_before_it_is_adopted() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    c.a.import(&c.a.write_jsonl("s.jsonl", &session_lines("s-trust", 2)));
+    c.on(&a, &["tag", "s-trust", "good"]);
+    c.on(&a, &["push"]);
+    // A tag with a terminal escape, pushed by hand from the other clone.
+    let evil = forge_meta(
+        &c,
+        &b,
+        "s-trust",
+        r#"{"time":"2030-01-01T00:00:00.000Z","op":"tag","add":["\u001b]0;pwned\u0007"]}"#,
+        r#"{"tags":["\u001b]0;pwned\u0007"]}"#,
+    );
+    c.git(
+        &b,
+        &[
+            "push",
+            "-q",
+            "-f",
+            "origin",
+            &format!("{evil}:refs/session-meta/s-trust"),
+        ],
+    );
+    let fetched = c.on(&a, &["fetch"]);
+    assert!(
+        fetched.contains("quarantined refs/remotes/origin/session-meta/s-trust: metadata:")
+            && fetched.contains("no spaces, commas or control characters"),
+        "{fetched}"
+    );
+    assert!(
+        !fetched.contains('\u{1b}'),
+        "escape printed raw: {fetched:?}"
+    );
+    assert_eq!(c.on(&a, &["tag", "s-trust"]), "good\n");
+    // A state that does not follow from its changes is refused too.
+    let lie = forge_meta(
+        &c,
+        &b,
+        "s-trust",
+        r#"{"time":"2030-01-01T00:00:00.000Z","op":"pin","on":true}"#,
+        r#"{"tags":["admin"],"pinned":true}"#,
+    );
+    c.git(
+        &b,
+        &[
+            "push",
+            "-q",
+            "-f",
+            "origin",
+            &format!("{lie}:refs/session-meta/s-trust"),
+        ],
+    );
+    let fetched = c.on(&a, &["fetch"]);
+    assert!(
+        fetched.contains("is not what its changes replay to"),
+        "{fetched}"
+    );
+    assert_eq!(c.on(&a, &["tag", "s-trust"]), "good\n");
+}
+
+fn sha_of(path: &Path) -> Option<String> {
+    use sha2::Digest;
+    std::fs::read(path)
+        .ok()
+        .map(|b| format!("{:x}", sha2::Sha256::digest(b)))
+}
+
+#[test]
+fn a_checkpoint_is_restored_byte_identical_in_a_fresh_clone() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    // Code both clones share.
+    std::fs::write(a.join("kept.txt"), "kept\n").unwrap();
+    std::fs::write(a.join("edited.txt"), "old\n").unwrap();
+    std::fs::write(a.join("gone.txt"), "to be deleted\n").unwrap();
+    std::fs::write(a.join(".gitignore"), "*.log\n").unwrap();
+    c.git(&a, &["add", "."]);
+    c.git(&a, &["commit", "-q", "-m", "code"]);
+    c.git(&a, &["push", "-q", "origin", "main"]);
+    c.git(&b, &["pull", "-q", "origin", "main"]);
+    c.a.import(&c.a.write_jsonl("s.jsonl", &session_lines("s-cp", 3)));
+    // The working state: unstaged, staged, partly staged, untracked,
+    // ignored, deleted, binary, in a subdirectory.
+    std::fs::write(a.join("edited.txt"), "new\n").unwrap();
+    std::fs::write(a.join("staged.txt"), "staged\n").unwrap();
+    c.git(&a, &["add", "staged.txt"]);
+    std::fs::create_dir_all(a.join("src/deep")).unwrap();
+    std::fs::write(a.join("src/deep/untracked.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(a.join("bin.dat"), [0u8, 159, 146, 150, 255, 10, 13]).unwrap();
+    std::fs::write(a.join("debug.log"), "ignored\n").unwrap();
+    std::fs::remove_file(a.join("gone.txt")).unwrap();
+    let index = a.join(".git/index");
+    let before = (
+        c.git(&a, &["status", "--porcelain"]),
+        sha_of(&index),
+        c.git(
+            &a,
+            &[
+                "for-each-ref",
+                "--format=%(refname) %(objectname)",
+                "refs/heads",
+                "refs/tags",
+            ],
+        ),
+        c.git(&a, &["stash", "list"]),
+    );
+    let seq = c.on(&a, &["checkpoint", "s-cp", "-m", "before the refactor"]);
+    let seq = seq.trim();
+    assert_eq!(seq, "3");
+    let after = (
+        c.git(&a, &["status", "--porcelain"]),
+        sha_of(&index),
+        c.git(
+            &a,
+            &[
+                "for-each-ref",
+                "--format=%(refname) %(objectname)",
+                "refs/heads",
+                "refs/tags",
+            ],
+        ),
+        c.git(&a, &["stash", "list"]),
+    );
+    assert_eq!(
+        before, after,
+        "checkpoint touched the index, work tree or refs"
+    );
+    // show and compile cite it.
+    let shown = c.on(&a, &["show", "s-cp"]);
+    assert!(
+        shown.contains("checkpoint") && shown.contains("5 files changed: before the refactor"),
+        "{shown}"
+    );
+    let brief = c.on(&a, &["compile", "s-cp", "--for", "codex"]);
+    assert!(
+        brief.contains("Checkpoints")
+            && brief.contains("before the refactor")
+            && brief.contains("--restore <session> 3"),
+        "{brief}"
+    );
+    c.on(&a, &["push"]);
+    // A fresh clone restores it.
+    c.on(&b, &["fetch"]);
+    c.on(&b, &["verify", "s-cp"]);
+    std::fs::write(b.join("kept.txt"), "local change\n").unwrap();
+    let err =
+        c.a.session_in(&b)
+            .args(["checkpoint", "--restore", "s-cp", seq])
+            .output()
+            .unwrap();
+    assert!(!err.status.success());
+    assert!(
+        text(&err.stderr).contains("local change"),
+        "{}",
+        text(&err.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(b.join("kept.txt")).unwrap(),
+        "local change\n"
+    );
+    c.git(&b, &["checkout", "kept.txt"]);
+    let err =
+        c.a.session_in(&b)
+            .args(["checkpoint", "--restore", "s-cp", "1"])
+            .output()
+            .unwrap();
+    assert!(
+        text(&err.stderr).contains("not a checkpoint"),
+        "{}",
+        text(&err.stderr)
+    );
+    c.on(&b, &["checkpoint", "--restore", "s-cp", seq]);
+    for f in [
+        "kept.txt",
+        "edited.txt",
+        "staged.txt",
+        "src/deep/untracked.rs",
+        "bin.dat",
+        ".gitignore",
+    ] {
+        assert_eq!(sha_of(&a.join(f)), sha_of(&b.join(f)), "{f} differs");
+        assert!(sha_of(&b.join(f)).is_some(), "{f} missing");
+    }
+    assert!(!b.join("gone.txt").exists(), "a deleted file came back");
+    assert!(!b.join("debug.log").exists(), "an ignored file travelled");
+}
+
+const ROUNDTRIP: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
+
+/// Hands `id` off to `to` with its store in `home`; returns the target's native id.
+fn hand_off(c: &Clones, id: &str, to: &str, home: &Path) -> String {
+    let out = c.on(
+        &c.a.root,
+        &["handoff", id, "--to", to, "--home", home.to_str().unwrap()],
+    );
+    let native = out.trim().rsplit(' ').next().unwrap().to_owned();
+    c.on(&c.a.root, &["import", "--home", home.to_str().unwrap()]);
+    native
+}
+
+fn owner_of(c: &Clones, dir: &Path, id: &str) -> String {
+    c.list(dir, &[])
+        .into_iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("{id} not listed"))["owner"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn the_lead_moves_with_each_handoff_and_a_non_owner_write_is_flagged() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    captured_claude(&c.a);
+    assert_eq!(owner_of(&c, &a, ROUNDTRIP), "claude");
+    // claude -> codex: the source session is led by codex now, and the
+    // child holding Codex's continuation is codex's from the start.
+    let codex_home = c.a.outside("codex-home");
+    let child = hand_off(&c, ROUNDTRIP, "codex", &codex_home);
+    assert_eq!(owner_of(&c, &a, ROUNDTRIP), "codex");
+    assert_eq!(owner_of(&c, &a, &child), "codex");
+    // codex -> claude, from the child.
+    let claude_home = c.a.outside("claude-home");
+    let grandchild = hand_off(&c, &child, "claude", &claude_home);
+    assert_eq!(owner_of(&c, &a, &child), "claude");
+    assert_eq!(owner_of(&c, &a, &grandchild), "claude");
+    assert_eq!(owner_of(&c, &a, ROUNDTRIP), "codex");
+    let status = c.on(&a, &["status"]);
+    assert!(
+        status.contains(&format!(
+            "lead       {ROUNDTRIP}  led by codex since the handoff at seq"
+        )) && status.contains(&format!("lead       {child}  led by claude")),
+        "{status}"
+    );
+    assert!(!status.contains("warning"), "{status}");
+    let list = c.on(&a, &["list"]);
+    assert!(list.contains("[led by codex]"), "{list}");
+    // Claude goes on in the original session, which codex leads now.
+    let source =
+        c.a.outside("source")
+            .join(".claude/projects/-tmp-oracle-sample-claude-project")
+            .join(format!("{ROUNDTRIP}.jsonl"));
+    let mut body = std::fs::read_to_string(&source).unwrap();
+    body.push_str(
+        &serde_json::json!({
+            "parentUuid": "9c8de382-806c-4500-b4cb-61b26ac5d2da",
+            "isSidechain": false,
+            "type": "user",
+            "message": {"role": "user", "content": "keep going here"},
+            "uuid": "11111111-2222-4333-8444-555555555555",
+            "timestamp": "2026-11-29T08:00:00.000Z",
+            "cwd": a.to_str().unwrap(),
+            "sessionId": ROUNDTRIP,
+            "version": "2.1.332",
+            "userType": "external"
+        })
+        .to_string(),
+    );
+    body.push('\n');
+    std::fs::write(&source, body).unwrap();
+    let source_home = c.a.outside("source");
+    c.on(&a, &["import", "--home", source_home.to_str().unwrap()]);
+    let status = c.on(&a, &["status"]);
+    assert!(
+        status.contains("warning  claude appended seq")
+            && status.contains("but does not lead it (codex does)"),
+        "{status}"
+    );
+    let log = c.on(&a, &["log", "--meta", ROUNDTRIP]);
+    assert!(
+        log.contains("claude, which does not lead, appended"),
+        "{log}"
+    );
+    // The lead travels with the sessions.
+    c.on(&a, &["push", "--to", "origin"]);
+    c.on(&b, &["fetch"]);
+    assert_eq!(owner_of(&c, &b, ROUNDTRIP), "codex");
+    assert_eq!(owner_of(&c, &b, &child), "claude");
+    assert!(
+        c.on(&b, &["status"])
+            .contains("warning  claude appended seq")
+    );
+}
+
+fn typed(kind: &str, payload: serde_json::Value) -> serde_json::Value {
+    let mut e = event(0);
+    e["type"] = kind.into();
+    e["actor"] = "agent:codex".into();
+    e["agent"] = "codex".into();
+    e["payload"] = payload;
+    e.as_object_mut().unwrap().remove("origin");
+    e
+}
+
+#[test]
+fn a_merge_back_summary_appears_in_the_compiled_brief() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    c.a.import(&c.a.write_jsonl("s.jsonl", &session_lines("s-main", 4)));
+    c.on(&a, &["fork", "s-main", "--id", "s-side"]);
+    let work = c.a.write_jsonl(
+        "side.jsonl",
+        &[
+            typed("decision", serde_json::json!({"text": "Use a token bucket for the rate limiter"})),
+            typed("file.edit", serde_json::json!({"path": "src/limit.rs", "diff": "+pub struct Bucket;\n"})),
+            typed("command.run", serde_json::json!({"command": "cargo test limit", "exit_code": 0, "output_tail": "ok"})),
+            typed("command.run", serde_json::json!({"command": "cargo clippy", "exit_code": 1, "output_tail": "warning: unused"})),
+        ],
+    );
+    c.on(&a, &["append", "s-side", work.to_str().unwrap()]);
+    let before = c.on(&a, &["compile", "s-main", "--for", "claude"]);
+    assert!(!before.contains("token bucket"), "{before}");
+    let printed = c.on(&a, &["merge", "s-side", "--into", "s-main"]);
+    assert!(
+        printed.contains("decision: Use a token bucket"),
+        "{printed}"
+    );
+    // Only what the side session did: its inherited events 0..3 are not cited.
+    assert!(
+        printed.contains("[s-side seq 4]") && !printed.contains("seq 0"),
+        "{printed}"
+    );
+    let events: serde_json::Value =
+        serde_json::from_str(&c.on(&a, &["show", "s-main", "--json"])).unwrap();
+    let merge = events["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(merge["type"], "session.merge");
+    assert_eq!(merge["payload"]["session"], "s-side");
+    assert_eq!(merge["payload"]["since_seq"], 4);
+    assert_eq!(
+        merge["payload"]["tip"],
+        c.git(&a, &["rev-parse", "refs/sessions/s-side"]).as_str()
+    );
+    // No log merge: the side session is untouched, the main one grew by one.
+    assert_eq!(events["events"].as_array().unwrap().len(), 5);
+    // The brief of the main session carries it, here and in another clone.
+    c.on(&a, &["push"]);
+    c.on(&b, &["fetch"]);
+    for dir in [&a, &b] {
+        let brief = c.on(dir, &["compile", "s-main", "--for", "claude"]);
+        assert!(
+            brief.contains("Merged back from other sessions")
+                && brief.contains("session s-side (claude) merged back")
+                && brief.contains("Use a token bucket")
+                && brief.contains("src/limit.rs")
+                && brief.contains("cargo clippy")
+                && brief.contains("exit 1"),
+            "{brief}"
+        );
+    }
+    let err = c.a.fails(&["merge", "s-main", "--into", "s-main"], 1);
+    assert!(err.contains("into itself"), "{err}");
+}
+
+#[test]
+fn a_task_lists_three_agents_sessions_in_order() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    captured_claude(&c.a);
+    c.on(&a, &["task", "fix-login", ROUNDTRIP]);
+    // The handoff's target session is in the task too.
+    let child = hand_off(&c, ROUNDTRIP, "codex", &c.a.outside("codex-home"));
+    let mut pi = session_lines("s-pi", 4);
+    pi[0]["header"]["agent"] = "pi".into();
+    pi[0]["header"]["created"] = "2026-12-01T00:00:00Z".into();
+    c.a.import(&c.a.write_jsonl("pi.jsonl", &pi));
+    c.a.import(&c.a.write_jsonl("other.jsonl", &session_lines("s-other", 2)));
+    c.on(&a, &["task", "fix-login", "s-pi"]);
+    c.on(&a, &["push"]);
+    c.on(&b, &["fetch"]);
+    for dir in [&a, &b] {
+        let listed: Vec<String> = c
+            .list(dir, &["--task", "fix-login"])
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(listed.len(), 3, "{listed:?}");
+        assert!(!listed.contains(&"s-other".to_owned()));
+        let timeline: serde_json::Value =
+            serde_json::from_str(&c.on(dir, &["show", "--task", "fix-login", "--json"])).unwrap();
+        let order: Vec<(&str, &str)> = timeline["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (s["agent"].as_str().unwrap(), s["id"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("claude", ROUNDTRIP),
+                ("codex", child.as_str()),
+                ("pi", "s-pi")
+            ]
+        );
+        let text_timeline = c.on(dir, &["show", "--task", "fix-login"]);
+        assert!(
+            text_timeline.starts_with("task     fix-login\n"),
+            "{text_timeline}"
+        );
+        assert_eq!(text_timeline.lines().count(), 4, "{text_timeline}");
+    }
+    // The session URI names the task, and every command takes it.
+    let shown = c.on(&a, &["show", ROUNDTRIP]);
+    let uri = shown
+        .lines()
+        .find_map(|l| l.strip_prefix("uri      "))
+        .unwrap_or_else(|| panic!("{shown}"))
+        .to_owned();
+    assert!(
+        uri.starts_with("session://") && uri.ends_with(&format!("/remote/fix-login/{ROUNDTRIP}")),
+        "{uri}"
+    );
+    let by_uri: serde_json::Value =
+        serde_json::from_str(&c.on(&b, &["show", &uri, "--json"])).unwrap();
+    assert_eq!(by_uri["uri"], uri.as_str());
+    assert_eq!(by_uri["header"]["id"], ROUNDTRIP);
+    c.on(&b, &["tag", &uri, "via-uri"]);
+    assert_eq!(c.on(&b, &["tag", ROUNDTRIP]), "via-uri\n");
+    c.on(&b, &["log", &uri]);
+    let err = c.a.fails(&["show", "session://only/two"], 1);
+    assert!(err.contains("not a session URI"), "{err}");
+    let err = c.a.fails(&["task", "../escape", "s-pi"], 1);
+    assert!(err.contains("task name"), "{err}");
+}
