@@ -176,6 +176,7 @@ fn main() {
     let info = || CommitInfo {
         time: clock.now().as_second(),
         code_commit: None,
+        after_commit: false,
         attach: None,
     };
     store

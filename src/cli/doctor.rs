@@ -2,6 +2,8 @@
 
 use std::io::Write;
 
+use serde_json::json;
+
 use super::{CommandError, Env, escape_line};
 use crate::hooks;
 use crate::ops;
@@ -12,35 +14,135 @@ use crate::ops;
 /// hooks run from), the sessions remote and its fetch refspecs, how many
 /// sessions and captured native files and database sessions there are, the
 /// native files capture could not tell the repository of (each with why), the
-/// backups write-back made of agent databases (the last few per database),
-/// which fetched refs the last fetch quarantined and why, and the last lines
-/// of .git/session/hook.log, where hooks record what they could not do.
+/// backups write-back made of agent databases before changing them (Codex's
+/// state_5.sqlite, OpenCode's database: the last few per database are kept,
+/// `--prune-backups` deletes all but the newest N), which fetched refs the
+/// last fetch quarantined and why, and the last lines of
+/// .git/session/hook.log, where hooks record what they could not do.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// How many log lines to show.
     #[arg(long, default_value_t = 20)]
     lines: usize,
+    /// Delete database backups, keeping the newest N of each database
+    /// (default 1); 0 deletes them all.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "1")]
+    prune_backups: Option<usize>,
+    /// Print a JSON object instead of text (docs/json.md).
+    #[arg(long)]
+    json: bool,
+}
+
+/// One hook's state.
+struct Hook {
+    name: &'static str,
+    installed: bool,
+    problem: Option<String>,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
     let store = env.store()?;
-    writeln!(out, "state      {}", store.state_dir().display())?;
     let dir = store.hooks_dir();
-    for hook in hooks::HOOKS {
-        let state = if !hooks::is_installed(&dir, hook) {
-            "not installed (run git session init)".to_owned()
-        } else {
-            match hooks::reachable(&dir, hook) {
-                Ok(()) => "installed".to_owned(),
-                Err(why) => {
-                    format!("installed but never runs: {why} (move the git-session block above it)")
-                }
+    let hooks: Vec<Hook> = hooks::HOOKS
+        .iter()
+        .map(|&name| {
+            let installed = hooks::is_installed(&dir, name);
+            let problem = if installed {
+                hooks::reachable(&dir, name).err()
+            } else {
+                None
+            };
+            Hook {
+                name,
+                installed,
+                problem,
+            }
+        })
+        .collect();
+    let remote = crate::config::sessions_remote(&store);
+    let has_remote = store.has_remote(&remote);
+    let sessions = store.session_ids()?.len();
+    let quarantined = ops::sync::quarantined(&store);
+    let backup_dir = store.state_dir().join("backups");
+    let pruned = match args.prune_backups {
+        Some(keep) => crate::native::apply::prune_backups(&backup_dir, keep).map_err(|e| {
+            CommandError::failure(format!("cannot prune {}: {e}", backup_dir.display()))
+        })?,
+        None => Vec::new(),
+    };
+    let backups = crate::native::apply::list_backups(&backup_dir);
+    let recent = ops::hook::recent(store.state_dir(), args.lines);
+    let log_path = store.state_dir().join(ops::hook::LOG);
+    let captures: Vec<_> = git_session_adapters::registry::ADAPTERS
+        .iter()
+        .map(|a| {
+            let agent = a.agent();
+            let index = crate::native::cursor::CursorIndex::load(store.state_dir(), agent.as_str());
+            (agent, index)
+        })
+        .collect();
+
+    if args.json {
+        let capture: Vec<_> = captures
+            .iter()
+            .map(|(agent, index)| {
+                let ours = index.files.values().filter(|c| c.session.is_some()).count();
+                let skipped: Vec<_> = index
+                    .files
+                    .iter()
+                    .filter_map(|(path, c)| Some(json!({"path": path, "reason": c.skipped.as_ref()?})))
+                    .collect();
+                let databases: Vec<_> = index
+                    .databases
+                    .iter()
+                    .map(|(db, cursor)| {
+                        let ours = cursor.sessions.values().filter(|s| s.session.is_some()).count();
+                        json!({"database": db, "tracked": ours, "others": cursor.sessions.len() - ours})
+                    })
+                    .collect();
+                json!({"agent": agent, "tracked": ours,
+                       "others": index.files.len() - ours - skipped.len(),
+                       "skipped": skipped, "databases": databases})
+            })
+            .collect();
+        let backup_rows: Vec<_> = backups
+            .iter()
+            .map(|b| {
+                json!({"database": b.database, "path": b.path, "size": b.size,
+                       "time": b.modified.duration_since(std::time::UNIX_EPOCH).ok()
+                           .map(|d| super::format_time(d.as_secs() as i64))})
+            })
+            .collect();
+        return super::print_json(
+            out,
+            &json!({
+                "state": store.state_dir(),
+                "hooks": hooks.iter().map(|h| json!({"hook": h.name, "dir": dir, "installed": h.installed,
+                    "reachable": h.installed && h.problem.is_none(), "problem": h.problem})).collect::<Vec<_>>(),
+                "remote": {"name": remote, "configured": has_remote},
+                "sessions": sessions,
+                "quarantined": quarantined.iter().map(|(remote, q)| json!({"remote": remote, "refname": q.refname,
+                    "id": q.id, "tip": q.tip, "reason": q.reason, "conflict": q.conflict})).collect::<Vec<_>>(),
+                "capture": capture,
+                "backups": backup_rows,
+                "pruned": pruned,
+                "hook_log": {"path": log_path, "lines": recent},
+            }),
+        );
+    }
+
+    writeln!(out, "state      {}", store.state_dir().display())?;
+    for h in &hooks {
+        let state = match (h.installed, &h.problem) {
+            (false, _) => "not installed (run git session init)".to_owned(),
+            (true, None) => "installed".to_owned(),
+            (true, Some(why)) => {
+                format!("installed but never runs: {why} (move the git-session block above it)")
             }
         };
-        writeln!(out, "hook       {hook}: {state} in {}", dir.display())?;
+        writeln!(out, "hook       {}: {state} in {}", h.name, dir.display())?;
     }
-    let remote = crate::config::sessions_remote(&store);
-    if store.has_remote(&remote) {
+    if has_remote {
         writeln!(out, "remote     {remote}")?;
     } else {
         writeln!(
@@ -48,8 +150,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             "remote     {remote}: not configured (git remote add, or git config session.remote NAME)"
         )?;
     }
-    writeln!(out, "sessions   {}", store.session_ids()?.len())?;
-    let quarantined = ops::sync::quarantined(&store);
+    writeln!(out, "sessions   {sessions}")?;
     if quarantined.is_empty() {
         writeln!(out, "quarantine nothing held back by the last fetch")?;
     }
@@ -63,11 +164,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             escape_line(remote)
         )?;
     }
-    for agent in git_session_adapters::registry::ADAPTERS
-        .iter()
-        .map(|a| a.agent())
-    {
-        let index = crate::native::cursor::CursorIndex::load(store.state_dir(), agent.as_str());
+    for (agent, index) in &captures {
         let ours = index.files.values().filter(|c| c.session.is_some()).count();
         let unknown: Vec<_> = index
             .files
@@ -101,11 +198,21 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             )?;
         }
     }
-    let backups = crate::native::apply::list_backups(&store.state_dir().join("backups"));
+    for p in &pruned {
+        writeln!(out, "pruned     {}", p.display())?;
+    }
     if backups.is_empty() {
         writeln!(
             out,
             "backups    none (made before write-back changes an agent's database)"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "backups    {} in {} ({} bytes; git session doctor --prune-backups keeps only the newest)",
+            backups.len(),
+            backup_dir.display(),
+            backups.iter().map(|b| b.size).sum::<u64>()
         )?;
     }
     for b in &backups {
@@ -117,7 +224,6 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             b.size
         )?;
     }
-    let recent = ops::hook::recent(store.state_dir(), args.lines);
     if recent.is_empty() {
         writeln!(out, "hook log   no failures recorded")?;
     } else {
@@ -125,7 +231,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             out,
             "hook log   last {} lines of {}:",
             recent.len(),
-            store.state_dir().join(ops::hook::LOG).display()
+            log_path.display()
         )?;
         for line in recent {
             writeln!(out, "  {line}")?;

@@ -16,6 +16,9 @@ use crate::store::Reconciled;
 pub struct Args {
     /// Remote name or URL (default: session.remote, else origin).
     remote: Option<String>,
+    /// Print a JSON object instead of text (docs/json.md).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
@@ -23,7 +26,16 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let remote = args
         .remote
         .unwrap_or_else(|| crate::config::sessions_remote(&store));
-    let report = ops::sync::fetch(&store, &remote, &trust(&store, &remote))?;
+    let progress =
+        super::progress::Progress::start(&format!("Fetching sessions from {remote}"), args.json);
+    let report = ops::sync::fetch(&store, &remote, &trust(&store, &remote));
+    progress.finish();
+    let report = report?;
+    if args.json {
+        let mut doc = fetch_json(&report);
+        doc["remote"] = remote.as_str().into();
+        return super::print_json(out, &doc);
+    }
     print_changes(out, &report.changed)?;
     print_removed(out, &report.removed)?;
     print_meta(out, &report.meta)?;
@@ -48,6 +60,35 @@ pub(crate) fn trust(store: &crate::store::Store, remote: &str) -> ops::sync::Tru
         require_signed: crate::config::require_signed(store, Some(&name)),
         allowed_signers: crate::config::allowed_signers(store, home.as_deref()),
     }
+}
+
+/// Returns the `--json` document of a fetch (docs/json.md), without the remote.
+pub(crate) fn fetch_json(report: &ops::sync::FetchReport) -> serde_json::Value {
+    use serde_json::json;
+    let changed: Vec<_> = report
+        .changed
+        .iter()
+        .filter_map(|(id, what)| {
+            let (change, fork) = match what {
+                Reconciled::Created => ("created", None),
+                Reconciled::FastForwarded => ("fast_forwarded", None),
+                Reconciled::Diverged { fork } => ("diverged", Some(fork)),
+                Reconciled::Replaced => ("replaced", None),
+                Reconciled::Unchanged
+                | Reconciled::LocalAhead
+                | Reconciled::Removed
+                | Reconciled::Quarantined { .. } => return None,
+            };
+            Some(json!({"id": id, "change": change, "fork": fork}))
+        })
+        .collect();
+    json!({
+        "changed": changed,
+        "unchanged": report.unchanged,
+        "removed": report.removed,
+        "quarantined": report.quarantined.iter().map(|q| json!({"refname": q.refname, "id": q.id,
+            "tip": q.tip, "reason": q.reason, "conflict": q.conflict})).collect::<Vec<_>>(),
+    })
 }
 
 pub(crate) fn print_changes(

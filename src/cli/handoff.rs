@@ -78,7 +78,10 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         key_origin,
         signer: crate::config::signer(&store),
     };
-    let o = ops::handoff::handoff(&store, &env.clock, &request)?;
+    let progress = super::progress::Progress::start("Compiling and writing the handoff", json);
+    let o = ops::handoff::handoff(&store, &env.clock, &request);
+    progress.finish();
+    let o = o?;
     for path in &o.written {
         status(format!("wrote {}", path.display()));
     }

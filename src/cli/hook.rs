@@ -73,9 +73,12 @@ pub fn run(args: Args, env: &Env, _out: &mut dyn Write) {
         ui: env.ui.clone(),
     };
     // Not in a repository: nothing to capture into, and nowhere to log.
-    let Ok(store) = here.store() else {
+    let Ok(mut store) = here.store() else {
         return;
     };
+    if args.name == "post-commit" {
+        store.set_after_commit();
+    }
     let clock = env.clock;
     let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
         ops::hook::log(

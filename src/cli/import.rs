@@ -111,6 +111,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let agents = args.agents;
     let home = env.agent_home(args.home)?;
     let lookup = |name: &str| std::env::var(name).ok();
+    let progress = super::progress::Progress::start("Capturing agent sessions", args.json);
     let report = ops::capture::capture(
         &store,
         &env.clock,
@@ -120,7 +121,9 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             env: &lookup,
             sqlite: Default::default(),
         },
-    )?;
+    );
+    progress.finish();
+    let report = report?;
     if args.json {
         let skipped = |s: &ops::capture::SkippedFile| serde_json::json!({"path": s.path.display().to_string(), "reason": s.reason});
         super::print_json(

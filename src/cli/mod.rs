@@ -8,6 +8,7 @@
 mod append;
 mod checkpoint;
 mod compile;
+mod completions;
 mod doctor;
 mod error;
 mod export;
@@ -19,9 +20,11 @@ mod import;
 mod init;
 mod list;
 mod log;
+mod manual;
 mod mcp;
 mod merge;
 mod meta;
+mod progress;
 mod purge;
 mod push;
 mod redact;
@@ -31,6 +34,7 @@ mod search;
 mod show;
 mod status;
 mod sync;
+mod transcript;
 pub mod ui;
 mod verify;
 mod watch;
@@ -43,6 +47,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub use error::CommandError;
+pub(crate) use which::row as which_row;
 
 use crate::clock::Clock;
 use crate::store::Store;
@@ -105,6 +110,8 @@ enum Command {
     Search(search::Args),
     Watch(watch::Args),
     Mcp(mcp::Args),
+    InstallMan(manual::Args),
+    Completions(completions::Args),
     Checkpoint(checkpoint::Args),
     Merge(merge::Args),
     Tag(meta::TagArgs),
@@ -180,6 +187,12 @@ fn parse_timestamp(text: &str) -> Option<jiff::Timestamp> {
     })
 }
 
+/// Returns every manual page as (file name, roff text), generated from the
+/// command definitions (docs/man/, `install-man`).
+pub fn man_pages() -> Vec<(String, Vec<u8>)> {
+    manual::pages()
+}
+
 /// Returns the clap definition of the command line (for the man page).
 pub fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
@@ -193,6 +206,10 @@ pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(_) if is_hook => return ExitCode::SUCCESS,
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {
+            let args: Vec<String> = std::env::args().skip(1).collect();
+            return manual::help(&args, &e);
+        }
         Err(e) => {
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
@@ -248,6 +265,8 @@ fn run(command: Command, env: &Env, out: &mut dyn Write) -> Result<(), CommandEr
         Command::Search(args) => search::run(args, env, out),
         Command::Watch(args) => watch::run(args, env, out),
         Command::Mcp(args) => mcp::run(args, env, out),
+        Command::InstallMan(args) => manual::run(args, env, out),
+        Command::Completions(args) => completions::run(args, env, out),
         Command::Checkpoint(args) => checkpoint::run(args, env, out),
         Command::Merge(args) => merge::run(args, env, out),
         Command::Tag(args) => meta::tag(args, env, out),

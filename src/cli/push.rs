@@ -24,6 +24,10 @@ pub struct Args {
     /// Choose this remote for sessions (recorded as session.remote) and push.
     #[arg(long, value_name = "NAME", conflicts_with = "remote")]
     to: Option<String>,
+    /// Print a JSON object instead of text (docs/json.md); a refused push
+    /// still exits 1 after it.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
@@ -37,17 +41,34 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let remote = ops::sync::consent(&store, dest, chosen.as_deref(), pinned.as_deref())?;
     // Removals (tombstones) still travel when no session is left.
     if store.session_ids()?.is_empty() && store.tombstones()?.is_empty() {
+        if args.json {
+            super::print_json(
+                out,
+                &serde_json::json!({"remote": remote, "pushed": false, "rejected": []}),
+            )?;
+        }
         status(format!(
             "Nothing to push to {remote}: this repository has no sessions yet (`git session import` captures them)"
         ));
         return Ok(());
     }
-    let rejected = ops::sync::push(&store, &remote)?;
+    let progress =
+        super::progress::Progress::start(&format!("Pushing sessions to {remote}"), args.json);
+    let rejected = ops::sync::push(&store, &remote);
+    progress.finish();
+    let rejected = rejected?;
+    if args.json {
+        super::print_json(
+            out,
+            &serde_json::json!({"remote": remote, "pushed": rejected.is_empty(),
+                "rejected": rejected.iter().map(|r| serde_json::json!({"refname": r.refname, "reason": r.reason})).collect::<Vec<_>>()}),
+        )?;
+    }
     if rejected.is_empty() {
         status(format!("Pushed sessions to {remote}"));
         return Ok(());
     }
-    for r in &rejected {
+    for r in rejected.iter().filter(|_| !args.json) {
         writeln!(out, "rejected {} ({})", r.refname, r.reason)?;
     }
     Err(CommandError::failure(format!(

@@ -22,6 +22,9 @@ pub struct Args {
     check: bool,
     /// Session id or unique prefix (default: every session).
     session: Option<String>,
+    /// Print a JSON object instead of text (docs/json.md); hits still exit 1.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
@@ -35,7 +38,24 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         None => store.session_ids()?,
     };
     let hits = ops::redact::check(&store, &ids)?;
-    for h in &hits {
+    if args.json {
+        let rows: Vec<_> = hits
+            .iter()
+            .map(|h| {
+                let rules: serde_json::Map<String, serde_json::Value> = h
+                    .rules
+                    .iter()
+                    .map(|(r, n)| (r.clone(), (*n).into()))
+                    .collect();
+                serde_json::json!({"session": h.session, "seq": h.seq, "rules": rules})
+            })
+            .collect();
+        super::print_json(
+            out,
+            &serde_json::json!({"checked": ids.len(), "hits": rows}),
+        )?;
+    }
+    for h in hits.iter().filter(|_| !args.json) {
         let place = h
             .seq
             .map_or_else(|| "header".to_owned(), |s| format!("seq {s}"));

@@ -48,7 +48,10 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         env: &lookup,
         fork: args.fork,
     };
-    let outcome = ops::resume::resume(&store, &env.clock, &request)?;
+    let progress = super::progress::Progress::start("Writing the session back", args.json);
+    let outcome = ops::resume::resume(&store, &env.clock, &request);
+    progress.finish();
+    let outcome = outcome?;
     if outcome.unchanged {
         status(format!(
             "{} session {} is already in place",

@@ -16,6 +16,9 @@ use super::{CommandError, Env, short, status};
 pub struct Args {
     /// The full session id.
     session: String,
+    /// Print a JSON object instead of text (docs/json.md).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
@@ -28,7 +31,14 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         );
     }
     let tip = store.remove_session(&id, env.clock.now().as_second())?;
-    writeln!(out, "removed {id} (was at {})", short(&tip))?;
+    if args.json {
+        super::print_json(
+            out,
+            &serde_json::json!({"id": id, "tip": tip.to_string(), "tombstone": true}),
+        )?;
+    } else {
+        writeln!(out, "removed {id} (was at {})", short(&tip))?;
+    }
     status("The tombstone goes to the remote with the next git session push or sync");
     Ok(())
 }

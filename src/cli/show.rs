@@ -270,14 +270,14 @@ const NATIVE_KEYS: [&str; 3] = [
 /// only its call) can show what ran. Bounded: a session with millions of
 /// calls keeps the last [`Calls::KEEP`].
 #[derive(Default)]
-struct Calls {
+pub(super) struct Calls {
     recent: std::collections::VecDeque<(String, String)>,
 }
 
 impl Calls {
     const KEEP: usize = 256;
 
-    fn note(&mut self, event: &Event) {
+    pub(super) fn note(&mut self, event: &Event) {
         if event.kind != "tool.call" {
             return;
         }
@@ -295,7 +295,7 @@ impl Calls {
         self.recent.push_back((id.to_owned(), call_text(p)));
     }
 
-    fn get(&self, id: &str) -> Option<&str> {
+    pub(super) fn get(&self, id: &str) -> Option<&str> {
         self.recent
             .iter()
             .rev()
@@ -306,7 +306,7 @@ impl Calls {
 
 /// Returns a tool call as `name: command` when its arguments carry a
 /// command (`cmd`, `command`, as a string or argv), else `name {args}`.
-fn call_text(p: &Value) -> String {
+pub(super) fn call_text(p: &Value) -> String {
     let name = p.get("name").and_then(Value::as_str).unwrap_or("tool");
     let args = p.get("arguments").or_else(|| p.get("input"));
     match args.and_then(command_of) {
@@ -335,7 +335,7 @@ fn command_of(v: &Value) -> Option<String> {
 
 /// Returns the text of a tool output: a string, or the text blocks of a
 /// content array.
-fn output_text(p: &Value) -> Option<String> {
+pub(super) fn output_text(p: &Value) -> Option<String> {
     let v = p.get("output").or_else(|| p.get("content"))?;
     match v {
         Value::String(s) => Some(s.clone()),
@@ -380,7 +380,7 @@ fn output_head(output: &str) -> String {
 }
 
 /// Returns a one-line preview of an event.
-fn summary(event: &Event, calls: &Calls) -> String {
+pub(super) fn summary(event: &Event, calls: &Calls) -> String {
     let payload = &event.payload;
     let text = match event.kind.as_str() {
         "tool.call" => Some(call_text(payload)),

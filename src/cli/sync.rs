@@ -20,6 +20,9 @@ use crate::ops;
 pub struct Args {
     /// Remote name or URL; must be the sessions remote (session.remote).
     remote: Option<String>,
+    /// Print a JSON object instead of text (docs/json.md).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
@@ -30,7 +33,22 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     };
     let (chosen, pinned) = crate::config::chosen_remote(&store);
     let remote = ops::sync::consent(&store, dest, chosen.as_deref(), pinned.as_deref())?;
-    let report = ops::sync::sync(&store, &remote, &super::fetch::trust(&store, &remote))?;
+    let progress =
+        super::progress::Progress::start(&format!("Syncing sessions with {remote}"), args.json);
+    let report = ops::sync::sync(&store, &remote, &super::fetch::trust(&store, &remote));
+    progress.finish();
+    let report = report?;
+    if args.json {
+        let mut doc = super::fetch::fetch_json(&report.fetched);
+        doc["remote"] = remote.as_str().into();
+        doc["rounds"] = report.rounds.into();
+        doc["not_pushed"] = report
+            .held
+            .iter()
+            .map(|r| serde_json::json!({"refname": r.refname, "reason": r.reason}))
+            .collect();
+        return super::print_json(out, &doc);
+    }
     super::fetch::print_changes(out, &report.fetched.changed)?;
     super::fetch::print_removed(out, &report.fetched.removed)?;
     super::fetch::print_meta(out, &report.fetched.meta)?;

@@ -6,58 +6,86 @@ use serde_json::json;
 
 use super::{CommandError, Env, escape_line, short};
 use crate::ops;
+use crate::ops::which::{Attribution, CommitBatch};
 
 /// Show which sessions (and seq ranges) led to a commit.
 ///
-/// Lists the capture batches taken with that commit as HEAD. The
-/// post-commit hook captures right after each commit, so its batch holds
-/// what the agents did up to that commit. A batch captured by hand
-/// (`git session import`) belongs to the HEAD it was captured at: work
-/// captured before a commit is made is listed under the commit before it,
-/// and the output says "captured at HEAD" to make that plain.
+/// A capture batch belongs to the first commit made after the records it
+/// holds. The post-commit hook captures right after each commit, so its
+/// batch belongs to that commit. A batch captured between commits (by
+/// `git session import`, `watch`, an agent's hook, resume or handoff) holds
+/// records made while the commit before was HEAD, so it belongs to the next
+/// commit made on top of that one; until it is made, `which HEAD` lists it
+/// as pending. Batches written before git-session recorded which kind they
+/// are are listed under the HEAD they were captured at ("captured at
+/// HEAD").
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A commit (anything git rev-parse takes).
     commit: String,
-    /// Print a JSON array.
+    /// Print a JSON array (docs/json.md).
     #[arg(long)]
     json: bool,
+}
+
+/// Returns one batch as a `which --json` row (docs/json.md), shared with
+/// the MCP tool.
+pub(crate) fn row(b: &CommitBatch) -> serde_json::Value {
+    json!({"session": b.session, "agent": b.agent, "seq": b.seq.map(|(a, z)| json!([a, z])),
+           "batch": b.batch.to_string(), "captured": b.attribution.as_str(),
+           "head": b.head.to_string()})
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
     let store = env.store()?;
     let commit = store.resolve_commit(&args.commit)?;
-    let batches = ops::which::which(&store, commit)?;
+    let found = ops::which::which(&store, commit)?;
     if args.json {
-        let rows: Vec<_> = batches
-            .iter()
-            .map(|b| json!({"session": b.session, "agent": b.agent, "seq": b.seq.map(|(a, z)| json!([a, z])), "batch": b.batch.to_string()}))
-            .collect();
-        serde_json::to_writer_pretty(&mut *out, &rows).map_err(std::io::Error::from)?;
-        writeln!(out)?;
-        return Ok(());
+        let mut rows: Vec<_> = found.batches.iter().map(row).collect();
+        rows.extend(found.pending.iter().map(|b| {
+            let mut r = row(b);
+            r["pending"] = true.into();
+            r
+        }));
+        return super::print_json(out, &serde_json::Value::Array(rows));
     }
-    if batches.is_empty() {
-        super::status(format!(
-            "No session batch was captured at HEAD {}",
-            short(&commit)
-        ));
+    if found.batches.is_empty() {
+        super::status(format!("No session batch led to commit {}", short(&commit)));
     } else {
         super::status(format!(
-            "Session batches captured at HEAD {} (by its post-commit hook, or by hand while it was HEAD):",
+            "Session batches that led to commit {}:",
             short(&commit)
         ));
     }
-    for b in &batches {
+    let line = |out: &mut dyn Write, b: &CommitBatch| -> std::io::Result<()> {
         let range = b
             .seq
             .map_or("no events".to_owned(), |(a, z)| format!("seq {a}..{z}"));
+        let how = match b.attribution {
+            Attribution::PostCommit => "captured by its post-commit hook".to_owned(),
+            Attribution::BeforeCommit => {
+                format!("captured before it, at HEAD {}", short(&b.head))
+            }
+            Attribution::AtHead => "captured at HEAD".to_owned(),
+        };
         writeln!(
             out,
-            "{}  {:<7} {range}",
+            "{}  {:<7} {range}  ({how})",
             escape_line(&b.session.to_string()),
             escape_line(&b.agent.to_string())
-        )?;
+        )
+    };
+    for b in &found.batches {
+        line(out, b)?;
+    }
+    if !found.pending.is_empty() {
+        super::status(format!(
+            "Captured since {} while it was HEAD, so they belong to the next commit:",
+            short(&commit)
+        ));
+        for b in &found.pending {
+            line(out, b)?;
+        }
     }
     Ok(())
 }

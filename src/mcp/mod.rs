@@ -475,14 +475,11 @@ pub fn call(cx: &Context, name: &str, args: &Value) -> Result<Value, String> {
         "which" => {
             let rev = string(args, "commit")?.ok_or("`commit` is required")?;
             let commit = store.resolve_commit(&rev).map_err(se)?;
-            let batches = ops::which::which(&store, commit).map_err(e)?;
+            let found = ops::which::which(&store, commit).map_err(e)?;
             Ok(json!({
                 "commit": commit.to_string(),
-                "sessions": batches.iter().map(|b| json!({
-                    "session": b.session, "agent": b.agent,
-                    "seq": b.seq.map(|(a, z)| json!([a, z])),
-                    "batch": b.batch.to_string(),
-                })).collect::<Vec<_>>(),
+                "sessions": found.batches.iter().map(crate::cli::which_row).collect::<Vec<_>>(),
+                "pending": found.pending.iter().map(crate::cli::which_row).collect::<Vec<_>>(),
             }))
         }
         "init" => {

@@ -799,16 +799,34 @@ fn backup(conn: &rusqlite::Connection, db: &Path, backups: &Backups<'_>) -> Nati
 
 /// Keeps the newest [`KEEP_BACKUPS`] backups of database `name`.
 fn prune(dir: &Path, name: &str) {
-    let mut mine: Vec<(std::time::SystemTime, PathBuf)> = list_backups(dir)
+    let mine: Vec<Backup> = list_backups(dir)
         .into_iter()
         .filter(|b| b.database == name)
-        .map(|b| (b.modified, b.path))
         .collect();
-    mine.sort();
     let excess = mine.len().saturating_sub(KEEP_BACKUPS);
-    for (_, path) in mine.into_iter().take(excess) {
-        let _ = std::fs::remove_file(path);
+    for b in mine.into_iter().take(excess) {
+        let _ = std::fs::remove_file(b.path);
     }
+}
+
+/// Deletes the backups in `dir` but the newest `keep` of each database
+/// (`git session doctor --prune-backups`) and returns the deleted files.
+/// Only files named as backups (`<name>.<millis>[.<n>]`) are touched.
+pub fn prune_backups(dir: &Path, keep: usize) -> std::io::Result<Vec<PathBuf>> {
+    let all = list_backups(dir);
+    let mut deleted = Vec::new();
+    let databases: std::collections::BTreeSet<&str> =
+        all.iter().map(|b| b.database.as_str()).collect();
+    for name in databases {
+        // Oldest first, so the excess is at the front.
+        let mine: Vec<&Backup> = all.iter().filter(|b| b.database == name).collect();
+        let excess = mine.len().saturating_sub(keep);
+        for b in mine.into_iter().take(excess) {
+            std::fs::remove_file(&b.path)?;
+            deleted.push(b.path.clone());
+        }
+    }
+    Ok(deleted)
 }
 
 /// Describes one database backup.
@@ -848,7 +866,7 @@ pub fn list_backups(dir: &Path) -> Vec<Backup> {
                 }
                 _ => return None,
             };
-            let meta = e.metadata().ok()?;
+            let meta = e.metadata().ok().filter(|m| m.is_file())?;
             Some(Backup {
                 path: e.path(),
                 database,

@@ -42,6 +42,7 @@ pub fn commit_info(store: &Store, clock: &Clock) -> CommitInfo {
     CommitInfo {
         time: clock.now().as_second(),
         code_commit: store.code_head(),
+        after_commit: store.after_commit(),
         attach: None,
     }
 }

@@ -106,6 +106,9 @@ pub struct CommitInfo {
     pub time: i64,
     /// The code commit that was HEAD at capture.
     pub code_commit: Option<ObjectId>,
+    /// Whether the post-commit hook is capturing (the records led to
+    /// `code_commit`), not a capture between commits.
+    pub after_commit: bool,
     /// A commit the batch commit also points at, as its second parent, so
     /// it travels with the session (a `checkpoint`'s snapshot of the work
     /// tree). Readers follow first parents only; ignored for a first commit.
@@ -466,6 +469,7 @@ impl Store {
                 chunks: sink.next_chunk,
                 checksum: sink.prev.clone(),
                 code_commit: info.code_commit,
+                after_commit: Some(info.after_commit),
                 fork: None,
             };
             let subject = match (create.is_some(), seq) {
@@ -579,6 +583,7 @@ impl Store {
             chunks: sink.next_chunk,
             checksum: sink.prev.clone(),
             code_commit: info.code_commit,
+            after_commit: Some(info.after_commit),
             fork: None,
         };
         let mut message = trailers.to_message(&format!(
@@ -878,6 +883,7 @@ impl Store {
             chunks: kept,
             checksum,
             code_commit: info.code_commit,
+            after_commit: Some(info.after_commit),
             fork: Some((id.to_string(), at)),
         };
         let message = trailers.to_message(&format!("fork {id} at seq {at}"));

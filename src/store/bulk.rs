@@ -87,6 +87,7 @@ impl Store {
             limits: self.limits,
             commit_signer: self.commit_signer.clone(),
             keys: self.keys.clone(),
+            after_commit: self.after_commit,
             bulk: Some(RefCell::new(Bulk::default())),
         }
     }
@@ -360,6 +361,7 @@ mod tests {
             time: 1_767_225_600,
             code_commit: None,
             attach: None,
+            after_commit: false,
         };
         store
             .create(&header, SeqMode::Assign, &info, |sink| {
@@ -400,6 +402,7 @@ mod tests {
             time: 1_767_225_601,
             code_commit: None,
             attach: None,
+            after_commit: false,
         };
         bulk.append(&id, SeqMode::Assign, &info, |sink| {
             sink.push(Event::new(

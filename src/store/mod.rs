@@ -193,6 +193,7 @@ pub struct Store {
     keys: crypt::Keys,
     /// Set in a bulk store ([`Store::bulk`]): what it holds back.
     bulk: Option<std::cell::RefCell<bulk::Bulk>>,
+    after_commit: bool,
 }
 
 /// Signs the bytes of a commit object, returning the armored signature that
@@ -301,6 +302,7 @@ impl Store {
             commit_signer: None,
             bulk: None,
             keys: crypt::Keys::default(),
+            after_commit: false,
         })
     }
 
@@ -443,6 +445,17 @@ impl Store {
         paths.sort();
         paths.dedup();
         paths
+    }
+
+    /// Marks every batch this store writes from now on as captured by the
+    /// post-commit hook: its records led to HEAD (the `Captured` trailer).
+    pub fn set_after_commit(&mut self) {
+        self.after_commit = true;
+    }
+
+    /// Returns whether batches are captured by the post-commit hook.
+    pub fn after_commit(&self) -> bool {
+        self.after_commit
     }
 
     /// Returns the commit `HEAD` points at, or `None` on an unborn branch.

@@ -133,6 +133,12 @@ impl Store {
         })
     }
 
+    /// Returns the parents of a code commit.
+    pub fn commit_parents(&self, commit: ObjectId) -> StoreResult<Vec<ObjectId>> {
+        let c = self.repo.find_commit(commit).map_err(git)?;
+        Ok(c.parent_ids().map(|p| p.detach()).collect())
+    }
+
     /// Returns the session's own batch commits, newest first, ending with
     /// its first commit (a fork's first commit; inherited ones are left out).
     pub fn batches(&self, id: &SessionId) -> StoreResult<Vec<BatchInfo>> {

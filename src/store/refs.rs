@@ -113,6 +113,11 @@ pub const TRAILER_CHUNKS: &str = "Session-Chunks";
 pub const TRAILER_CHECKSUM: &str = "Session-Checksum";
 /// Trailer with the code commit that was `HEAD` when the batch was captured.
 pub const TRAILER_CODE_COMMIT: &str = "Code-Commit";
+/// Trailer saying when, relative to `Code-Commit`, the batch's records were
+/// made: `after-commit` (captured by the post-commit hook: they led to that
+/// commit) or `before-commit` (captured while it was HEAD: they lead to the
+/// next commit). Batches from before this trailer have none.
+pub const TRAILER_CAPTURED: &str = "Captured";
 /// Trailer on a fork's first commit: the parent session.
 pub const TRAILER_FORK_OF: &str = "Fork-Of";
 /// Trailer on a fork's first commit: the last inherited seq.

@@ -514,6 +514,7 @@ impl Store {
                 chunks: t.chunks,
                 checksum: t.checksum.clone(),
                 code_commit: None,
+                after_commit: None,
                 fork: Some((id.to_string(), t.events - 1)),
             };
             let message = trailers.to_message(&format!(
@@ -536,6 +537,7 @@ impl Store {
             chunks: tip.chunks,
             checksum: tip.checksum.clone(),
             code_commit: tip.code_commit,
+            after_commit: tip.after_commit,
             fork: None,
         };
         let subject = match trailers.seq {

@@ -24,6 +24,10 @@ pub struct Trailers {
     pub checksum: Option<String>,
     /// The code commit that was HEAD at capture.
     pub code_commit: Option<ObjectId>,
+    /// Whether the post-commit hook captured the batch (its records led to
+    /// `code_commit`) rather than a capture between commits (they lead to the
+    /// commit after it); `None` on batches written before this was recorded.
+    pub after_commit: Option<bool>,
     /// For a fork's first commit: the parent session and the last inherited seq.
     pub fork: Option<(String, u64)>,
 }
@@ -46,6 +50,14 @@ impl Trailers {
         }
         if let Some(code) = self.code_commit {
             m += &format!("{TRAILER_CODE_COMMIT}: {code}\n");
+            if let Some(after) = self.after_commit {
+                let when = if after {
+                    "after-commit"
+                } else {
+                    "before-commit"
+                };
+                m += &format!("{TRAILER_CAPTURED}: {when}\n");
+            }
         }
         m
     }
@@ -73,6 +85,13 @@ impl Trailers {
                 TRAILER_CHUNKS => t.chunks = value.parse().ok()?,
                 TRAILER_CHECKSUM => t.checksum = Some(value.to_owned()),
                 TRAILER_CODE_COMMIT => t.code_commit = ObjectId::from_hex(value.as_bytes()).ok(),
+                TRAILER_CAPTURED => {
+                    t.after_commit = match value {
+                        "after-commit" => Some(true),
+                        "before-commit" => Some(false),
+                        _ => None,
+                    }
+                }
                 TRAILER_FORK_OF => fork_of = Some(value.to_owned()),
                 TRAILER_FORK_SEQ => fork_seq = value.parse().ok(),
                 _ => {}
@@ -100,6 +119,7 @@ mod tests {
                 ObjectId::from_hex(b"0123456789012345678901234567890123456789").unwrap(),
             ),
             fork: Some(("p".into(), 9)),
+            after_commit: Some(false),
         };
         let msg = t.to_message("subject line");
         assert_eq!(Trailers::parse(msg.as_bytes()), Some(t));

@@ -112,6 +112,99 @@ fn a_commit_captures_each_changed_session_with_its_commit_id() {
 }
 
 #[test]
+fn which_gives_a_batch_to_the_first_commit_made_after_its_records() {
+    let repo = Repo::new();
+    fake_stores(&repo, &repo.root);
+    repo.ok(&["init"]);
+    let c1 = commit(&repo, &repo.root, "work");
+    let rows = |rev: &str| -> Vec<(String, String, bool)> {
+        let v: serde_json::Value =
+            serde_json::from_str(&repo.ok(&["which", rev, "--json"])).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["session"].as_str().unwrap().to_owned(),
+                    r["captured"].as_str().unwrap().to_owned(),
+                    r["pending"].as_bool().unwrap_or(false),
+                )
+            })
+            .collect()
+    };
+    let mut first = rows(&c1);
+    first.sort();
+    assert_eq!(
+        first,
+        vec![
+            (CODEX_ID.to_owned(), "post-commit".to_owned(), false),
+            (CLAUDE_ID.to_owned(), "post-commit".to_owned(), false),
+        ]
+    );
+    // The agent goes on and the user captures by hand before committing:
+    // those records lead to the next commit, not to c1.
+    let resumed = std::fs::read_to_string(fixtures().join("capture/claude-resumed.jsonl")).unwrap();
+    let project =
+        git_session_adapters::claude::project_dir_name("/tmp/oracle-sample/claude/project");
+    let file = repo
+        .home
+        .join(".claude/projects")
+        .join(project)
+        .join(format!("{CLAUDE_ID}.jsonl"));
+    std::fs::write(
+        &file,
+        resumed.replace(
+            "/tmp/oracle-sample/claude/project",
+            repo.root.to_str().unwrap(),
+        ),
+    )
+    .unwrap();
+    repo.ok(&["import"]);
+    assert_eq!(
+        rows(&c1)
+            .iter()
+            .filter(|r| r.2)
+            .cloned()
+            .collect::<Vec<_>>(),
+        vec![(CLAUDE_ID.to_owned(), "before-commit".to_owned(), true)],
+        "the hand capture is pending at HEAD"
+    );
+    let out = repo.session().args(["which", "HEAD"]).output().unwrap();
+    assert!(
+        text(&out.stderr).contains("belong to the next commit"),
+        "{}",
+        text(&out.stderr)
+    );
+    let c2 = commit(&repo, &repo.root, "after the agent continued");
+    assert_eq!(
+        rows(&c2),
+        vec![(CLAUDE_ID.to_owned(), "before-commit".to_owned(), false)]
+    );
+    assert_eq!(
+        rows(&c1).iter().filter(|r| r.2).count(),
+        0,
+        "no longer pending"
+    );
+    assert_eq!(rows(&c1).len(), 2);
+    let human = repo.ok(&["which", &c2]);
+    assert!(
+        human.contains(CLAUDE_ID)
+            && human.contains(&format!("captured before it, at HEAD {}", &c1[..12])),
+        "{human}"
+    );
+    assert_eq!(
+        repo.git(&[
+            "log",
+            "-1",
+            "--format=%(trailers:key=Captured,valueonly)",
+            &format!("refs/sessions/{CLAUDE_ID}")
+        ])
+        .trim(),
+        "before-commit"
+    );
+}
+
+#[test]
 fn init_keeps_existing_hooks_and_uninstall_removes_only_its_part() {
     let repo = Repo::new();
     let hook = repo.root.join(".git/hooks/post-commit");

@@ -285,3 +285,114 @@ fn a_reference_to_a_missing_artifact_is_refused_at_import() {
     repo.ok(&["append", "s-art2", file.to_str().unwrap()]);
     repo.ok(&["verify"]);
 }
+
+#[test]
+fn transcript_export_escapes_hostile_agent_text() {
+    use base64::Engine;
+    use sha2::Digest;
+    let repo = Repo::new();
+    // A 1x1 PNG, stored as an artifact and referenced by an image event.
+    let png = base64::engine::general_purpose::STANDARD
+        .decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+        .unwrap();
+    let art = format!("sha256:{:x}", sha2::Sha256::digest(&png));
+    let hostile =
+        "<script>alert(1)</script> \u{1b}]0;pwned\u{7}\u{1b}[2J \u{202e}evil [REDACTED:gitlab-pat]";
+    let mut lines = session_lines("s-transcript", 4);
+    lines[1]["payload"]["text"] = json!(hostile);
+    lines[3]["payload"]["arguments"]["command"] = json!("echo '<img src=x onerror=alert(2)>'");
+    lines[4]["payload"]["content"] = json!("```\n</details><script>alert(3)</script>\n````\nend");
+    lines.insert(
+        1,
+        json!({"artifact": {"id": art, "base64": base64::engine::general_purpose::STANDARD.encode(&png)}}),
+    );
+    let mut image = event(4);
+    image["type"] = json!("message.user");
+    image["actor"] = json!("user");
+    image["payload"] = json!({"image": {"media_type": "image/png", "artifact": art}});
+    image["refs"] = json!([art]);
+    lines.push(image);
+    repo.import(&repo.write_jsonl("t.jsonl", &lines));
+
+    let md = repo.ok(&["export", "s-transcript", "--format", "md"]);
+    let html = repo.ok(&["export", "s-transcript", "--format", "html"]);
+    // Markdown outside its code fences (inside them nothing is interpreted).
+    let mut prose = String::new();
+    let mut fence: Option<String> = None;
+    for line in md.lines() {
+        match &fence {
+            Some(f) if line == f => fence = None,
+            Some(_) => {}
+            None if line.starts_with("```") => {
+                fence = Some(line.chars().take_while(|c| *c == '`').collect())
+            }
+            None => {
+                prose.push_str(line);
+                prose.push('\n');
+            }
+        }
+    }
+    assert!(fence.is_none(), "every fence is closed");
+    assert_eq!(
+        prose.matches("<details>").count(),
+        prose.matches("</details>").count(),
+        "{prose}"
+    );
+    for (name, out) in [("md", &md), ("html", &html)] {
+        assert!(
+            !out.contains('\u{1b}') && !out.contains('\u{7}') && !out.contains('\u{202e}'),
+            "{name}: raw control characters"
+        );
+    }
+    for (name, out) in [("md", &prose), ("html", &html)] {
+        assert!(
+            !out.contains("<script>") && !out.contains("<img src=x"),
+            "{name}: {out}"
+        );
+        assert!(out.contains("&lt;script&gt;alert(1)"), "{name}: {out}");
+        assert!(
+            out.contains("[REDACTED:gitlab-pat]"),
+            "{name}: redaction markers stay visible"
+        );
+        assert!(out.contains("Tool call: Bash: echo"), "{name}: {out}");
+        assert!(out.contains("Looking at bug 1."), "{name}");
+    }
+    // The tool output cannot close its fence: the fence outruns its backticks.
+    assert!(
+        md.contains("\n`````text\n```\n</details><script>alert(3)</script>\n````\nend\n`````\n"),
+        "{md}"
+    );
+    // HTML: no script may run, the image is inline.
+    assert!(
+        html.contains("Content-Security-Policy") && html.contains("default-src 'none'"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<img alt=\"image sha256:")
+            && html.contains("src=\"data:image/png;base64,iVBOR"),
+        "{html}"
+    );
+    assert!(!html.contains("</details><script>"), "{html}");
+    assert!(md.contains(&format!("[image {art} (image/png)]")), "{md}");
+
+    // -o writes the same bytes; export still needs a format.
+    let path = repo.outside("t.html");
+    repo.ok(&[
+        "export",
+        "s-transcript",
+        "--format",
+        "html",
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), html);
+    repo.fails(&["export", "s-transcript"], 2);
+    repo.fails(
+        &["export", "s-transcript", "--canonical", "--format", "md"],
+        2,
+    );
+    assert!(
+        repo.ok(&["export", "s-transcript", "--format", "canonical"])
+            .starts_with("{\"header\"")
+    );
+}

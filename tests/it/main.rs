@@ -5,6 +5,7 @@ mod support;
 
 mod capture;
 mod cli;
+mod completions;
 mod concurrency;
 mod conformance;
 mod discovery;

@@ -118,9 +118,11 @@ fn an_mcp_client_session_uses_every_tool() {
 
         let status = data(&call("status", json!({})).await);
         assert_eq!(status["sessions"], 2);
-        // Both sessions were captured at HEAD (which says "captured at").
+        // Both sessions were captured by hand while HEAD was HEAD: they
+        // belong to the next commit, pending until it is made.
         let which = data(&call("which", json!({"commit": "HEAD"})).await);
-        let at_head: Vec<&str> = which["sessions"].as_array().unwrap().iter().filter_map(|s| s["session"].as_str()).collect();
+        assert_eq!(which["sessions"], json!([]), "{which}");
+        let at_head: Vec<&str> = which["pending"].as_array().unwrap().iter().filter_map(|s| s["session"].as_str()).collect();
         assert!(at_head.contains(&A) && at_head.len() == 2, "{which}");
 
         // The writers: init (idempotent), import, handoff.

@@ -628,3 +628,217 @@ fn json_shapes_are_the_documented_ones() {
         assert!(doc.contains(field), "docs/json.md documents {field}");
     }
 }
+
+#[test]
+fn json_shapes_of_doctor_fetch_push_sync_redact_and_rm() {
+    let repo = Repo::new();
+    let remote = repo.outside("json-remote.git");
+    repo.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
+    repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    let parse = |text: String| -> Value {
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+    };
+    // push with nothing to push still prints its document.
+    let empty = parse(repo.ok(&["push", "--to", "origin", "--json"]));
+    assert_eq!(
+        empty,
+        json!({"remote": "origin", "pushed": false, "rejected": []})
+    );
+    // Stored unredacted, so redact --check has something to find.
+    repo.git(&["config", "session.redact", "false"]);
+    let token = format!("glpat-{}", "aB3dE5gH7jK9mN1pQ2sT");
+    let mut lines = session_lines("s-json-sync", 2);
+    lines[1]["payload"] = json!({"text": format!("the deploy token is {token}")});
+    repo.import(&repo.write_jsonl("s.jsonl", &lines));
+    let out = repo
+        .session()
+        .args(["redact", "--check", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let redact = parse(text(&out.stdout));
+    assert_eq!(redact["checked"], 1);
+    assert_eq!(redact["hits"][0]["session"], "s-json-sync");
+    assert_eq!(redact["hits"][0]["seq"], 0);
+    assert_eq!(redact["hits"][0]["rules"]["gitlab-pat"], 1);
+    assert!(!text(&out.stdout).contains(&token));
+
+    let pushed = parse(repo.ok(&["push", "--json"]));
+    assert_eq!(
+        pushed,
+        json!({"remote": "origin", "pushed": true, "rejected": []})
+    );
+    // A second clone fetches it, appends, and both sync.
+    let clone = repo.outside("json-clone");
+    repo.git(&[
+        "clone",
+        "-q",
+        remote.to_str().unwrap(),
+        clone.to_str().unwrap(),
+    ]);
+    repo.git_in(&clone)
+        .args(["config", "session.remote", "origin"])
+        .assert()
+        .success();
+    let on_clone = |args: &[&str]| -> Value {
+        let out = repo.session_in(&clone).args(args).output().unwrap();
+        assert!(succeeded(&out), "{args:?}: {}", text(&out.stderr));
+        parse(text(&out.stdout))
+    };
+    let fetched = on_clone(&["fetch", "--json"]);
+    assert_eq!(
+        fetched,
+        json!({"changed": [{"id": "s-json-sync", "change": "created", "fork": null}],
+               "unchanged": 0, "removed": [], "quarantined": [], "remote": "origin"})
+    );
+    let again = on_clone(&["fetch", "--json"]);
+    assert_eq!(
+        (
+            again["changed"].as_array().map(Vec::len),
+            again["unchanged"].as_u64()
+        ),
+        (Some(0), Some(1))
+    );
+    let more = repo.write_jsonl("more.jsonl", &[event(2)]);
+    repo.ok(&["append", "s-json-sync", more.to_str().unwrap()]);
+    repo.ok(&["push"]);
+    let synced = on_clone(&["sync", "--json"]);
+    assert_eq!(synced["remote"], "origin");
+    assert_eq!(synced["changed"][0]["change"], "fast_forwarded");
+    assert_eq!(synced["not_pushed"], json!([]));
+    assert!(synced["rounds"].as_u64().unwrap() >= 1, "{synced}");
+
+    let removed = parse(repo.ok(&["rm", "s-json-sync", "--json"]));
+    assert_eq!(removed["id"], "s-json-sync");
+    assert_eq!(removed["tip"].as_str().unwrap().len(), 40);
+    assert_eq!(removed["tombstone"], true);
+
+    let doctor = parse(repo.ok(&["doctor", "--json"]));
+    assert_eq!(doctor["sessions"], 0);
+    assert_eq!(
+        doctor["remote"],
+        json!({"name": "origin", "configured": true})
+    );
+    assert_eq!(doctor["hooks"][0]["hook"], "post-commit");
+    assert_eq!(doctor["hooks"][0]["installed"], false);
+    assert_eq!(doctor["backups"], json!([]));
+    assert_eq!(doctor["hook_log"]["lines"], json!([]));
+    let agents: Vec<&str> = doctor["capture"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["agent"].as_str().unwrap())
+        .collect();
+    assert!(
+        agents.contains(&"codex") && agents.contains(&"claude"),
+        "{agents:?}"
+    );
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/json.md"),
+    )
+    .unwrap();
+    for section in [
+        "## doctor",
+        "## fetch",
+        "## push",
+        "## sync",
+        "## redact",
+        "## rm",
+    ] {
+        assert!(doc.contains(section), "docs/json.md lacks {section}");
+    }
+}
+
+#[test]
+fn doctor_shows_and_prunes_database_backups() {
+    let repo = Repo::new();
+    let dir = repo.root.join(".git/session/backups");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (i, name) in [
+        "state_5.sqlite.1000",
+        "state_5.sqlite.2000",
+        "state_5.sqlite.3000",
+        "opencode.db.1500",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let path = dir.join(name);
+        std::fs::write(&path, vec![b'x'; 10 + i]).unwrap();
+        // Ages follow the names: the oldest is modified first.
+        let t = std::time::SystemTime::UNIX_EPOCH
+            + std::time::Duration::from_secs(1_000_000 + i as u64 * 10);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
+    std::fs::write(dir.join("notes.txt"), b"not a backup").unwrap();
+    let shown = repo.ok(&["doctor"]);
+    assert!(shown.contains("backups    4 in "), "{shown}");
+    assert!(shown.contains("--prune-backups"), "{shown}");
+    assert!(shown.contains("backup     state_5.sqlite: "), "{shown}");
+    let pruned: Value =
+        serde_json::from_str(&repo.ok(&["doctor", "--prune-backups", "--json"])).unwrap();
+    let gone: Vec<String> = pruned["pruned"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().rsplit('/').next().unwrap().to_owned())
+        .collect();
+    assert_eq!(gone, ["state_5.sqlite.1000", "state_5.sqlite.2000"]);
+    let left: Vec<&str> = pruned["backups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["database"].as_str().unwrap())
+        .collect();
+    assert_eq!(left, ["state_5.sqlite", "opencode.db"], "oldest first");
+    assert!(dir.join("state_5.sqlite.3000").exists() && dir.join("notes.txt").exists());
+    repo.ok(&["doctor", "--prune-backups", "0"]);
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        1,
+        "only notes.txt is left"
+    );
+}
+
+#[test]
+fn progress_shows_on_a_terminal_only() {
+    let repo = Repo::new();
+    // A remote whose transport takes two seconds, then fails.
+    repo.git(&["remote", "add", "slow", "ssh://nowhere.invalid/x.git"]);
+    let bin = assert_cmd::cargo::cargo_bin!("git-session");
+    let run_tty = |args: &str| -> String {
+        let out = repo
+            .program_in("script", &repo.root)
+            .args(["-qc", &format!("{} {args}", bin.display()), "/dev/null"])
+            .env("GIT_SSH_COMMAND", "sleep 2; false")
+            .env("GIT_SESSION_PROGRESS_DELAY_MS", "200")
+            .env("TERM", "xterm")
+            .output()
+            .expect("util-linux script runs");
+        text(&out.stdout)
+    };
+    let shown = run_tty("fetch slow");
+    assert!(shown.contains("Fetching sessions from slow"), "{shown:?}");
+    // Cleared before the error is printed.
+    assert!(shown.contains("error"), "{shown:?}");
+    assert!(!run_tty("fetch slow --json").contains("Fetching sessions"));
+    assert!(!run_tty("-q fetch slow").contains("Fetching sessions"));
+    // Not a terminal: never.
+    let out = repo
+        .session()
+        .args(["fetch", "slow"])
+        .env("GIT_SSH_COMMAND", "sleep 2; false")
+        .env("GIT_SESSION_PROGRESS_DELAY_MS", "0")
+        .output()
+        .unwrap();
+    assert!(
+        !text(&out.stderr).contains("Fetching sessions"),
+        "{}",
+        text(&out.stderr)
+    );
+}
