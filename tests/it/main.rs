@@ -17,6 +17,7 @@ mod import_export;
 mod layout;
 mod manpage;
 mod mcp;
+mod mock;
 mod native;
 mod opencode;
 mod oracle;
