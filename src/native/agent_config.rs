@@ -577,7 +577,7 @@ mod tests {
         let start = v["hooks"]["SessionStart"][0]["hooks"][0]["command"]
             .as_str()
             .unwrap();
-        assert!(start.contains("hook claude-session-start") && !start.contains(">/dev/null"));
+        assert!(start.contains("hook claude-session-start") && !start.contains(" >/dev/null"));
         assert_eq!(
             claude_hooks(dir.path(), bin, true, true).unwrap().1,
             Change::Already
