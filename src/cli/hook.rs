@@ -11,15 +11,19 @@ use crate::ops::capture::CaptureRequest;
 
 /// Run a hook's work (called by the hooks `git session init` installs).
 ///
-/// post-commit: capture every agent after a commit. claude-stop,
+/// post-commit: capture every agent after a commit. claude-session-start:
+/// print, in Claude Code's SessionStart hook output, the brief of the
+/// latest session of another agent on this branch (init --agent-hooks
+/// --brief). claude-stop,
 /// claude-session-end: capture Claude Code (its Stop/SessionEnd hooks; the
 /// hook's JSON on stdin names the session's cwd). codex-notify: capture
 /// Codex (its notify program; the JSON argument names the cwd). Always
-/// exits 0 and prints nothing, whatever happens; failures are logged to
+/// exits 0 and prints nothing else, whatever happens; failures are logged to
 /// .git/session/hook.log (see `git session status`).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The hook: post-commit, claude-stop, claude-session-end, codex-notify.
+    /// The hook: post-commit, claude-stop, claude-session-end,
+    /// claude-session-start, codex-notify.
     name: String,
     /// What the agent passes (codex-notify: its JSON payload).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -37,7 +41,7 @@ fn payload_cwd(payload: &str) -> Option<PathBuf> {
 }
 
 /// Runs the hook; never returns an error, by design.
-pub fn run(args: Args, env: &Env, _out: &mut dyn Write) {
+pub fn run(args: Args, env: &Env, out: &mut dyn Write) {
     let agent_hook = match args.name.as_str() {
         "post-commit" => None,
         "claude-stop" | "claude-session-end" => {
@@ -46,6 +50,14 @@ pub fn run(args: Args, env: &Env, _out: &mut dyn Write) {
                 .take(PAYLOAD_LIMIT)
                 .read_to_string(&mut payload);
             Some((Agent::parse("claude"), payload_cwd(&payload)))
+        }
+        "claude-session-start" => {
+            let mut payload = String::new();
+            let _ = std::io::stdin()
+                .take(PAYLOAD_LIMIT)
+                .read_to_string(&mut payload);
+            session_start(&payload, env, out);
+            return;
         }
         "codex-notify" => {
             let payload = args.rest.last().map(String::as_str).unwrap_or("");
@@ -96,4 +108,44 @@ pub fn run(args: Args, env: &Env, _out: &mut dyn Write) {
         sqlite: Default::default(),
     };
     ops::hook::run(&store, &clock, &args.name, &request);
+}
+
+/// Claude Code's SessionStart hook: prints the brief as the hook's
+/// additional context, or nothing (no session to brief from, not a new
+/// session, any failure: logged).
+fn session_start(payload: &str, env: &Env, out: &mut dyn Write) {
+    let v: serde_json::Value = serde_json::from_str(payload).unwrap_or_default();
+    // Only new sessions: a resumed or compacted one has its own history.
+    if v["source"].as_str().is_some_and(|s| s != "startup") {
+        return;
+    }
+    let here = Env {
+        cwd: payload_cwd(payload).unwrap_or_else(|| env.cwd.clone()),
+        clock: env.clock,
+        ui: env.ui.clone(),
+    };
+    let Ok(store) = here.store() else {
+        return;
+    };
+    let starting = v["session_id"].as_str();
+    match ops::hook::session_start_brief(
+        &store,
+        &Agent::parse("claude"),
+        starting,
+        ops::hook::BRIEF_BUDGET,
+    ) {
+        Ok(Some(brief)) => {
+            let reply = serde_json::json!({"hookSpecificOutput": {
+                "hookEventName": "SessionStart",
+                "additionalContext": brief.text,
+            }});
+            let _ = writeln!(out, "{reply}");
+        }
+        Ok(None) => {}
+        Err(e) => ops::hook::log(
+            store.state_dir(),
+            &env.clock,
+            &format!("claude-session-start: no brief: {e}"),
+        ),
+    }
 }

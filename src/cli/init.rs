@@ -28,6 +28,10 @@ use crate::ops;
 /// skill and an AGENTS.md section saying when to call which tool; each is
 /// kept beside what you have (between markers, or marked), never fails the
 /// agent (exit 0, failures logged), and comes out again with --uninstall.
+/// With --brief, a new Claude Code session also starts with the brief of
+/// the latest session of another agent on this branch (captured at HEAD or
+/// an ancestor), compiled for Claude Code (4000 tokens) and framed as a
+/// record of earlier work, data and not instructions.
 ///
 /// --mcp AGENT
 /// registers `git-session mcp` as an MCP server with that agent (claude:
@@ -45,6 +49,12 @@ pub struct Args {
     /// the AGENTS.md section.
     #[arg(long)]
     agent_hooks: bool,
+    /// With --agent-hooks: also a Claude Code SessionStart hook that gives
+    /// each new session the brief of the latest session of another agent
+    /// on this branch, framed as a record (data), not instructions. Off by
+    /// default; --agent-hooks without --brief takes it out again.
+    #[arg(long, requires = "agent_hooks")]
+    brief: bool,
     /// Register the MCP server with this agent (repeatable: claude, codex).
     #[arg(long, value_name = "AGENT", value_parser = super::agent_parser())]
     mcp: Vec<git_session_schema::Agent>,
@@ -68,6 +78,7 @@ fn agent_setup(
     let setup = ops::init::AgentSetup {
         mcp: args.mcp.clone(),
         hooks: args.agent_hooks,
+        brief: args.brief,
         home: env.agent_home(args.home.clone())?,
         env: &lookup,
         remove: args.uninstall,

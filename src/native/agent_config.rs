@@ -10,7 +10,8 @@
 //! writes nothing.
 //!
 //! * Claude Code: the project's `.mcp.json` (`mcpServers.git-session`) and
-//!   `.claude/settings.local.json` (`hooks.Stop`, `hooks.SessionEnd`), plus
+//!   `.claude/settings.local.json` (`hooks.Stop`, `hooks.SessionEnd`, and
+//!   with the brief `hooks.SessionStart`), plus
 //!   a skill under `.claude/skills/git-session/`.
 //! * Codex CLI: `$CODEX_HOME/config.toml` (`[mcp_servers.git-session]`,
 //!   and a top-level `notify`).
@@ -167,12 +168,25 @@ fn claude_command(binary: &Path, name: &str) -> String {
     )
 }
 
+/// The command Claude Code's `SessionStart` hook runs: prints the brief
+/// (Claude Code adds a hook's output to the context), never fails.
+fn claude_brief_command(binary: &Path) -> String {
+    format!(
+        "{} hook claude-session-start 2>/dev/null || true {MARK}",
+        quote(binary)
+    )
+}
+
 /// Installs (or removes) capture in a Claude Code project's
-/// `.claude/settings.local.json`: `Stop` and `SessionEnd` hooks.
+/// `.claude/settings.local.json`: `Stop` and `SessionEnd` hooks, and with
+/// `brief` a `SessionStart` hook (new sessions only) that hands the agent
+/// the brief of the latest other agent's session on this branch. Without
+/// `brief`, a `SessionStart` hook of ours is taken out.
 pub fn claude_hooks(
     project: &Path,
     binary: &Path,
     install: bool,
+    brief: bool,
 ) -> NativeResult<(PathBuf, Change)> {
     let path = project.join(".claude/settings.local.json");
     let mut map = read_json(&path)?.unwrap_or_default();
@@ -188,6 +202,7 @@ pub fn claude_hooks(
     for (event, name) in [
         ("Stop", "claude-stop"),
         ("SessionEnd", "claude-session-end"),
+        ("SessionStart", "claude-session-start"),
     ] {
         let groups = hooks.entry(event).or_insert_with(|| json!([]));
         let Some(groups) = groups.as_array_mut() else {
@@ -199,10 +214,13 @@ pub fn claude_hooks(
         let is_ours = |g: &Value| g.to_string().contains(MARK);
         had_ours |= groups.iter().any(is_ours);
         groups.retain(|g| !is_ours(g));
-        if install {
+        if install && event != "SessionStart" {
             groups.push(
                 json!({"hooks": [{"type": "command", "command": claude_command(binary, name)}]}),
             );
+        } else if install && brief {
+            groups.push(json!({"matcher": "startup",
+                "hooks": [{"type": "command", "command": claude_brief_command(binary)}]}));
         }
         if groups.is_empty() {
             hooks.remove(event);
@@ -516,7 +534,7 @@ mod tests {
         let settings = dir.path().join(".claude/settings.local.json");
         std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
         std::fs::write(&settings, "{\"hooks\": [1,\n").unwrap();
-        let e = claude_hooks(dir.path(), Path::new("/bin/gs"), true).unwrap_err();
+        let e = claude_hooks(dir.path(), Path::new("/bin/gs"), true, false).unwrap_err();
         assert!(e.to_string().contains("line 2"), "{e}");
     }
 
@@ -530,11 +548,11 @@ mod tests {
         std::fs::write(&settings, user.to_string()).unwrap();
         let bin = Path::new("/bin/gs");
         assert_eq!(
-            claude_hooks(dir.path(), bin, true).unwrap().1,
+            claude_hooks(dir.path(), bin, true, false).unwrap().1,
             Change::Added
         );
         assert_eq!(
-            claude_hooks(dir.path(), bin, true).unwrap().1,
+            claude_hooks(dir.path(), bin, true, false).unwrap().1,
             Change::Already
         );
         let v: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
@@ -545,8 +563,32 @@ mod tests {
                 .unwrap()
                 .contains("claude-session-end")
         );
+        assert!(
+            v["hooks"].get("SessionStart").is_none(),
+            "the brief is off by default"
+        );
+        // The brief on: a SessionStart hook for new sessions, printing.
         assert_eq!(
-            claude_hooks(dir.path(), bin, false).unwrap().1,
+            claude_hooks(dir.path(), bin, true, true).unwrap().1,
+            Change::Updated
+        );
+        let v: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+        assert_eq!(v["hooks"]["SessionStart"][0]["matcher"], "startup");
+        let start = v["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap();
+        assert!(start.contains("hook claude-session-start") && !start.contains(" >/dev/null"));
+        assert_eq!(
+            claude_hooks(dir.path(), bin, true, true).unwrap().1,
+            Change::Already
+        );
+        // Installing without it turns it off again.
+        claude_hooks(dir.path(), bin, true, false).unwrap();
+        let v: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+        assert!(v["hooks"].get("SessionStart").is_none(), "{v}");
+        claude_hooks(dir.path(), bin, true, true).unwrap();
+        assert_eq!(
+            claude_hooks(dir.path(), bin, false, false).unwrap().1,
             Change::Removed
         );
         let v: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();

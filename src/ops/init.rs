@@ -123,6 +123,10 @@ pub struct AgentSetup<'a> {
     /// Install capture into the agents' hooks, the Claude Code skill and
     /// the AGENTS.md section.
     pub hooks: bool,
+    /// With `hooks`: also Claude Code's session-start hook that hands a
+    /// new session the brief of the latest other agent's session on this
+    /// branch (off by default).
+    pub brief: bool,
     /// The user's home (Codex's config lives under it).
     pub home: PathBuf,
     /// Looks up an environment variable (CODEX_HOME).
@@ -168,8 +172,13 @@ pub fn agent_setup(
         out.push((format!("{agent} mcp server"), path, change));
     }
     if setup.hooks {
-        let (p, c) = ac::claude_hooks(&project, binary, install)?;
-        out.push(("claude hooks (Stop, SessionEnd)".into(), p, c));
+        let (p, c) = ac::claude_hooks(&project, binary, install, setup.brief)?;
+        let what = if setup.brief && install {
+            "claude hooks (Stop, SessionEnd, SessionStart brief)"
+        } else {
+            "claude hooks (Stop, SessionEnd)"
+        };
+        out.push((what.into(), p, c));
         let (p, c) = ac::claude_skill(&project, install)?;
         out.push(("claude skill".into(), p, c));
         let (p, c) = ac::codex_notify(&codex_home, binary, install)?;

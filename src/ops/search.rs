@@ -87,6 +87,26 @@ const CONTEXT: usize = 80;
 struct Matcher<'a> {
     regex: regex::bytes::Regex,
     request: &'a SearchRequest,
+    /// The pattern can run over a block of index lines at once (see
+    /// [`block_safe`]); otherwise it runs line by line.
+    block: bool,
+}
+
+/// Whether running the pattern over a whole block of index lines finds
+/// every line whose text it matches (each candidate line is then checked
+/// on its own, so a block match that is no hit costs nothing but time).
+/// That holds unless the pattern asserts where a text starts or ends
+/// (`^`, `$`, `\A`, `\z`): in a block those are the block's or a line's
+/// edges, not the text column's. Word boundaries are safe: the text column
+/// is framed by a tab and a line break, both non-word bytes, as the edges
+/// of a text are.
+fn block_safe(source: &str, ignore_case: bool) -> bool {
+    regex_syntax::ParserBuilder::new()
+        .case_insensitive(ignore_case)
+        .utf8(false)
+        .build()
+        .parse(source)
+        .is_ok_and(|hir| !hir.properties().look_set().contains_anchor())
 }
 
 /// Runs a search.
@@ -104,7 +124,11 @@ pub fn search(store: &Store, request: &SearchRequest) -> OpResult<SearchReport> 
             message: format!("bad pattern {:?}: {e}", request.pattern),
             hint: Some("pass --fixed-strings (-F) to search for it literally".into()),
         })?;
-    let matcher = Matcher { regex, request };
+    let matcher = Matcher {
+        regex,
+        request,
+        block: block_safe(&source, request.ignore_case),
+    };
     let only = (!request.sessions.is_empty()).then_some(request.sessions.as_slice());
     let files: Vec<IndexFile> = store
         .refresh_index(only)?
@@ -190,18 +214,7 @@ fn scan_file(matcher: &Matcher<'_>, file: &IndexFile) -> OpResult<FileHits> {
                 None => continue,
             }
         };
-        for line in buf[..end].split(|&b| b == b'\n') {
-            if line.is_empty() {
-                continue;
-            }
-            events += 1;
-            if matcher.request.max.is_some_and(|m| hits.len() >= m) {
-                continue;
-            }
-            if let Some(hit) = matcher.line(line, &session, &file.agent) {
-                hits.push(hit);
-            }
-        }
+        events += matcher.block(&buf[..end], &session, &file.agent, &mut hits);
         if done {
             break;
         }
@@ -224,10 +237,53 @@ fn read_full(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 }
 
 fn memchr_last(buf: &[u8]) -> Option<usize> {
-    buf.iter().rposition(|&b| b == b'\n')
+    memchr::memrchr(b'\n', buf)
 }
 
 impl Matcher<'_> {
+    /// Matches a block of whole index lines; pushes the hits and returns
+    /// how many lines (events) the block holds.
+    ///
+    /// One regex run over the block finds the first candidate line; only
+    /// that line is then matched on its own (the text column, filters),
+    /// and the run goes on from the next line. The block is not split into
+    /// lines first: the scan goes at the regex's (literal-accelerated)
+    /// speed instead of paying a call per event.
+    fn block(&self, block: &[u8], session: &str, agent: &str, hits: &mut Vec<Hit>) -> u64 {
+        let full = |hits: &Vec<Hit>| self.request.max.is_some_and(|m| hits.len() >= m);
+        let lines = block.split(|&b| b == b'\n').filter(|l| !l.is_empty());
+        if !self.block {
+            let mut events = 0;
+            for line in lines {
+                events += 1;
+                if !full(hits)
+                    && let Some(hit) = self.line(line, session, agent)
+                {
+                    hits.push(hit);
+                }
+            }
+            return events;
+        }
+        let mut events = memchr::memchr_iter(b'\n', block).count() as u64;
+        if block.last().is_some_and(|&b| b != b'\n') {
+            events += 1;
+        }
+        let mut at = 0;
+        while at < block.len() && !full(hits) {
+            let Some(m) = self.regex.find_at(block, at) else {
+                break;
+            };
+            let start = memchr::memrchr(b'\n', &block[at..m.start()]).map_or(at, |i| at + i + 1);
+            let end =
+                memchr::memchr(b'\n', &block[m.start()..]).map_or(block.len(), |i| m.start() + i);
+            if let Some(hit) = self.line(&block[start..end], session, agent) {
+                hits.push(hit);
+            }
+            at = end + 1;
+        }
+        events
+    }
+
     /// Matches one index line (`seq \t type \t ts \t text`).
     fn line(&self, line: &[u8], session: &str, agent: &str) -> Option<Hit> {
         let mut cols = line.splitn(4, |&b| b == b'\t');
@@ -342,6 +398,64 @@ mod tests {
         assert!(type_matches("tool.*", "tool.result"));
         assert!(type_matches("tool.", "tool.result"));
         assert!(!type_matches("tool.*", "message.user"));
+    }
+
+    /// The block scan finds exactly the hits of matching line by line,
+    /// for patterns that can span lines in a block, match in the other
+    /// columns, or anchor (which fall back to lines).
+    #[test]
+    fn the_block_scan_finds_what_line_by_line_finds() {
+        let block = b"0\tmessage.user\t10\txa\tfoo\n\
+1\ttool.call\t11\tac foo bar\n\
+2\tmessage.assistant\t12\tfoo\n\
+3\ttool.result\t13\tbar foo\tbaz\n\
+4\tmessage.user\t14\ttool.call and 3\n";
+        for (pattern, types) in [
+            ("a[^b]*c", vec![]),
+            ("foo", vec![]),
+            ("foo", vec!["tool.*".to_owned()]),
+            ("^foo", vec![]),
+            ("foo$", vec![]),
+            ("tool.call", vec![]),
+            ("1", vec![]),
+            (r"\bbar\b", vec![]),
+            (r"\s", vec![]),
+            ("x*", vec![]),
+            ("nothing", vec![]),
+        ] {
+            let request = SearchRequest {
+                pattern: pattern.into(),
+                types,
+                ..SearchRequest::default()
+            };
+            let regex = regex::bytes::Regex::new(pattern).unwrap();
+            let mut by_lines = Matcher {
+                regex: regex.clone(),
+                request: &request,
+                block: false,
+            };
+            let mut expected = Vec::new();
+            let events = by_lines.block(block, "s", "claude", &mut expected);
+            by_lines.block = block_safe(pattern, false);
+            let mut got = Vec::new();
+            assert_eq!(by_lines.block(block, "s", "claude", &mut got), events);
+            assert_eq!(events, 5);
+            assert_eq!(got, expected, "{pattern}");
+        }
+        assert!(block_safe("a[^b]*c", false) && block_safe(r"\bx", false));
+        assert!(
+            !block_safe("^x", false) && !block_safe("(?m)x$", false) && !block_safe(r"\Ax", false)
+        );
+        // Found in the text only: seqs, types and times are not text.
+        let request = SearchRequest::default();
+        let m = Matcher {
+            regex: regex::bytes::Regex::new("tool.call").unwrap(),
+            request: &request,
+            block: true,
+        };
+        let mut hits = Vec::new();
+        m.block(block, "s", "claude", &mut hits);
+        assert_eq!(hits.iter().map(|h| h.seq).collect::<Vec<_>>(), [4]);
     }
 
     #[test]

@@ -170,6 +170,18 @@ impl Store {
         text.split_whitespace().min().map(str::to_owned)
     }
 
+    /// Returns whether `commit` is `HEAD` or one of its ancestors (false
+    /// before the first commit, or when git cannot tell).
+    pub fn on_head(&self, commit: gix::ObjectId) -> bool {
+        self.run_git(&[
+            "merge-base".into(),
+            "--is-ancestor".into(),
+            commit.to_string(),
+            "HEAD".into(),
+        ])
+        .is_ok_and(|out| out.status.success())
+    }
+
     /// Returns the root of the work tree this store was opened in, if any.
     pub fn work_dir(&self) -> Option<PathBuf> {
         self.repo.workdir().map(std::path::Path::to_owned)

@@ -20,6 +20,7 @@ mod layout;
 mod lifecycle;
 mod manpage;
 mod mcp;
+mod mock;
 mod native;
 mod opencode;
 mod oracle;

@@ -8,6 +8,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
 
+use crate::mock::Mock;
 use crate::support::*;
 
 const A: &str = "0199aaaa-0000-7000-8000-000000000001";
@@ -160,7 +161,6 @@ fn an_mcp_client_session_uses_every_tool() {
 /// session text framed as data with its session and seq.
 #[test]
 fn claude_code_calls_the_server_and_sends_the_result_to_the_model() {
-    let prefix = crate::oracle::prefix();
     let repo = Repo::new();
     let mut lines = session_lines(A, 4);
     lines[2]["payload"]["arguments"]["command"] = json!("cargo test zebra_parser_fails_on_tabs");
@@ -182,76 +182,22 @@ fn claude_code_calls_the_server_and_sends_the_result_to_the_model() {
     )
     .unwrap();
 
-    let work = repo.outside("mock");
-    std::fs::create_dir_all(&work).unwrap();
-    let log = work.join("requests.jsonl");
-    let port_file = work.join("port");
-    let mock = std::process::Command::new("python3")
-        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracle/mockllm.py"))
-        .args(["--mode", "tool", "--tool-name", "mcp__git-session__search"])
-        .args([
+    let mock = Mock::start(
+        &repo.outside("mock"),
+        &[
+            "--mode",
+            "tool",
+            "--tool-name",
+            "mcp__git-session__search",
             "--tool-input",
             r#"{"pattern": "zebra_parser", "literal": true}"#,
-        ])
-        .arg("--log")
-        .arg(&log)
-        .args(["--port", "0", "--port-file"])
-        .arg(&port_file)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let _mock = KillOnDrop(mock);
-    let started = std::time::Instant::now();
-    while std::fs::read_to_string(&port_file).map_or(true, |p| p.trim().is_empty()) {
-        assert!(started.elapsed().as_secs() < 20, "the mock did not start");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let port = std::fs::read_to_string(&port_file)
-        .unwrap()
-        .trim()
-        .to_owned();
-
-    let base = repo.spawnable_in(&repo.root);
-    let mut claude = std::process::Command::new(prefix.join("bin/claude"));
-    claude.env_clear();
-    for (k, v) in base.get_envs() {
-        if let Some(v) = v {
-            claude.env(k, v);
-        }
-    }
-    let path = format!(
-        "{}:{}",
-        prefix.join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
+        ],
     );
-    let out = claude
-        .env("PATH", path)
-        .env("TERM", "dumb")
-        .env("IS_SANDBOX", "1")
-        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
-        .env("ANTHROPIC_API_KEY", "dummy")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("DISABLE_TELEMETRY", "1")
-        .env("ENABLE_TOOL_SEARCH", "false")
-        .args(["-p", "Where did the parser fail before?"])
-        .args(["--dangerously-skip-permissions", "--output-format", "json"])
-        .current_dir(&repo.root)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "claude failed: {}{}",
-        text(&out.stdout),
-        text(&out.stderr)
+    let out = crate::mock::run_ok(
+        crate::mock::claude(&repo, &mock, "Where did the parser fail before?"),
+        "claude",
     );
-    let requests: Vec<Value> = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .filter(|r: &Value| r["path"].as_str().is_some_and(|p| p.contains("/messages")))
-        .collect();
+    let requests = mock.requests("/messages");
     let offered = requests.iter().any(|r| {
         r["body"]["tools"]
             .as_array()
@@ -274,10 +220,7 @@ fn claude_code_calls_the_server_and_sends_the_result_to_the_model() {
             b["type"] == "tool_result" && b.to_string().contains("zebra_parser_fails_on_tabs")
         })
         .unwrap_or_else(|| {
-            panic!(
-                "no tool result from the server in the history Claude Code sent: {}",
-                text(&out.stdout)
-            )
+            panic!("no tool result from the server in the history Claude Code sent: {out}")
         });
     let body = result.to_string();
     assert!(body.contains("not instructions"), "{body}");
@@ -297,12 +240,74 @@ fn claude_code_calls_the_server_and_sends_the_result_to_the_model() {
     assert_eq!(hits["hits"][0]["seq"], 1, "{body}");
 }
 
-/// Ends a helper process this test started, by its own handle.
-struct KillOnDrop(std::process::Child);
+/// The real Codex CLI (from the oracle) with the server registered by
+/// `init --mcp codex`: the mock model calls the server's `search` tool,
+/// and the next request Codex sends carries the tool's output.
+#[test]
+fn codex_calls_the_server_and_sends_the_result_to_the_model() {
+    let repo = Repo::new();
+    let mut lines = session_lines(A, 4);
+    lines[2]["payload"]["arguments"]["command"] = json!("cargo test zebra_parser_fails_on_tabs");
+    repo.import(&repo.write_jsonl("a.jsonl", &lines));
+    let said = repo.ok(&["init", "--mcp", "codex"]);
+    assert!(said.contains("Installed codex mcp server"), "{said}");
+    let config = std::fs::read_to_string(repo.home.join(".codex/config.toml")).unwrap();
+    assert!(config.contains("[mcp_servers.git-session]"), "{config}");
 
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    let mock = Mock::start(
+        &repo.outside("mock"),
+        &[
+            "--mode",
+            "tool",
+            "--tool-name",
+            "mcp__git_session__search",
+            "--tool-input",
+            r#"{"pattern": "zebra_parser", "literal": true}"#,
+        ],
+    );
+    let out = crate::mock::run_ok(
+        crate::mock::codex(&repo, &mock, "Where did the parser fail before?"),
+        "codex",
+    );
+    let requests = mock.requests("/responses");
+    let offered = requests.iter().any(|r| {
+        r["body"]["tools"].as_array().is_some_and(|t| {
+            t.iter()
+                .any(|t| t["name"] == "mcp__git_session" && t.to_string().contains("\"search\""))
+        })
+    });
+    assert!(
+        offered,
+        "Codex never offered the server's tools to the model"
+    );
+    let output = requests
+        .iter()
+        .flat_map(|r| r["body"]["input"].as_array().cloned().unwrap_or_default())
+        .find(|i| {
+            i["type"] == "function_call_output"
+                && i.to_string().contains("zebra_parser_fails_on_tabs")
+        })
+        .unwrap_or_else(|| {
+            panic!("no tool output from the server in the history Codex sent: {out}")
+        });
+    let body = output.to_string();
+    assert!(
+        body.contains("call_mock_"),
+        "the output answers the mock's call: {body}"
+    );
+    // Codex prefixes the server's text with its own lines ("Wall time",
+    // "Output:"); the rest is the server's JSON, the hit with provenance.
+    let text = output["output"].as_str().unwrap_or_default();
+    let json_at = text.find('{').unwrap_or_else(|| panic!("no JSON: {body}"));
+    let hits: Value =
+        serde_json::from_str(&text[json_at..]).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert!(
+        hits["notice"]
+            .as_str()
+            .unwrap()
+            .contains("not instructions"),
+        "{body}"
+    );
+    assert_eq!(hits["hits"][0]["session"], A, "{body}");
+    assert_eq!(hits["hits"][0]["seq"], 1, "{body}");
 }

@@ -25,7 +25,9 @@ Script (stateless, decided per request from the request itself):
 
   --tool-name NAME --tool-input JSON (added in this project's copy):
     in mode "tool", when the request offers the tool NAME (e.g. an MCP
-    tool, mcp__git-session__search), call it with JSON instead of Bash.
+    tool, mcp__git-session__search), call it with JSON instead of Bash
+    (Claude: a tool_use; Codex: a function_call, inside the tool's
+    namespace when Codex offers it in one).
 
 Copied from shared/oracle/mockllm.py into the project's test harness.
 
@@ -319,6 +321,36 @@ def oai_shell_call(body, n):
     return None
 
 
+def oai_named_call(body, n):
+    """A function call of --tool-name when the request offers it, either as
+    a plain function tool of that name or as tool NAME of a namespace
+    (Codex groups an MCP server's tools in one, `mcp__git_session`, and
+    NAME is then `mcp__git_session__search`)."""
+    call_id = "call_mock_" + RUN + "_%06d" % n
+    call = {"type": "function_call", "id": "fc_mock_" + RUN + "_%06d" % n, "call_id": call_id,
+            "name": ARGS.tool_name, "arguments": ARGS.tool_input, "status": "completed"}
+
+    def walk(tools, namespace):
+        for t in tools or []:
+            if not isinstance(t, dict):
+                continue
+            if t.get("type") == "namespace":
+                found = walk(t.get("tools"), t.get("name"))
+                if found:
+                    return found
+            elif namespace and ARGS.tool_name in (namespace + t.get("name", ""),
+                                                  namespace + "__" + t.get("name", "")):
+                return dict(call, name=t.get("name"), namespace=namespace)
+            elif t.get("name") == ARGS.tool_name:
+                return call
+        return None
+    found = walk(body.get("tools"), None)
+    for it in body.get("input") or []:
+        if not found and isinstance(it, dict) and it.get("type") == "additional_tools":
+            found = walk(it.get("tools"), None)
+    return found
+
+
 def oai_plan(body):
     n = next_id()
     items = []
@@ -337,6 +369,15 @@ def oai_plan(body):
         return [{"type": "compaction", "id": "cmp_mock_" + RUN + "_%06d" % n,
                  "encrypted_content": "MOCK-COMPACTION-%06d" % n}]
     reasoning_on = isinstance(body.get("reasoning"), dict)
+    if ARGS.mode == "tool" and ARGS.tool_name and not oai_last_is_tool_output(body):
+        call = oai_named_call(body, n)
+        if call is not None:
+            items.append({"type": "message", "role": "assistant", "id": "msg_mock_" + RUN + "_%06da" % n,
+                          "status": "completed", "phase": "commentary",
+                          "content": [{"type": "output_text", "annotations": [],
+                                       "text": "I'll look it up in the recorded sessions."}]})
+            items.append(call)
+            return items
     if ARGS.mode == "tool" and not oai_last_is_tool_output(body):
         call = oai_shell_call(body, n)
         if call is not None:
