@@ -25,6 +25,7 @@
 pub mod claude;
 pub mod registry;
 pub mod source;
+pub mod tools;
 
 use std::path::PathBuf;
 

@@ -58,6 +58,7 @@ static SPEC: LazyLock<AgentSpec> = LazyLock::new(|| AgentSpec {
     default_store: ".testdb",
     sources: &SOURCES,
     tools: &[],
+    arguments: &[],
     tokenizer: TokenizerFamily::ClaudeEstimate,
     resume: "testdb resume {id}",
 });
@@ -525,6 +526,7 @@ static FRAMED_SPEC: LazyLock<AgentSpec> = LazyLock::new(|| AgentSpec {
     default_store: ".testzst",
     sources: &FRAMED_SOURCES,
     tools: &[],
+    arguments: &[],
     tokenizer: TokenizerFamily::ClaudeEstimate,
     resume: "testzst resume {id}",
 });
