@@ -360,6 +360,82 @@ pub fn translate(target: &AgentSpec, source: &Agent, name: &str, arguments: &Val
     }
 }
 
+/// Returns the loss line for a `message.thinking` event whose text another
+/// agent's render carries as plain reasoning while its provider-bound part
+/// (a Claude or Pi thinking signature, a redacted block, Codex's encrypted
+/// reasoning) stays behind: `None` when it has none.
+pub fn opaque_reasoning_loss(
+    event: &git_session_schema::Event,
+    target: &AgentSpec,
+) -> Option<String> {
+    let p = &event.payload;
+    let opaque = p.get("opaque").is_some_and(|o| !o.is_null())
+        || p.get("encrypted") == Some(&Value::Bool(true))
+        || p.get("redacted") == Some(&Value::Bool(true))
+        || p.get("signature").is_some_and(|s| !s.is_null());
+    opaque.then(|| {
+        format!(
+            "reasoning-opaque-dropped: seq {}: {} reasoning written as plain text for {}; its provider-bound signature or ciphertext is not",
+            event.seq, event.agent, target.display
+        )
+    })
+}
+
+/// Keeps a sub-agent's events out of another agent's main line.
+///
+/// Claude Code's older files hold a sub-agent's records inside the main
+/// file (`isSidechain: true`; the parse marks their events `sidechain`).
+/// A Claude target writes them back as sidechain records, its own
+/// sub-agent form; every other target gets the spawning call and its
+/// result (which holds the sub-agent's answer) and not the sub-agent's
+/// turns, and one `subagent-folded` loss line per sub-agent names the
+/// seqs left out.
+#[derive(Debug)]
+pub struct SubAgentFold {
+    keeps_sidechains: bool,
+    folded: std::collections::BTreeMap<String, Vec<u64>>,
+}
+
+impl SubAgentFold {
+    /// Returns the fold for a render to `target`.
+    pub fn new(target: &Agent) -> SubAgentFold {
+        SubAgentFold {
+            keeps_sidechains: *target == Agent::Claude,
+            folded: Default::default(),
+        }
+    }
+
+    /// Says whether `event` goes to the target (remembering it if not).
+    pub fn keep(&mut self, event: &git_session_schema::Event) -> bool {
+        let sidechain = event.payload.get("sidechain") == Some(&Value::Bool(true));
+        if !sidechain || self.keeps_sidechains {
+            return true;
+        }
+        let agent = event
+            .payload
+            .get("subagent")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_owned();
+        self.folded.entry(agent).or_default().push(event.seq);
+        false
+    }
+
+    /// Returns the loss lines: one per sub-agent whose events were left out.
+    pub fn losses(&self) -> Vec<String> {
+        self.folded
+            .iter()
+            .map(|(agent, seqs)| {
+                format!(
+                    "subagent-folded: seqs {} ({} events of sub-agent {agent}) not written as main-line turns; the spawning call's result carries the sub-agent's answer",
+                    crate::seq_list(seqs),
+                    seqs.len()
+                )
+            })
+            .collect()
+    }
+}
+
 /// Returns the patch a call carries (Codex `apply_patch`, freeform or
 /// `{"input": …}`; any edit tool's `patch`/`patchText`).
 fn patch_text(name: &str, arguments: &Value) -> Option<String> {

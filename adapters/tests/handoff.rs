@@ -350,3 +350,130 @@ fn a_handoff_render_reports_dropped_arguments_with_their_seq() {
     let text = dump(&changes);
     assert!(text.contains("description=Run the tests"), "{text}");
 }
+
+/// The public moredip session in the older layout: the sub-agent's
+/// records inline, `isSidechain: true` (tests/data/README.md).
+const INLINE_SIDECHAIN: &[u8] = include_bytes!("data/claude-inline-sidechain.jsonl");
+/// The sub-agent's own tool call (a WebSearch), which only its records hold.
+const SUBAGENT_CALL: &str = "toolu_01PQqfNyi6Re4Pmw55BUHr5i";
+
+fn inline_sidechain_events() -> Vec<Event> {
+    let parsed = git_session_adapters::claude::Claude.parse(git_session_adapters::ParseInput {
+        records: git_session_adapters::Records::Lines {
+            bytes: INLINE_SIDECHAIN,
+            first_line: 0,
+            offset: 0,
+        },
+        next_seq: 0,
+        state: None,
+        source: "projects/-p/4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl",
+        session: None,
+        sidecar: None,
+    });
+    parsed.events
+}
+
+#[test]
+fn inline_sidechain_records_are_marked_as_the_sub_agents() {
+    let events = inline_sidechain_events();
+    let marked: Vec<&Event> = events
+        .iter()
+        .filter(|e| e.payload["sidechain"] == true)
+        .collect();
+    assert!(!marked.is_empty());
+    assert!(marked.iter().all(|e| e.payload["subagent"] == "a2018e5"));
+    // Exactly the events of the six sidechain lines (lines 5 to 10).
+    assert!(marked.iter().all(|e| {
+        let line = e.origin.as_ref().unwrap().native_seq.unwrap();
+        (5..=10).contains(&line)
+    }));
+    let main_calls: Vec<&str> = events
+        .iter()
+        .filter(|e| e.kind == kinds::TOOL_CALL && e.payload["sidechain"] != true)
+        .filter_map(|e| e.payload["name"].as_str())
+        .collect();
+    assert_eq!(main_calls, ["Task"]);
+}
+
+#[test]
+fn sub_agent_turns_stay_out_of_another_agents_main_line() {
+    let events = inline_sidechain_events();
+    let sidechain = events
+        .iter()
+        .filter(|e| e.payload["sidechain"] == true)
+        .count();
+    for target in ADAPTERS {
+        let agent = target.agent();
+        let mut fold = tools::SubAgentFold::new(&agent);
+        let kept: Vec<Event> = events.iter().filter(|e| fold.keep(e)).cloned().collect();
+        let text = dump(&render(*target, &kept));
+        if agent == Agent::Claude {
+            // Claude's own form: written back as sidechain records.
+            assert_eq!(kept.len(), events.len());
+            assert!(fold.losses().is_empty());
+            assert_eq!(text.matches("\"isSidechain\":true").count(), 6, "{text}");
+            continue;
+        }
+        assert_eq!(kept.len(), events.len() - sidechain, "{agent}");
+        let losses = fold.losses();
+        assert_eq!(losses.len(), 1, "{agent}: {losses:?}");
+        assert!(
+            losses[0].starts_with("subagent-folded: seqs ")
+                && losses[0].contains(&format!("({sidechain} events of sub-agent a2018e5)")),
+            "{losses:?}"
+        );
+        assert!(
+            !text.contains(SUBAGENT_CALL),
+            "{agent}: the sub-agent's call is in the main line"
+        );
+        // Without the fold the sub-agent's call would be there: the check
+        // above can fail.
+        let unfolded = dump(&render(*target, &events));
+        assert!(unfolded.contains(SUBAGENT_CALL), "{agent}: control");
+        // The spawning call's result, the sub-agent's answer, is there.
+        let task_result = kept
+            .iter()
+            .find(|e| e.kind == kinds::TOOL_RESULT)
+            .and_then(|e| e.payload["output"].as_str())
+            .unwrap();
+        let probe: String = task_result.chars().take(40).collect();
+        assert!(text.contains(&probe), "{agent}: {probe:?} missing");
+    }
+}
+
+#[test]
+fn provider_bound_reasoning_follows_one_rule_per_target_with_a_loss_line() {
+    for target in ADAPTERS {
+        let agent = target.agent();
+        let source = source_for(&agent);
+        let mut events = shell_session(&source, false);
+        let mut thinking = event(
+            1,
+            &source,
+            kinds::MESSAGE_THINKING,
+            json!({"text": "PLAIN-REASONING", "opaque": {"signature": "SIG-BYTES"}}),
+        );
+        thinking.actor = format!("agent:{source}");
+        events.insert(1, thinking);
+        for (i, e) in events.iter_mut().enumerate() {
+            e.seq = i as u64;
+        }
+        let changes = render(*target, &events);
+        let text = dump(&changes);
+        assert!(
+            !text.contains("SIG-BYTES"),
+            "{agent}: a foreign signature was written"
+        );
+        let carried = text.contains("PLAIN-REASONING");
+        let code = if carried {
+            "reasoning-opaque-dropped: seq 1:"
+        } else {
+            "thinking-dropped"
+        };
+        assert!(
+            changes.losses.iter().any(|l| l.starts_with(code)),
+            "{agent}: carried={carried}, {:?}",
+            changes.losses
+        );
+    }
+}

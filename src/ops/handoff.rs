@@ -240,12 +240,19 @@ pub fn handoff(
         Level::Context,
         json!({ "text": brief }),
     );
-    let mut stream = std::iter::once(first).chain(events.into_iter().map(|mut e| {
-        e.seq += 1;
-        e.parent_seq = e.parent_seq.map(|p| p + 1);
-        e.checksum = None;
-        e
-    }));
+    // A sub-agent's turns stay out of another agent's main line.
+    let fold = std::cell::RefCell::new(git_session_adapters::tools::SubAgentFold::new(&request.to));
+    let mut stream = std::iter::once(first).chain(
+        events
+            .into_iter()
+            .filter(|e| fold.borrow_mut().keep(e))
+            .map(|mut e| {
+                e.seq += 1;
+                e.parent_seq = e.parent_seq.map(|p| p + 1);
+                e.checksum = None;
+                e
+            }),
+    );
     let target = NativeTarget {
         adapter,
         root: &root,
@@ -264,7 +271,9 @@ pub fn handoff(
     } = write_native(store, clock, &target, &mut stream)?;
     // What the brief left out is in the context.compiled event; the loss
     // report is about the history the target received.
+    drop(stream);
     let mut losses = changes.losses.clone();
+    losses.extend(fold.borrow().losses());
     losses.extend(omitted);
 
     // Record the handoff in the log: the compiled context and the handoff.

@@ -418,6 +418,10 @@ impl Writer<'_, '_> {
                     return Ok(());
                 }
                 self.reply(time, event.seq)?;
+                if event.kind == kinds::MESSAGE_THINKING {
+                    self.losses
+                        .extend(crate::tools::opaque_reasoning_loss(event, &super::SPEC));
+                }
                 let block = if event.kind == kinds::MESSAGE_THINKING {
                     json!({"type": "reasoning", "text": text})
                 } else {

@@ -409,6 +409,9 @@ impl Writer<'_> {
             }
             kinds::MESSAGE_THINKING => {
                 let text = payload_text(p);
+                if let Some(line) = crate::tools::opaque_reasoning_loss(event, &super::SPEC) {
+                    self.loss(line);
+                }
                 if !text.is_empty() {
                     // Shown to the user; not sent back to the model.
                     self.reasoning = Some(match self.reasoning.take() {

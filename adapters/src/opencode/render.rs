@@ -243,6 +243,8 @@ impl Renderer<'_> {
                         event.seq
                     ));
                 } else {
+                    self.losses
+                        .extend(crate::tools::opaque_reasoning_loss(&event, &super::SPEC));
                     let part =
                         json!({"type": "reasoning", "text": text, "time": self.span(&event)});
                     self.assistant_part(&event, part);
