@@ -25,6 +25,7 @@
 pub mod claude;
 pub mod registry;
 pub mod source;
+pub mod tools;
 
 use std::path::PathBuf;
 
@@ -267,7 +268,8 @@ pub struct ChangeSet {
     /// `message-empty`, `derived-event-folded`, `event-unmapped`,
     /// `fork-parent-missing`, `subagent-meta-omitted`, `unparsed-line-omitted`,
     /// `tool-unmapped` (a call to a tool the target does not have, written
-    /// under its own name).
+    /// under its own name), `argument-dropped`, `subagent-folded`,
+    /// `reasoning-opaque-dropped` (see [`tools`] and docs/handoff.md).
     pub losses: Vec<String>,
     /// Lines to append to shared index files, relative to the store root
     /// (created when missing). Each `bytes` is whole lines ending in `\n`;
@@ -581,6 +583,27 @@ pub fn shell_command(name: &str, arguments: &Value) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// Returns seqs as ranges, `3-5, 9`, for loss lines.
+pub fn seq_list(seqs: &[u64]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < seqs.len() {
+        let start = seqs[i];
+        let mut end = start;
+        while i + 1 < seqs.len() && seqs[i + 1] == end + 1 {
+            i += 1;
+            end = seqs[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(", ")
 }
 
 /// Parses a line that is a JSON object except for invalid UTF-8 in it,

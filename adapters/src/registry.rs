@@ -41,6 +41,11 @@ pub struct AgentSpec {
     /// The native tool names by kind. The first name of a kind is the one a
     /// render uses when it maps a foreign call of that kind.
     pub tools: &'static [(ToolKind, &'static str)],
+    /// The arguments each native tool takes, by tool name: what a foreign
+    /// call's arguments are translated into ([`crate::tools::translate`]).
+    /// A name ending in `:s` takes seconds where others take milliseconds
+    /// (a `timeout`).
+    pub arguments: &'static [(&'static str, &'static [&'static str])],
     /// Which tokenizer budgets context for this agent (`compile --for`,
     /// `handoff --to` count with it).
     pub tokenizer: TokenizerFamily,
@@ -72,6 +77,15 @@ impl AgentSpec {
     /// Returns whether the agent has a tool named `name`.
     pub fn has_tool(&self, name: &str) -> bool {
         self.tools.iter().any(|(_, n)| *n == name)
+    }
+
+    /// Returns the argument names native tool `tool` takes (empty when the
+    /// registry does not list them).
+    pub fn arguments_of(&self, tool: &str) -> &'static [&'static str] {
+        self.arguments
+            .iter()
+            .find(|(t, _)| *t == tool)
+            .map_or(&[], |(_, a)| *a)
     }
 
     /// Returns the agent's own tool for `kind`, if it has one.

@@ -78,6 +78,21 @@ pub(crate) fn candidates(events: &[Event], git: &GitFacts) -> Candidates {
 
     for e in events {
         let p = &e.payload;
+        // A sub-agent's turns (Claude's inline sidechain records) are not
+        // the user's requests nor the main line's replies: the spawning
+        // call's result carries what the sub-agent found.
+        if p.get("sidechain").is_some_and(truthy)
+            && matches!(
+                e.kind.as_str(),
+                kinds::MESSAGE_USER | kinds::MESSAGE_ASSISTANT
+            )
+        {
+            unused
+                .entry(format!("{} (sub-agent)", e.kind))
+                .or_default()
+                .push(e.seq);
+            continue;
+        }
         match e.kind.as_str() {
             kinds::MESSAGE_USER => {
                 let Some(text) = message_text(p) else {

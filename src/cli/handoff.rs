@@ -12,8 +12,9 @@ use crate::sign::KeySource;
 
 /// Hand a session to another agent so it carries on where this one stopped.
 ///
-/// Compiles the session for the target, writes the whole history in the
-/// target's native format with the compiled brief as its first message,
+/// Compiles the session for the target, writes the history (all of it by
+/// default; see --history) in the target's native format with the compiled
+/// brief as its first message,
 /// records the handoff in the session's log, attaches a receipt as a git
 /// note (SSH-signed with --key, session.signingKey, or user.signingKey when
 /// gpg.format=ssh; unsigned otherwise), and prints the command that
@@ -31,6 +32,12 @@ pub struct Args {
     /// Token budget of the compiled brief.
     #[arg(long, default_value_t = git_session_compiler::DEFAULT_BUDGET)]
     budget: usize,
+    /// How much of the history the target gets after the brief: `full`
+    /// (every event), `tail:N` (the last N messages, tool calls and
+    /// results, with the calls of kept results), or `none` (the brief alone
+    /// starts the session). What is left out is in the loss report.
+    #[arg(long, value_name = "full|tail:N|none", default_value = "full")]
+    history: ops::handoff::History,
     /// Home directory whose agent store is written (default: $HOME).
     #[arg(long, value_name = "DIR")]
     home: Option<PathBuf>,
@@ -71,6 +78,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         to,
         note: args.note,
         budget: args.budget,
+        history: args.history,
         summarizer_cmd: args.summarizer_cmd,
         home,
         env: &lookup,

@@ -407,6 +407,7 @@ pub fn call(cx: &Context, name: &str, args: &Value) -> Result<Value, String> {
                 note: string(args, "note")?,
                 budget: uint(args, "budget")?
                     .map_or(git_session_compiler::DEFAULT_BUDGET, |b| b as usize),
+                history: Default::default(),
                 summarizer_cmd: None,
                 home: cx.home.clone(),
                 env: &lookup,

@@ -1,8 +1,9 @@
 //! `handoff`: give a session to another agent.
 //!
-//! Compiles the session for the target, writes the full translated history
-//! into the target's native store with the compiled brief as its first
-//! message (so it is the first thing the target reads), records a
+//! Compiles the session for the target, writes the translated history
+//! (all of it, its tail, or none: [`History`]) into the target's native
+//! store with the compiled brief as its first message (so it is the first
+//! thing the target reads), records a
 //! `context.compiled` and a `handoff` event in the canonical log as one
 //! batch, and attaches a receipt (signed when a key is configured) as a
 //! git note on that batch's commit.
@@ -21,6 +22,87 @@ use crate::clock::Clock;
 use crate::sign::{self, KeySource};
 use crate::store::{SeqMode, Store};
 
+/// Says how much of the history the target gets after the brief.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum History {
+    /// Every event (the default).
+    #[default]
+    Full,
+    /// The last N conversation events (messages, tool calls and results),
+    /// reaching back to the call of a kept result so no result is orphaned.
+    Tail(usize),
+    /// Nothing: the brief alone starts the session.
+    None,
+}
+
+impl std::str::FromStr for History {
+    type Err = String;
+    fn from_str(s: &str) -> Result<History, String> {
+        match s {
+            "full" => Ok(History::Full),
+            "none" => Ok(History::None),
+            _ => match s.strip_prefix("tail:").map(str::parse::<usize>) {
+                Some(Ok(n)) if n > 0 => Ok(History::Tail(n)),
+                _ => Err(format!(
+                    "{s:?} is not a history: use full, none or tail:N (N > 0 events)"
+                )),
+            },
+        }
+    }
+}
+
+impl History {
+    /// Returns the index of the first event of `events` the target gets,
+    /// `events.len()` for none.
+    pub fn start(self, events: &[Event]) -> usize {
+        let conversational = |e: &Event| {
+            matches!(
+                e.kind.as_str(),
+                kinds::MESSAGE_USER
+                    | kinds::MESSAGE_ASSISTANT
+                    | kinds::TOOL_CALL
+                    | kinds::TOOL_RESULT
+            )
+        };
+        match self {
+            History::Full => 0,
+            History::None => events.len(),
+            History::Tail(n) => {
+                let mut seen = 0;
+                let mut start = events.len();
+                for (i, e) in events.iter().enumerate().rev() {
+                    if conversational(e) {
+                        seen += 1;
+                        start = i;
+                        if seen == n {
+                            break;
+                        }
+                    }
+                }
+                // A kept result brings its call: reach back to the earliest
+                // call a kept result answers.
+                let call_id = |e: &Event| {
+                    ["call_id", "tool_use_id", "id"]
+                        .iter()
+                        .find_map(|k| e.payload.get(*k).and_then(serde_json::Value::as_str))
+                        .map(str::to_owned)
+                };
+                let answered: std::collections::HashSet<String> = events[start..]
+                    .iter()
+                    .filter(|e| e.kind == kinds::TOOL_RESULT)
+                    .filter_map(call_id)
+                    .collect();
+                if let Some(first_call) = events[..start].iter().position(|e| {
+                    e.kind == kinds::TOOL_CALL && call_id(e).is_some_and(|c| answered.contains(&c))
+                }) {
+                    start = first_call;
+                }
+                start
+            }
+        }
+    }
+}
+
 /// Says what to hand to whom.
 pub struct HandoffRequest<'a> {
     /// The session.
@@ -31,6 +113,8 @@ pub struct HandoffRequest<'a> {
     pub note: Option<String>,
     /// Token budget for the compiled context.
     pub budget: usize,
+    /// How much of the history follows the brief.
+    pub history: History,
     /// An external summarizer command.
     pub summarizer_cmd: Option<String>,
     /// The user's home (agent stores default to it).
@@ -102,7 +186,31 @@ pub fn handoff(
         },
         summarizer_cmd: request.summarizer_cmd.clone(),
     };
-    let (header, events, compiled) = super::compile::compile(store, &compile_request)?;
+    let (header, mut events, compiled) = super::compile::compile(store, &compile_request)?;
+    // The history the target gets: what --history leaves out is said in
+    // the loss report, with its seqs (the brief still covers it).
+    let start = request.history.start(&events);
+    let omitted = (start > 0).then(|| {
+        format!(
+            "history-omitted: seqs {}-{} ({} events) not written: --history {}; the brief covers them",
+            events[0].seq,
+            events[start - 1].seq,
+            start,
+            match request.history {
+                History::Full => "full".to_owned(),
+                History::Tail(n) => format!("tail:{n}"),
+                History::None => "none".to_owned(),
+            }
+        )
+    });
+    // The session's start (cwd, model) stays: renders take facts from it.
+    let head: Vec<Event> = events[..start]
+        .iter()
+        .filter(|e| e.kind == kinds::SESSION_START)
+        .cloned()
+        .collect();
+    events.drain(..start);
+    let events: Vec<Event> = head.into_iter().chain(events).collect();
     let brief = match &request.note {
         Some(note) => format!(
             "{}\n\nNote from the user who handed this session over: {}",
@@ -132,12 +240,19 @@ pub fn handoff(
         Level::Context,
         json!({ "text": brief }),
     );
-    let mut stream = std::iter::once(first).chain(events.into_iter().map(|mut e| {
-        e.seq += 1;
-        e.parent_seq = e.parent_seq.map(|p| p + 1);
-        e.checksum = None;
-        e
-    }));
+    // A sub-agent's turns stay out of another agent's main line.
+    let fold = std::cell::RefCell::new(git_session_adapters::tools::SubAgentFold::new(&request.to));
+    let mut stream = std::iter::once(first).chain(
+        events
+            .into_iter()
+            .filter(|e| fold.borrow_mut().keep(e))
+            .map(|mut e| {
+                e.seq += 1;
+                e.parent_seq = e.parent_seq.map(|p| p + 1);
+                e.checksum = None;
+                e
+            }),
+    );
     let target = NativeTarget {
         adapter,
         root: &root,
@@ -156,7 +271,10 @@ pub fn handoff(
     } = write_native(store, clock, &target, &mut stream)?;
     // What the brief left out is in the context.compiled event; the loss
     // report is about the history the target received.
-    let losses = changes.losses.clone();
+    drop(stream);
+    let mut losses = changes.losses.clone();
+    losses.extend(fold.borrow().losses());
+    losses.extend(omitted);
 
     // Record the handoff in the log: the compiled context and the handoff.
     let info = super::canonical::commit_info(store, clock);

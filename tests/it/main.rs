@@ -4,6 +4,7 @@
 mod support;
 
 mod capture;
+mod carry;
 mod cli;
 mod completions;
 mod concurrency;

@@ -59,6 +59,7 @@ static SPEC: LazyLock<AgentSpec> = LazyLock::new(|| AgentSpec {
     default_store: ".testdb",
     sources: &SOURCES,
     tools: &[],
+    arguments: &[],
     tokenizer: TokenizerFamily::ClaudeEstimate,
     resume: "testdb resume {id}",
 });
@@ -526,6 +527,7 @@ static FRAMED_SPEC: LazyLock<AgentSpec> = LazyLock::new(|| AgentSpec {
     default_store: ".testzst",
     sources: &FRAMED_SOURCES,
     tools: &[],
+    arguments: &[],
     tokenizer: TokenizerFamily::ClaudeEstimate,
     resume: "testzst resume {id}",
 });

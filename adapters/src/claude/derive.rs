@@ -110,11 +110,8 @@ fn command_run(command: &str, result: &ResultView, detail: Option<&ToolUseResult
     // Claude reports a non-zero exit as an error result starting with
     // "Exit code N"; a success has no code in the record but means 0.
     let exit_code = if result.is_error {
-        result
-            .output
-            .strip_prefix("Exit code ")
-            .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit() && c != '-').next())
-            .and_then(|n| n.parse::<i64>().ok())
+        // Or in Codex's words, for a result handed over from Codex.
+        crate::tools::exit_code_in(&result.output)
     } else {
         Some(0)
     };

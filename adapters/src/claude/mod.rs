@@ -113,6 +113,26 @@ pub static SPEC: AgentSpec = AgentSpec {
         (ToolKind::SubAgent, "Task"),
         (ToolKind::SubAgent, "Agent"),
     ],
+    arguments: &[
+        (
+            "Bash",
+            &["command", "timeout", "description", "run_in_background"],
+        ),
+        ("Read", &["file_path", "offset", "limit"]),
+        ("Write", &["file_path", "content"]),
+        (
+            "Edit",
+            &["file_path", "old_string", "new_string", "replace_all"],
+        ),
+        ("MultiEdit", &["file_path", "edits"]),
+        ("Grep", &["pattern", "path", "glob"]),
+        ("Glob", &["pattern", "path"]),
+        ("TodoWrite", &["todos"]),
+        ("WebFetch", &["url", "prompt"]),
+        ("WebSearch", &["query"]),
+        ("Task", &["description", "prompt", "subagent_type"]),
+        ("Agent", &["description", "prompt", "subagent_type"]),
+    ],
     tokenizer: TokenizerFamily::ClaudeEstimate,
     resume: "claude --resume {id}",
 };

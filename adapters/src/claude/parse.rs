@@ -432,6 +432,21 @@ impl Parser {
         {
             self.state.uuids.insert(uuid, last);
         }
+        // A sub-agent's record inside the main file (the older layout):
+        // its events say so, so that no other agent gets them as main-line
+        // turns. A `subagents/` transcript is the sub-agent's own session.
+        if env.is_sidechain == Some(true) && self.state.session.parent.is_none() {
+            let made = line.made;
+            let at = self.events.len().saturating_sub(made);
+            for event in &mut self.events[at..] {
+                if let Value::Object(p) = &mut event.payload {
+                    p.insert("sidechain".into(), Value::Bool(true));
+                    if let Some(a) = &env.agent_id {
+                        p.insert("subagent".into(), json!(a));
+                    }
+                }
+            }
+        }
     }
 
     fn note_facts(&mut self, env: &Envelope) {

@@ -564,8 +564,8 @@ impl Writer<'_, '_> {
                 self.flush_results();
                 let call_id = p.get("call_id").and_then(Value::as_str).unwrap_or("");
                 let id = self.tool_id(call_id, event.seq);
-                let mut name = p.get("name").and_then(Value::as_str).unwrap_or("tool");
-                let mut input = match p.get("arguments") {
+                let name = p.get("name").and_then(Value::as_str).unwrap_or("tool");
+                let input = match p.get("arguments") {
                     Some(Value::Object(m)) => Value::Object(m.clone()),
                     // The API wants an object; a JSON string is unwrapped,
                     // anything else is wrapped.
@@ -576,14 +576,18 @@ impl Writer<'_, '_> {
                     Some(Value::Null) | None => json!({}),
                     Some(other) => json!({ "input": other }),
                 };
-                // A shell call becomes Claude Code's own shell tool; other
-                // tools keep their name, which Claude Code does not have.
-                if let Some(cmd) = crate::shell_command(name, &input) {
-                    name = "Bash";
-                    input = json!({ "command": cmd });
-                } else if !CLAUDE_TOOLS.contains(&name) {
+                // A call becomes Claude Code's tool of the same kind, its
+                // arguments renamed; what has no counterpart is named.
+                let t = crate::tools::translate(&super::SPEC, &event.agent, name, &input);
+                if !t.mapped && !CLAUDE_TOOLS.contains(&name) {
                     *self.unmapped.entry(name.to_owned()).or_default() += 1;
                 }
+                self.losses.extend(
+                    t.losses(event.seq, event.agent.as_str(), &super::SPEC)
+                        .into_iter()
+                        .filter(|l| !l.starts_with("tool-unmapped")),
+                );
+                let (name, input) = (t.name, t.arguments);
                 self.foreign.unanswered.push(id.clone());
                 self.foreign
                     .assistant
@@ -599,7 +603,18 @@ impl Writer<'_, '_> {
                     Some(Value::Null) | None => String::new(),
                     Some(other) => other.to_string(),
                 };
-                let is_error = p.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                // Claude Code marks a failure with `is_error` and starts a
+                // failed command's text with its exit code.
+                let failure = crate::tools::failure(p);
+                let is_error = failure.is_some();
+                let output = match failure {
+                    Some(f @ crate::tools::Failure { exit_code: Some(_) })
+                        if crate::tools::exit_code_in(&output).is_none() =>
+                    {
+                        crate::tools::mark_failed(&output, f, false)
+                    }
+                    _ => output,
+                };
                 let written = self.foreign.call_ids.get(call_id).cloned();
                 match written.filter(|id| self.foreign.unanswered.contains(id)) {
                     Some(id) => {

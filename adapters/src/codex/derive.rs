@@ -25,6 +25,7 @@ impl Parser<'_> {
             let mut body = json!({
                 "cmd": cmd,
                 "exit_code": exit_code(text),
+                "is_error": crate::tools::marked_failed(text).then_some(true),
                 "output_tail": tail(command_output(text), OUTPUT_TAIL),
                 "call_id": call_id,
             });

@@ -222,6 +222,17 @@ pub static SPEC: AgentSpec = AgentSpec {
         (ToolKind::Todo, "update_plan"),
         (ToolKind::Web, "web_search"),
     ],
+    arguments: &[
+        (
+            "exec_command",
+            &["cmd", "workdir", "yield_time_ms", "max_output_tokens"],
+        ),
+        ("shell", &["command", "workdir", "timeout_ms"]),
+        ("shell_command", &["command", "workdir", "timeout_ms"]),
+        ("apply_patch", &["input"]),
+        ("update_plan", &["plan", "explanation"]),
+        ("web_search", &["query"]),
+    ],
     tokenizer: TokenizerFamily::O200kBase,
     resume: "codex resume {id}",
 };

@@ -438,16 +438,21 @@ impl Parser<'_> {
                 format!("output for unknown call id {call_id:?}; kept without a parent"),
             );
         }
-        let mut mapped = Mapped::event(
-            "tool",
-            kinds::TOOL_RESULT,
-            Level::History,
-            json!({
-                "call_id": call_id,
-                "name": call.as_ref().map(|c| c.name.as_str()),
-                "output": text,
-            }),
-        );
+        let mut body = json!({
+            "call_id": call_id,
+            "name": call.as_ref().map(|c| c.name.as_str()),
+            "output": text,
+        });
+        // A rollout has no failure field: the exec output says the exit
+        // code, and a result another agent's failure was written into says
+        // so on its first line (`tools::mark_failed`).
+        if crate::tools::marked_failed(&text) {
+            body["is_error"] = json!(true);
+            if let Some(code) = crate::tools::exit_code_in(&text) {
+                body["exit_code"] = json!(code);
+            }
+        }
+        let mut mapped = Mapped::event("tool", kinds::TOOL_RESULT, Level::History, body);
         mapped.then = Then::Output {
             call_id: call_id.to_owned(),
             call,

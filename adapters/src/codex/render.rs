@@ -636,15 +636,14 @@ impl Writer<'_> {
                     .unwrap_or_else(|| format!("seq{}", event.seq));
                 let call_id = self.call_id(&original, event.seq);
                 let mut input = p.get("arguments").cloned().unwrap_or(json!({}));
-                // A shell call becomes Codex's own shell tool (formats/codex.md:
-                // prefer exec_command-shaped calls); other tools keep their
-                // name, which Codex does not have.
-                if let Some(cmd) = crate::shell_command(&name, &input) {
-                    name = "exec_command".to_owned();
-                    input = json!({ "cmd": cmd });
-                } else {
-                    self.loss(format!("tool-unmapped: {name} has no Codex equivalent; written under its own name"));
+                // A call becomes Codex's tool of the same kind (a shell call
+                // exec_command, formats/codex.md), its arguments renamed;
+                // what has no counterpart is named in the call and here.
+                let t = crate::tools::translate(&super::SPEC, &event.agent, &name, &input);
+                for line in t.losses(event.seq, event.agent.as_str(), &super::SPEC) {
+                    self.loss(line);
                 }
+                (name, input) = (t.name, t.arguments);
                 // Arguments travel as JSON text; a string input is already text.
                 let arguments = match &input {
                     Value::String(s) => s.clone(),
@@ -670,6 +669,12 @@ impl Writer<'_> {
                     .find_map(|k| p.get(*k))
                     .map(output_text)
                     .unwrap_or_default();
+                // A rollout has no failure field: the text says it, in the
+                // words of Codex's own exec output when the code is known.
+                let output = match crate::tools::failure(p) {
+                    Some(failure) => crate::tools::mark_failed(&output, failure, true),
+                    None => output,
+                };
                 self.push_line(
                     &event.ts,
                     "response_item",

@@ -697,11 +697,13 @@ fn foreign_session_becomes_a_minimal_legacy_rollout() {
         .iter()
         .find(|e| e.kind == kinds::TOOL_CALL)
         .unwrap();
-    // Claude's Bash arrives as Codex's own shell tool.
+    // Claude's Bash arrives as Codex's own shell tool; its description,
+    // which exec_command has no place for, is a note the model sees.
     assert_eq!(call.payload["name"], "exec_command");
     assert_eq!(
         call.payload["arguments"],
-        json!({"cmd": "echo hello > note.txt"})
+        json!({"cmd": "echo hello > note.txt",
+               "note": "[arguments of the original Bash call: description=Write a note]"})
     );
     let result = back
         .events

@@ -134,6 +134,21 @@ pub static SPEC: AgentSpec = AgentSpec {
         (ToolKind::Other, "workflow"),
         (ToolKind::Other, "working_directory"),
     ],
+    arguments: &[
+        ("bash", &["command", "description", "timeout"]),
+        ("read", &["file_path", "offset", "limit"]),
+        ("write", &["file_path", "content"]),
+        (
+            "edit",
+            &["file_path", "old_string", "new_string", "replace_all"],
+        ),
+        ("grep", &["pattern", "path", "glob"]),
+        ("glob", &["pattern", "path"]),
+        ("web_fetch", &["url"]),
+        ("web_search", &["query"]),
+        ("subagent", &["description", "prompt"]),
+        ("todo_write", &["todos"]),
+    ],
     tokenizer: TokenizerFamily::ClaudeEstimate,
     // dsh refuses to start without DSH_HOME; `{root}` is the store root.
     resume: "DSH_HOME={root} dsh headless --session-id {id} \"<prompt>\"  (interactive: DSH_HOME={root} dsh tui --resume {id})",

@@ -418,6 +418,10 @@ impl Writer<'_, '_> {
                     return Ok(());
                 }
                 self.reply(time, event.seq)?;
+                if event.kind == kinds::MESSAGE_THINKING {
+                    self.losses
+                        .extend(crate::tools::opaque_reasoning_loss(event, &super::SPEC));
+                }
                 let block = if event.kind == kinds::MESSAGE_THINKING {
                     json!({"type": "reasoning", "text": text})
                 } else {
@@ -433,7 +437,7 @@ impl Writer<'_, '_> {
             kinds::TOOL_CALL => {
                 self.reply(time, event.seq)?;
                 let original = p.get("call_id").and_then(Value::as_str).unwrap_or("");
-                let (name, arguments) = self.tool(p);
+                let (name, arguments) = self.tool(p, &event.agent, event.seq);
                 let id = self.call_id(original, event.seq);
                 let draft = self.draft.as_mut().expect("reply() opened a draft");
                 draft.blocks.push(
@@ -462,7 +466,7 @@ impl Writer<'_, '_> {
                     return Ok(());
                 };
                 let output = p.get("output").and_then(Value::as_str).unwrap_or("");
-                let is_error = p.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                let is_error = crate::tools::failure(p).is_some();
                 self.tool_result(time, &id, output, is_error, None, event.seq)?;
                 self.foreign += 1;
             }
@@ -473,23 +477,29 @@ impl Writer<'_, '_> {
     }
 
     /// Returns a dsh tool name and its raw JSON arguments for a call.
-    fn tool(&mut self, p: &Value) -> (String, String) {
+    fn tool(&mut self, p: &Value, agent: &Agent, seq: u64) -> (String, String) {
         let name = p.get("name").and_then(Value::as_str).unwrap_or("tool");
         let args = p.get("arguments").cloned().unwrap_or(Value::Null);
-        if let Some(cmd) = crate::shell_command(name, &args) {
-            let args = json!({"command": cmd, "description": format!("{name} call")});
-            return ("bash".into(), args.to_string());
-        }
-        if !super::SPEC.has_tool(name) {
-            self.losses.push(format!(
-                "tool-unmapped: dsh has no tool {name:?}; the call is written under its own name"
-            ));
+        let t = crate::tools::translate(&super::SPEC, agent, name, &args);
+        self.losses
+            .extend(t.losses(seq, agent.as_str(), &super::SPEC));
+        let (name, mut args) = (t.name, t.arguments);
+        // dsh's bash wants a description; a call without one gets its origin.
+        if name == "bash"
+            && let Value::Object(m) = &mut args
+        {
+            m.entry("description").or_insert_with(|| {
+                json!(format!(
+                    "{} call",
+                    p.get("name").and_then(Value::as_str).unwrap_or("tool")
+                ))
+            });
         }
         let raw = match args {
             Value::String(s) => s,
             other => other.to_string(),
         };
-        (name.to_owned(), raw)
+        (name, raw)
     }
 
     /// Returns a call id unique in the turn.

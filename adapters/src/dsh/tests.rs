@@ -497,11 +497,19 @@ fn foreign_sessions_become_logs_dsh_accepts() {
             .iter()
             .any(|l| l.starts_with("tool-result-orphaned:"))
     );
+    // Claude's Grep is dsh's grep (the registry's vocabulary), not unmapped.
     assert!(
-        changes
+        !changes
             .losses
             .iter()
-            .any(|l| l.starts_with("tool-unmapped:"))
+            .any(|l| l.starts_with("tool-unmapped:")),
+        "{:?}",
+        changes.losses
+    );
+    assert!(
+        recs.iter()
+            .any(|r| r["type"] == "tool/call" && r["data"]["name"] == "grep"),
+        "Grep is written as dsh's grep"
     );
     assert_eq!(recs[21]["ignorable"], true);
     assert!(

@@ -343,6 +343,28 @@ pub static SPEC: AgentSpec = AgentSpec {
         (ToolKind::Todo, "todo"),
     ],
     // Hermes runs whatever model its provider serves.
+    arguments: &[
+        (
+            "terminal",
+            &["command", "timeout:s", "workdir", "background"],
+        ),
+        ("read_file", &["path", "offset", "limit"]),
+        ("write_file", &["path", "content"]),
+        (
+            "patch",
+            &[
+                "path",
+                "old_string",
+                "new_string",
+                "replace_all",
+                "patch",
+                "mode",
+            ],
+        ),
+        ("search_files", &["pattern", "path", "target"]),
+        ("delegate_task", &["goal", "context"]),
+        ("todo", &["todos"]),
+    ],
     tokenizer: TokenizerFamily::ClaudeEstimate,
     resume: "hermes chat --resume {id}",
 };

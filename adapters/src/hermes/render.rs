@@ -8,7 +8,6 @@ use git_session_schema::{Agent, ArtifactId, Event, kinds};
 use serde_json::{Map, Value, json};
 
 use super::{ARTIFACT_MARK, DATABASE, NATIVE_KEY, time, wire};
-use crate::registry::ToolKind;
 use crate::{ChangeSet, RenderError, RenderHead, RowWrite};
 
 /// Hermes' own call ids look like OpenAI's; longer or odd ones are renamed.
@@ -410,6 +409,9 @@ impl Writer<'_> {
             }
             kinds::MESSAGE_THINKING => {
                 let text = payload_text(p);
+                if let Some(line) = crate::tools::opaque_reasoning_loss(event, &super::SPEC) {
+                    self.loss(line);
+                }
                 if !text.is_empty() {
                     // Shown to the user; not sent back to the model.
                     self.reasoning = Some(match self.reasoning.take() {
@@ -440,15 +442,11 @@ impl Writer<'_> {
                     .unwrap_or_else(|| format!("seq{}", event.seq));
                 let id = self.call_id(&original, event.seq);
                 let mut input = p.get("arguments").cloned().unwrap_or(json!({}));
-                let shell = super::SPEC.tool_for(ToolKind::Shell).expect("Hermes has a shell tool");
-                if let Some(cmd) = crate::shell_command(&name, &input) {
-                    name = shell.to_owned();
-                    input = json!({"command": cmd});
-                } else if !super::SPEC.has_tool(&name) {
-                    self.loss(format!(
-                        "tool-unmapped: {name} has no Hermes equivalent; written under its own name"
-                    ));
+                let t = crate::tools::translate(&super::SPEC, &event.agent, &name, &input);
+                for line in t.losses(event.seq, event.agent.as_str(), &super::SPEC) {
+                    self.loss(line);
                 }
+                (name, input) = (t.name, t.arguments);
                 let arguments = match &input {
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
@@ -471,6 +469,21 @@ impl Writer<'_> {
                     .find_map(|k| p.get(*k))
                     .map(output_text)
                     .unwrap_or_default();
+                // Hermes tools answer with JSON whose `error` and
+                // `exit_code` say a call failed; a failed foreign result
+                // is written that way so the model and a parse see it.
+                let output = match crate::tools::failure(p) {
+                    Some(failure) => json!({
+                        "output": output,
+                        "exit_code": failure.exit_code,
+                        "error": match failure.exit_code {
+                            Some(code) => format!("exit code {code}"),
+                            None => "the tool call failed".to_owned(),
+                        },
+                    })
+                    .to_string(),
+                    None => output,
+                };
                 let mut row = Map::new();
                 row.insert("role".into(), json!("tool"));
                 row.insert("content".into(), json!(output));

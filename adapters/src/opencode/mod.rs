@@ -211,6 +211,20 @@ pub static SPEC: AgentSpec = AgentSpec {
         (ToolKind::Todo, "todowrite"),
         (ToolKind::Other, "skill"),
     ],
+    arguments: &[
+        ("bash", &["command", "timeout", "workdir", "description"]),
+        ("read", &["filePath", "offset", "limit"]),
+        ("write", &["filePath", "content"]),
+        (
+            "edit",
+            &["filePath", "oldString", "newString", "replaceAll"],
+        ),
+        ("grep", &["pattern", "path", "include"]),
+        ("glob", &["pattern", "path"]),
+        ("webfetch", &["url", "format"]),
+        ("task", &["description", "prompt", "subagent_type"]),
+        ("todowrite", &["todos"]),
+    ],
     tokenizer: TokenizerFamily::ClaudeEstimate,
     resume: "opencode --session {id}   # or: opencode run --session {id} <prompt>",
 };

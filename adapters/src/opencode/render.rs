@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 
 use super::wire::{Row, Table, ptr, session_columns, session_info};
 use super::{NATIVE_KEY, ids, rfc3339_to_ms};
-use crate::{RenderError, RenderHead, shell_command};
+use crate::{RenderError, RenderHead};
 
 /// The client version written into sessions git-session makes.
 pub const WRITTEN_VERSION: &str = "1.18.33";
@@ -243,6 +243,8 @@ impl Renderer<'_> {
                         event.seq
                     ));
                 } else {
+                    self.losses
+                        .extend(crate::tools::opaque_reasoning_loss(&event, &super::SPEC));
                     let part =
                         json!({"type": "reasoning", "text": text, "time": self.span(&event)});
                     self.assistant_part(&event, part);
@@ -541,13 +543,10 @@ impl Renderer<'_> {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned();
-        let (tool, input, mapped) = map_tool(name, &args);
-        if !mapped {
-            self.losses.push(format!(
-                "tool-unmapped: OpenCode has no tool like {name:?} (event {}); written under its own name",
-                event.seq
-            ));
-        }
+        let t = crate::tools::translate(&super::SPEC, &event.agent, name, &args);
+        self.losses
+            .extend(t.losses(event.seq, event.agent.as_str(), &super::SPEC));
+        let (tool, input) = (t.name, t.arguments);
         let ms = self.ms(event);
         let m = self.assistant(ms);
         let part = json!({
@@ -576,7 +575,7 @@ impl Renderer<'_> {
             Some(Value::Null) | None => String::new(),
             Some(other) => other.to_string(),
         };
-        let error = p.get("is_error").and_then(Value::as_bool) == Some(true);
+        let error = crate::tools::failure(p).is_some();
         let end = self.ms(event);
         if let Some(Value::Object(d)) = self.parts[i].columns.get_mut("data") {
             let input = ptr(d, "/state/input").cloned().unwrap_or_else(|| json!({}));
@@ -742,52 +741,5 @@ fn complete_part_for_import(part: &mut Value) {
     if status == "completed" {
         state.entry("title").or_insert_with(|| json!(""));
         state.entry("metadata").or_insert_with(|| json!({}));
-    }
-}
-
-/// Maps another agent's tool call to OpenCode's tool and input; the flag
-/// says whether OpenCode has such a tool.
-fn map_tool(name: &str, args: &Value) -> (String, Value, bool) {
-    if let Some(cmd) = shell_command(name, args) {
-        let mut input = json!({"command": cmd});
-        if let Some(d) = args.get("description") {
-            input["description"] = d.clone();
-        }
-        return ("bash".into(), input, true);
-    }
-    let rename = |pairs: &[(&str, &str)]| {
-        let mut out = Map::new();
-        if let Some(obj) = args.as_object() {
-            for (k, v) in obj {
-                let key = pairs
-                    .iter()
-                    .find(|(from, _)| from == k)
-                    .map_or(k.as_str(), |(_, to)| *to);
-                out.insert(key.to_owned(), v.clone());
-            }
-        }
-        Value::Object(out)
-    };
-    let file = [("file_path", "filePath")];
-    match name {
-        "bash" | "read" | "write" | "edit" | "glob" | "grep" | "todowrite" | "webfetch"
-        | "task" | "skill" => (name.into(), args.clone(), true),
-        "Read" => ("read".into(), rename(&file), true),
-        "Write" => ("write".into(), rename(&file), true),
-        "Edit" => (
-            "edit".into(),
-            rename(&[
-                ("file_path", "filePath"),
-                ("old_string", "oldString"),
-                ("new_string", "newString"),
-                ("replace_all", "replaceAll"),
-            ]),
-            true,
-        ),
-        "Grep" => ("grep".into(), args.clone(), true),
-        "Glob" => ("glob".into(), args.clone(), true),
-        "WebFetch" => ("webfetch".into(), args.clone(), true),
-        "TodoWrite" => ("todowrite".into(), args.clone(), true),
-        other => (other.into(), args.clone(), false),
     }
 }

@@ -90,6 +90,13 @@ pub static SPEC: AgentSpec = AgentSpec {
         (ToolKind::Shell, "bash"),
         (ToolKind::Read, "read"),
         (ToolKind::Edit, "edit"),
+        (ToolKind::Write, "write"),
+    ],
+    arguments: &[
+        ("bash", &["command", "timeout:s"]),
+        ("read", &["path", "offset", "limit"]),
+        ("edit", &["path", "oldText", "newText"]),
+        ("write", &["path", "content"]),
     ],
     tokenizer: TokenizerFamily::ClaudeEstimate,
     resume: "pi --session {id}",

@@ -490,12 +490,16 @@ impl Writer<'_, '_> {
                     Some(Value::Null) | None => json!({}),
                     Some(other) => json!({ "input": other }),
                 };
-                if let Some(cmd) = crate::shell_command(&name, &arguments) {
-                    name = "bash".to_owned();
-                    arguments = json!({ "command": cmd });
-                } else if !PI_TOOLS.contains(&name.as_str()) {
+                let t = crate::tools::translate(&super::SPEC, &event.agent, &name, &arguments);
+                if !t.mapped && !PI_TOOLS.contains(&name.as_str()) {
                     *self.unmapped.entry(name.clone()).or_default() += 1;
                 }
+                self.losses.extend(
+                    t.losses(event.seq, event.agent.as_str(), &super::SPEC)
+                        .into_iter()
+                        .filter(|l| !l.starts_with("tool-unmapped")),
+                );
+                (name, arguments) = (t.name, t.arguments);
                 self.foreign.unanswered.push((id.clone(), name.clone()));
                 self.foreign.assistant.push(
                     json!({"type": "toolCall", "id": id, "name": name, "arguments": arguments}),
@@ -511,7 +515,7 @@ impl Writer<'_, '_> {
                     Some(Value::Null) | None => String::new(),
                     Some(other) => other.to_string(),
                 };
-                let is_error = p.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                let is_error = crate::tools::failure(p).is_some();
                 let written = self.foreign.call_ids.get(call_id).cloned();
                 let open = written.and_then(|id| {
                     let at = self.foreign.unanswered.iter().position(|(u, _)| *u == id)?;
