@@ -16,6 +16,7 @@ mod hooks;
 mod import_export;
 mod layout;
 mod manpage;
+mod matrix;
 mod mcp;
 mod native;
 mod opencode;
