@@ -88,6 +88,9 @@ fn main() {
             ],
         );
         results.push(row(&format!("export {n} events"), &[t], r, None));
+        if n == 10_000 {
+            handoffs(work.path(), &repo, &file, t, &mut results);
+        }
 
         // A session that grew by 100 events on the remote: fetch verifies
         // the whole fetched history before it moves the local ref. The
@@ -439,4 +442,89 @@ fn gc_sizes(repo: &Path) -> (u64, u64, Duration) {
     let gc_time = t.elapsed();
     let after = git(repo, &["count-objects", "-v"]);
     (kib(&before, "size:"), kib(&after, "size-pack:"), gc_time)
+}
+
+/// A handoff of the 10k-event session to each agent, end to end (compile,
+/// render, write into a fresh home, record); target < 1 s. The reference
+/// is the export of the same session in the same run. The Claude target
+/// gets the same events under a Codex header (a handoff to the session's
+/// own agent is a resume).
+fn handoffs(work: &Path, repo: &Path, file: &Path, export: Duration, results: &mut Vec<Row>) {
+    let body = std::fs::read_to_string(file).expect("read");
+    let (first, rest) = body.split_once('\n').expect("a header line");
+    let codex = work.join("gen-codex.jsonl");
+    std::fs::write(
+        &codex,
+        format!(
+            "{}\n{rest}",
+            first
+                .replace("\"agent\":\"claude\"", "\"agent\":\"codex\"")
+                .replace("\"id\":\"bench\"", "\"id\":\"bench-codex\"")
+                .replace("\"native_id\":\"bench\"", "\"native_id\":\"bench-codex\"")
+        ),
+    )
+    .expect("write");
+    measure(
+        repo,
+        &["import", "--canonical", codex.to_str().expect("utf8")],
+    );
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for to in ["claude", "codex", "pi", "hermes", "opencode", "dsh"] {
+        let session = if to == "claude" {
+            "bench-codex"
+        } else {
+            "bench"
+        };
+        let home = work.join(format!("handoff-home-{to}"));
+        std::fs::create_dir_all(&home).expect("mkdir");
+        // The database agents' stores, as their clients create them.
+        match to {
+            "hermes" => {
+                let db = home.join(".hermes/state.db");
+                std::fs::create_dir_all(db.parent().expect("dir")).expect("mkdir");
+                std::fs::copy(shared.join("../shared/samples/hermes/oracle/state.db"), &db)
+                    .expect("the Hermes sample database (shared/ beside the project)");
+                rusqlite::Connection::open(&db)
+                    .and_then(|c| {
+                        c.execute_batch(
+                            "DELETE FROM messages; DELETE FROM session_model_usage; DELETE FROM sessions;",
+                        )
+                    })
+                    .expect("empty the sample");
+            }
+            "opencode" => {
+                let db = home.join(".local/share/opencode/opencode.db");
+                std::fs::create_dir_all(db.parent().expect("dir")).expect("mkdir");
+                let schema = std::fs::read_to_string(
+                    shared.join("fixtures/opencode/oracle-sample/schema.sql"),
+                )
+                .expect("schema");
+                rusqlite::Connection::open(&db)
+                    .and_then(|c| c.execute_batch(&schema))
+                    .expect("create");
+            }
+            _ => {}
+        }
+        let (t, r) = measure(
+            repo,
+            &[
+                "handoff",
+                session,
+                "--to",
+                to,
+                "--home",
+                home.to_str().expect("utf8"),
+            ],
+        );
+        results.push(row(
+            &format!(
+                "handoff of 10000 events to {to} (target < 1000 ms; export of the same session: {:.0} ms, ratio {:.2}x)",
+                ms(export),
+                ms(t) / ms(export).max(1.0)
+            ),
+            &[t],
+            r,
+            None,
+        ));
+    }
 }

@@ -1103,7 +1103,7 @@ pub fn run_import(
     Ok(Ok(()))
 }
 
-fn find_on_path(program: &str, path: Option<&str>) -> Option<PathBuf> {
+pub(crate) fn find_on_path(program: &str, path: Option<&str>) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     std::env::split_paths(path?).find_map(|dir| {
         let candidate = dir.join(program);

@@ -7,6 +7,10 @@
 //! `context.compiled` and a `handoff` event in the canonical log as one
 //! batch, and attaches a receipt (signed when a key is configured) as a
 //! git note on that batch's commit.
+//!
+//! Refused before anything is written: a handoff to the session's own
+//! agent (that is a resume), a target whose database is missing or of an
+//! unknown schema (`resume::write_native`), a key that cannot sign.
 
 use std::path::PathBuf;
 
@@ -165,6 +169,20 @@ pub fn handoff(
     clock: &Clock,
     request: &HandoffRequest<'_>,
 ) -> OpResult<HandoffOutcome> {
+    // Handing a session to its own agent is a resume: said, nothing written.
+    let own = store.header(&request.id)?.agent;
+    if own == request.to {
+        return Err(OpError::Conflict {
+            message: format!(
+                "session {} is already a {own} session: a handoff to the same agent is a resume; nothing was written",
+                request.id
+            ),
+            hint: Some(format!(
+                "git session resume {} writes it back for {own} (with --fork under a new id)",
+                request.id
+            )),
+        });
+    }
     // A key that cannot sign is found out before anything is written.
     if let Some(key) = &request.key {
         sign::sign(key, b"git-session signing check").map_err(|e| OpError::Conflict {

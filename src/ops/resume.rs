@@ -315,6 +315,34 @@ fn check_target_schemas(target: &NativeTarget<'_>, changes: &ChangeSet) -> OpRes
     Ok(warnings)
 }
 
+/// Refuses, before any file moves, a session whose database the agent has
+/// not created in this home, unless the agent's own importer (on `PATH`)
+/// is there to create it: a missing store is never half written.
+fn refuse_missing_database(target: &NativeTarget<'_>, changes: &ChangeSet) -> OpResult<()> {
+    let importer = changes.import.as_ref().is_some_and(|i| {
+        apply::find_on_path(&i.program, (target.env)("PATH").as_deref()).is_some()
+    });
+    if importer {
+        return Ok(());
+    }
+    for row in changes.rows.iter().filter(|r| r.session_row) {
+        let db = apply::contained_path(target.root, &row.database)?;
+        if !db.is_file() {
+            let display = target.adapter.spec().display;
+            return Err(OpError::Conflict {
+                message: format!(
+                    "not writing into {display}: {} does not exist (the agent's database does not exist yet); nothing was written",
+                    db.display()
+                ),
+                hint: Some(format!(
+                    "run the agent once ({display}, with this home) so it creates it, then try again"
+                )),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Renders `events` through the adapter into temporary files, refuses if a
 /// different native session is in the way, then moves the files into place
 /// and applies the index lines and database rows.
@@ -399,6 +427,7 @@ pub(crate) fn write_native(
         },
     );
     let schema_warnings = check_target_schemas(target, &changes)?;
+    refuse_missing_database(target, &changes)?;
     // A database holding a different session under the same key refuses
     // the write-back before any file moves.
     apply::check_rows(target.root, &changes).map_err(|e| native_exists(e, target.native_id))?;

@@ -527,3 +527,118 @@ fn the_handoff_target_continued_is_captured_as_a_linked_child() {
     repo.ok(&["verify"]);
     repo.fsck();
 }
+
+/// Returns every file under `dir` (none when it does not exist).
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_handoff_to_the_sessions_own_agent_is_a_resume_and_writes_nothing() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let before = repo.events(ROUNDTRIP);
+    let home = repo.outside("claude-home");
+    let err = repo.fails(
+        &[
+            "handoff",
+            ROUNDTRIP,
+            "--to",
+            "claude",
+            "--home",
+            home.to_str().unwrap(),
+        ],
+        1,
+    );
+    assert!(
+        err.contains("a handoff to the same agent is a resume")
+            && err.contains(&format!("git session resume {ROUNDTRIP}")),
+        "{err}"
+    );
+    assert_eq!(files_under(&home), Vec::<PathBuf>::new());
+    assert_eq!(repo.events(ROUNDTRIP), before);
+}
+
+#[test]
+fn a_target_without_its_database_or_with_an_unknown_schema_is_refused_before_writing() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let before = repo.events(ROUNDTRIP);
+    // No store: the agent has never run with this home.
+    for (agent, db) in [
+        ("hermes", ".hermes/state.db"),
+        ("opencode", ".local/share/opencode/opencode.db"),
+    ] {
+        let home = repo.outside(&format!("{agent}-empty"));
+        std::fs::create_dir_all(&home).unwrap();
+        let out = repo
+            .session()
+            .env("PATH", "/usr/bin:/bin")
+            .args([
+                "handoff",
+                ROUNDTRIP,
+                "--to",
+                agent,
+                "--home",
+                home.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{agent}: {err}");
+        assert!(
+            err.contains(db)
+                && err.contains("does not exist")
+                && err.contains("nothing was written"),
+            "{agent}: {err}"
+        );
+        assert!(err.contains("run the agent once"), "{agent}: {err}");
+        assert_eq!(files_under(&home), Vec::<PathBuf>::new(), "{agent}");
+    }
+    // A database of a schema the adapter does not know.
+    let home = repo.outside("hermes-odd");
+    let db = home.join(".hermes/state.db");
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/samples/hermes/oracle/state.db"),
+        &db,
+    )
+    .unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "DELETE FROM messages; DELETE FROM session_model_usage; DELETE FROM sessions;
+         ALTER TABLE messages RENAME COLUMN content TO body;",
+    )
+    .unwrap();
+    drop(conn);
+    let err = repo.fails(
+        &[
+            "handoff",
+            ROUNDTRIP,
+            "--to",
+            "hermes",
+            "--home",
+            home.to_str().unwrap(),
+        ],
+        1,
+    );
+    assert!(err.contains("unknown schema"), "{err}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 0, "nothing was written");
+    assert_eq!(repo.events(ROUNDTRIP), before, "no handoff event");
+}

@@ -69,7 +69,7 @@ fn import(repo: &Repo, home: &Path) -> std::process::Output {
 }
 
 /// Makes an empty `state.db` the way Hermes does it: by Hermes itself.
-fn init_hermes_home(home: &Path) {
+pub(crate) fn init_hermes_home(home: &Path) {
     std::fs::create_dir_all(home.join(".hermes")).unwrap();
     let python = prefix().join("pkgs/hermes-venv/bin/python");
     let out = Command::new(python)

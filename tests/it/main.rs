@@ -20,6 +20,7 @@ mod import_export;
 mod layout;
 mod lifecycle;
 mod manpage;
+mod matrix;
 mod mcp;
 mod mock;
 mod native;

@@ -542,7 +542,7 @@ fn opencode_unknown_schema_is_refused_with_a_clear_message() {
 }
 
 /// Runs the real client once in `home` so that it creates its database.
-fn init_client_db(home: &Path, cwd: &Path) {
+pub(crate) fn init_client_db(home: &Path, cwd: &Path) {
     let bin = oracle_prefix().join("bin/opencode");
     let out = Command::new(&bin)
         .args(["session", "list"])

@@ -75,8 +75,21 @@ fn resume_check_with(
     session: &str,
     project: &Path,
 ) -> Value {
+    resume_check_in(&shared_oracle(), agent, env, home, session, project)
+}
+
+/// Like [`resume_check_with`], with the scripts in `harness` (a copy of
+/// `shared/oracle` with the project's mocks: `matrix.rs`).
+pub(crate) fn resume_check_in(
+    harness: &Path,
+    agent: &str,
+    env: &[(&str, &str)],
+    home: &Path,
+    session: &str,
+    project: &Path,
+) -> Value {
     let mut cmd = Command::new("bash");
-    cmd.arg(shared_oracle().join(format!("{agent}-resume-check.sh")))
+    cmd.arg(harness.join(format!("{agent}-resume-check.sh")))
         .arg(home)
         .arg(session)
         .arg(project)

@@ -440,7 +440,7 @@ fn handoff_signs_with_rsa_and_ecdsa_keys_as_git_does() {
                 "handoff",
                 &id,
                 "--to",
-                "claude",
+                "codex",
                 "--key",
                 key.to_str().unwrap(),
                 "--home",

@@ -29,6 +29,12 @@ Script (stateless, decided per request from the request itself):
     (Claude: a tool_use; Codex: a function_call, inside the tool's
     namespace when Codex offers it in one).
 
+  ORACLE_MOCK_SCRIPT in the environment (added in this project's copy): a
+    JSON list of steps [{"text": ..., "command": ...}, ...]; in mode "tool"
+    the k-th shell call after the latest user prompt runs step k's command
+    (with its text before the call), and the final text comes once every
+    step has its result.  Unset: one step, --command.
+
 Copied from shared/oracle/mockllm.py into the project's test harness.
 
 Usage:
@@ -115,6 +121,36 @@ def anth_last_is_tool_result(body):
     return seen_result
 
 
+def script_steps():
+    raw = os.environ.get("ORACLE_MOCK_SCRIPT")
+    if raw:
+        return json.loads(raw)
+    return [{"text": "I'll create the note with a shell command.", "command": ARGS.command}]
+
+
+def anth_results_since_prompt(body):
+    """Tool results since the latest real user prompt (as anth_last_is_tool_result)."""
+    n = 0
+    for m in reversed(body.get("messages") or []):
+        if m.get("role") != "user":
+            continue
+        blocks = _anth_blocks(m)
+        results = sum(1 for b in blocks if b.get("type") == "tool_result")
+        if results:
+            n += results
+            continue
+        if any(b.get("type") == "text" and not b.get("text", "").lstrip().startswith("<") for b in blocks):
+            break
+    return n
+
+
+def anth_step(body):
+    """The script step due now, or None."""
+    steps = script_steps()
+    done = anth_results_since_prompt(body)
+    return steps[done] if done < len(steps) else None
+
+
 def anth_tool_names(body):
     return [t.get("name") for t in (body.get("tools") or []) if isinstance(t, dict)]
 
@@ -155,14 +191,15 @@ def anth_plan(body):
         blocks.append({"type": "tool_use", "id": "toolu_mock_" + RUN + "_%06d" % n, "name": ARGS.tool_name,
                        "input": json.loads(ARGS.tool_input)})
         return blocks, "tool_use"
-    if ARGS.mode == "tool" and not anth_last_is_tool_result(body) and "Bash" in anth_tool_names(body):
+    step = anth_step(body)
+    if ARGS.mode == "tool" and step is not None and "Bash" in anth_tool_names(body):
         if thinking_on:
             blocks.append({"type": "thinking",
                            "thinking": "The user wants a note file; I will run a shell command.",
                            "signature": "mock-signature-%d" % n})
-        blocks.append({"type": "text", "text": "I'll create the note with a shell command."})
+        blocks.append({"type": "text", "text": step["text"]})
         blocks.append({"type": "tool_use", "id": "toolu_mock_" + RUN + "_%06d" % n, "name": "Bash",
-                       "input": {"command": ARGS.command,
+                       "input": {"command": step["command"],
                                  "description": "Write a note file"}})
         return blocks, "tool_use"
     if anth_last_is_tool_result(body):
@@ -295,9 +332,26 @@ def oai_last_is_tool_output(body):
     return False
 
 
-def oai_shell_call(body, n):
+def oai_results_since_prompt(body):
+    """Tool outputs since the latest real user message (as oai_last_is_tool_output)."""
+    items = body.get("input") or []
+    if not isinstance(items, list):
+        return 0
+    n = 0
+    for it in reversed(items):
+        if not isinstance(it, dict):
+            continue
+        if it.get("type") in OAI_OUTPUT_TYPES:
+            n += 1
+        elif it.get("type") == "message" and it.get("role") == "user":
+            texts = [c.get("text", "") for c in it.get("content") or [] if isinstance(c, dict)]
+            if any(t and not t.lstrip().startswith("<") for t in texts):
+                break
+    return n
+
+
+def oai_shell_call(body, n, cmd):
     names = oai_tool_names(body)
-    cmd = ARGS.command
     call_id = "call_mock_" + RUN + "_%06d" % n
     if oai_has_code_mode_exec(body):
         js = "const r = await tools.exec_command({cmd: %s});\ntext(r);\n" % json.dumps(cmd)
@@ -378,8 +432,10 @@ def oai_plan(body):
                                        "text": "I'll look it up in the recorded sessions."}]})
             items.append(call)
             return items
-    if ARGS.mode == "tool" and not oai_last_is_tool_output(body):
-        call = oai_shell_call(body, n)
+    steps = script_steps()
+    done = oai_results_since_prompt(body)
+    if ARGS.mode == "tool" and done < len(steps):
+        call = oai_shell_call(body, n, steps[done]["command"])
         if call is not None:
             if reasoning_on:
                 items.append({"type": "reasoning", "id": "rs_mock_" + RUN + "_%06d" % n,
@@ -389,7 +445,7 @@ def oai_plan(body):
             items.append({"type": "message", "role": "assistant", "id": "msg_mock_" + RUN + "_%06da" % n,
                           "status": "completed", "phase": "commentary",
                           "content": [{"type": "output_text", "annotations": [],
-                                       "text": "I'll create the note with a shell command."}]})
+                                       "text": steps[done]["text"]}]})
             items.append(call)
             return items
     has_tools = bool(oai_tool_names(body))

@@ -209,7 +209,13 @@ struct Writer<'a, 'o> {
 
 impl Writer<'_, '_> {
     fn event(&mut self, mut event: Event) -> Result<(), RenderError> {
-        if let Some(Value::Object(record)) = event.payload.get_mut(NATIVE_KEY).map(Value::take) {
+        // Other adapters keep their own records under the same key
+        // (`native`): only a dsh event's is a dsh record.
+        let from_dsh = event.agent == Agent::Dsh
+            || event.origin.as_ref().is_some_and(|o| o.agent == Agent::Dsh);
+        if from_dsh
+            && let Some(Value::Object(record)) = event.payload.get_mut(NATIVE_KEY).map(Value::take)
+        {
             return self.native(&event, record);
         }
         if event.origin.as_ref().is_some_and(|o| o.agent == Agent::Dsh) {

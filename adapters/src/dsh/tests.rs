@@ -803,3 +803,16 @@ fn a_seeded_forks_inherited_records_have_the_parents_origins() {
         ["child#header", "parent#0", "parent#1", "child#2", "child#3"]
     );
 }
+
+#[test]
+fn another_agents_native_payload_is_not_taken_for_a_dsh_record() {
+    // Codex and Hermes keep their records under `native` too (found by
+    // the real-client matrix: hermes -> dsh and codex -> dsh failed).
+    let mut events = foreign_events();
+    for e in &mut events {
+        e.agent = Agent::Hermes;
+        e.payload["native"] = serde_json::json!({"table": "messages", "row": {"id": 3}});
+    }
+    let (_, out, _) = render(&events, "session-new", "/new/place");
+    assert_dsh_accepts(&records(&out));
+}

@@ -301,13 +301,24 @@ pub fn snapshot(repo: &Repo, name: &str, actual: &str) {
         .replace(repo.root.to_str().unwrap(), "[ROOT]")
         .replace(repo.home.to_str().unwrap(), "[HOME]")
         .replace(tmp.to_str().unwrap(), "[TMP]");
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/it/snapshots")
-        .join(name);
+    snapshot_file(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/it/snapshots")
+            .join(name),
+        &normalized,
+    );
+}
+
+/// Compares `actual` with the file at `path` (a generated document, e.g.
+/// `docs/compatibility.md`); `SNAPSHOTS=overwrite` rewrites the file.
+pub fn snapshot_file(path: &Path, actual: &str) {
     snapbox::Assert::new()
         .action_env(snapbox::assert::DEFAULT_ACTION_ENV)
         .normalize_paths(false)
-        .eq(normalized, snapbox::Data::read_from(&path, None).raw());
+        .eq(
+            actual.to_owned(),
+            snapbox::Data::read_from(path, None).raw(),
+        );
 }
 
 /// Runs `git-session` with `args`; returns (stdout, stderr, exit code).
