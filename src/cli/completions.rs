@@ -88,14 +88,16 @@ fn candidates(words: Vec<OsString>, index: usize, env: &Env) -> Vec<CompletionCa
         .map(|s| s.get_name().to_owned())
         .collect();
     for name in names {
+        // `mut_args` keeps the arguments in place (`mut_arg` moves the one it
+        // changes to the end, which renumbers positionals).
         cmd = cmd.mut_subcommand(&name, |sub| {
-            let present: Vec<&str> = ["session", "sessions"]
-                .into_iter()
-                .filter(|id| sub.get_arguments().any(|a| a.get_id() == *id))
-                .collect();
-            present
-                .into_iter()
-                .fold(sub, |sub, id| sub.mut_arg(id, |a| a.add(ids.clone())))
+            sub.mut_args(|a| {
+                if matches!(a.get_id().as_str(), "session" | "sessions") {
+                    a.add(ids.clone())
+                } else {
+                    a
+                }
+            })
         });
     }
     let mut words = words;
