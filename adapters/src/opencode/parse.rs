@@ -787,6 +787,10 @@ impl Parser {
         native: Option<Value>,
     ) {
         let error = state.get("status").and_then(Value::as_str) == Some("error");
+        // A command that ran and exited non-zero is stored `completed` with
+        // `metadata.exit`; it failed all the same.
+        let exit = state.pointer("/metadata/exit").and_then(Value::as_i64);
+        let failed = error || exit.is_some_and(|c| c != 0);
         let output = if error {
             state.get("error").and_then(Value::as_str).unwrap_or("")
         } else {
@@ -801,8 +805,11 @@ impl Parser {
             "call_id": call_id,
             "name": name,
             "output": output,
-            "is_error": error,
+            "is_error": failed,
         });
+        if let Some(code) = exit.filter(|c| *c != 0) {
+            body["exit_code"] = json!(code);
+        }
         if let Some(n) = native {
             body[NATIVE_KEY] = n;
         }

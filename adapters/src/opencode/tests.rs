@@ -630,3 +630,43 @@ fn a_bad_session_id_is_refused() {
         );
     }
 }
+
+#[test]
+fn a_command_that_exits_non_zero_is_a_failed_result_with_its_exit_code() {
+    // The real client stores a command that ran and failed as `completed`
+    // with `metadata.exit`; only an interrupted or refused tool is `error`.
+    let mut rows = session_rows(MINIMAL);
+    let tool_at = rows
+        .iter()
+        .position(|r| r.text("data").is_some_and(|d| d.contains("\"tool\"")))
+        .unwrap();
+    let output = "cat: missing.txt: No such file or directory\n";
+    rows[tool_at].columns.insert(
+        "data".into(),
+        json!(
+            json!({"type": "tool", "tool": "bash", "callID": "call_hc_1",
+                 "state": {"status": "completed", "input": {"command": "cat missing.txt"},
+                           "output": output, "title": "cat missing.txt",
+                           "metadata": {"output": output, "exit": 1, "truncated": false},
+                           "time": {"start": 1, "end": 2}}})
+            .to_string()
+        ),
+    );
+    let parsed = parse_rows(rows, 0, None);
+    let result = parsed
+        .events
+        .iter()
+        .find(|e| e.kind == "tool.result")
+        .unwrap();
+    assert_eq!(result.payload["is_error"], true);
+    assert_eq!(result.payload["exit_code"], 1);
+    assert_eq!(result.payload["output"], output);
+    let failure = crate::tools::failure(&result.payload).expect("marked failed");
+    assert_eq!(failure.exit_code, Some(1));
+    let run = parsed
+        .events
+        .iter()
+        .find(|e| e.kind == "command.run")
+        .unwrap();
+    assert_eq!(run.payload["exit_code"], 1);
+}
