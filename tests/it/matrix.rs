@@ -525,15 +525,26 @@ fn seed_demo_pi_to_hermes() {
 }
 
 /// The 30 ordered pairs, six sources at once; writes the table.
+/// `MATRIX_PAIRS=claude:hermes,pi:hermes` runs only those pairs (and
+/// neither counts them nor writes the table).
 #[test]
 fn every_agent_hands_off_to_every_other_and_the_compatibility_table_is_current() {
+    let only = std::env::var("MATRIX_PAIRS").ok();
+    let wanted = |from: &str, to: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|p| p.trim() == format!("{from}:{to}")))
+    };
     let runs: Vec<(String, Vec<Pair>)> = std::thread::scope(|scope| {
         let jobs: Vec<_> = AGENTS
             .iter()
+            .filter(|from| AGENTS.iter().any(|to| to != *from && wanted(from, to)))
             .map(|from| {
                 scope.spawn(move || {
-                    let targets: Vec<&'static str> =
-                        AGENTS.iter().copied().filter(|t| t != from).collect();
+                    let targets: Vec<&'static str> = AGENTS
+                        .iter()
+                        .copied()
+                        .filter(|t| t != from && wanted(from, t))
+                        .collect();
                     from_source(from, &targets)
                 })
             })
@@ -542,9 +553,15 @@ fn every_agent_hands_off_to_every_other_and_the_compatibility_table_is_current()
     });
     let mut versions = std::collections::BTreeMap::new();
     let mut pairs = Vec::new();
-    for (agent, (version, run)) in AGENTS.iter().zip(runs) {
-        versions.insert(*agent, version);
+    for (version, run) in runs {
+        if let Some(p) = run.first() {
+            versions.insert(p.from, version);
+        }
         pairs.extend(run);
+    }
+    if only.is_some() {
+        assert_pairs(&pairs);
+        return;
     }
     assert_eq!(pairs.len(), 30);
     let doc = compatibility(&versions, &pairs);

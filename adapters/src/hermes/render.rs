@@ -13,6 +13,9 @@ use crate::{ChangeSet, RenderError, RenderHead, RowWrite};
 /// Hermes' own call ids look like OpenAI's; longer or odd ones are renamed.
 const MAX_CALL_ID: usize = 64;
 
+/// The assistant row written between two consecutive user messages.
+pub(super) const SEPARATOR: &str = "(noted)";
+
 /// Columns write-back computes itself; a captured value is not kept.
 const COMPUTED: &[&str] = &[
     "id",
@@ -400,6 +403,19 @@ impl Writer<'_> {
                 }
                 if self.first_user.is_none() && !text.is_empty() {
                     self.first_user = Some(text);
+                }
+                // Hermes sends consecutive user rows as one turn; an
+                // assistant row between them keeps each its own turn (the
+                // brief and the first user message of a handoff).
+                let seg = self.current();
+                let follows_user = self
+                    .messages
+                    .last()
+                    .is_some_and(|(s, r)| *s == seg && r.get("role") == Some(&json!("user")));
+                if follows_user {
+                    let mut ack = self.assistant_row(SEPARATOR);
+                    ack.insert("finish_reason".into(), json!("stop"));
+                    self.push_message(ack);
                 }
                 let mut row = Map::new();
                 row.insert("role".into(), json!("user"));

@@ -688,3 +688,37 @@ fn a_continuation_parsed_alone_points_at_the_session_it_continues() {
     assert_eq!(tool.events[0].kind, kinds::SESSION_START);
     assert_eq!(tool.events[0].payload["tool_session"], json!(true));
 }
+
+#[test]
+fn a_brief_and_the_first_user_message_stay_two_turns() {
+    let header = SessionHeader::new(SessionId::new("c1").unwrap(), Agent::Claude, NOW);
+    let ev = |seq: u64, text: &str| {
+        Event::new(
+            seq,
+            NOW,
+            Agent::Claude,
+            "user",
+            kinds::MESSAGE_USER,
+            git_session_schema::Level::History,
+            json!({ "text": text }),
+        )
+    };
+    let events = vec![
+        ev(0, "the brief"),
+        ev(1, "Please write hello into note.txt"),
+    ];
+    let changes = render_with(&header, &events, &[], "h1").unwrap();
+    let messages: Vec<(&str, &str)> = rows(&changes)
+        .into_iter()
+        .filter(|(t, _)| *t == "messages")
+        .map(|(_, r)| (r["role"].as_str().unwrap(), r["content"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        messages,
+        vec![
+            ("user", "the brief"),
+            ("assistant", super::render::SEPARATOR),
+            ("user", "Please write hello into note.txt"),
+        ]
+    );
+}
