@@ -445,6 +445,12 @@ impl Renderer<'_> {
                 event.seq
             ));
         }
+        // git-session's own message (a handoff's brief) is a message of its
+        // own: folded into the next user message, the client would send the
+        // source's first request before it.
+        if event.agent == git_session_schema::Agent::GitSession {
+            self.synth.user = None;
+        }
     }
 
     /// Returns the assistant message the next output goes to.

@@ -670,3 +670,51 @@ fn a_command_that_exits_non_zero_is_a_failed_result_with_its_exit_code() {
         .unwrap();
     assert_eq!(run.payload["exit_code"], 1);
 }
+
+#[test]
+fn a_handoff_brief_is_a_user_message_of_its_own_before_the_history() {
+    let mut brief = event(0, "message.user", "user", json!({"text": "BRIEF"}));
+    brief.agent = Agent::GitSession;
+    brief.ts = "2026-12-01T00:00:00Z".into();
+    let events = vec![
+        brief,
+        event(1, "message.user", "user", json!({"text": "first request"})),
+        event(
+            2,
+            "message.assistant",
+            "agent:claude",
+            json!({"text": "ok"}),
+        ),
+    ];
+    let doc = render(
+        &events,
+        &header("ses_0brief000000000000000001"),
+        "ses_0brief000000000000000001",
+        "/p",
+    );
+    let texts = |mid: &str| -> Vec<String> {
+        doc.parts
+            .iter()
+            .filter(|p| p.text("message_id") == Some(mid))
+            .filter_map(|p| {
+                p.columns
+                    .get("data")?
+                    .get("text")?
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect()
+    };
+    let users: Vec<&Row> = doc
+        .messages
+        .iter()
+        .filter(|m| m.columns.get("data").and_then(|d| d.get("role")) == Some(&json!("user")))
+        .collect();
+    assert_eq!(users.len(), 2, "{:?}", doc.messages);
+    assert_eq!(texts(users[0].id()), ["BRIEF"]);
+    assert_eq!(texts(users[1].id()), ["first request"]);
+    assert!(
+        doc.messages[0].id() == users[0].id(),
+        "the brief's message sorts first"
+    );
+}

@@ -515,7 +515,14 @@ impl Writer<'_, '_> {
                     Some(Value::Null) | None => String::new(),
                     Some(other) => other.to_string(),
                 };
-                let is_error = crate::tools::failure(p).is_some();
+                // Pi keeps `isError` but sends the model only the text, so
+                // a failure is said in the text too.
+                let failure = crate::tools::failure(p);
+                let is_error = failure.is_some();
+                let output = match failure {
+                    Some(f) => crate::tools::mark_failed(&output, f, false),
+                    None => output,
+                };
                 let written = self.foreign.call_ids.get(call_id).cloned();
                 let open = written.and_then(|id| {
                     let at = self.foreign.unanswered.iter().position(|(u, _)| *u == id)?;
