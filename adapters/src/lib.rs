@@ -505,6 +505,10 @@ pub trait Adapter: Sync {
     /// The conformance suite compares rendered records with native ones
     /// after this; an adapter whose render reproduces records exactly
     /// keeps the default, which changes nothing.
+    ///
+    /// A record the render does not write back at all becomes `null`
+    /// (e.g. a link to a file that only exists on the machine that wrote
+    /// it); see also [`Adapter::l0_written`].
     fn l2_remap(&self, record: &mut Value, native_id: &str) {
         let _ = (record, native_id);
     }
@@ -525,6 +529,15 @@ pub trait Adapter: Sync {
     /// nothing differs.
     fn l0_remap(&self, event: &mut Event) {
         let _ = event;
+    }
+
+    /// Says whether a same-agent render writes the record of this parsed
+    /// event back (the records [`Adapter::l2_remap`] turns into `null` are
+    /// not); the L0 round trip compares only the events it does. Default:
+    /// every event's record is written.
+    fn l0_written(&self, event: &Event) -> bool {
+        let _ = event;
+        true
     }
 
     /// Renders a canonical session as native files, streaming: events are

@@ -294,6 +294,122 @@ fn captures_codex_rollouts_from_codex_home() {
     repo.ok(&["verify"]);
 }
 
+const ROTATED: &str = "019a1d2e-5b7c-7e01-9c3a-2f4e6a8b0c11";
+
+/// Returns the two files of the rotated fixture thread: the immutable copy
+/// of its first segment and the live file after the rotation, relative to
+/// the Codex home.
+fn rotated_files() -> (PathBuf, PathBuf) {
+    let name = format!("rollout-2026-11-29T07-42-10-{ROTATED}.jsonl");
+    (
+        PathBuf::from(format!("rotated_rollout_segments/{ROTATED}/initial/{name}")),
+        PathBuf::from(format!("sessions/2026/11/29/{name}")),
+    )
+}
+
+fn import_codex(repo: &Repo, codex_home: &Path) -> String {
+    let out = repo
+        .session()
+        .env("CODEX_HOME", codex_home)
+        .args([
+            "import",
+            "--agent",
+            "codex",
+            "--home",
+            repo.home.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    text(&out.stdout)
+}
+
+/// The user texts of a captured session, in order.
+fn user_texts(events: &[serde_json::Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "message.user")
+        .filter_map(|e| e["payload"]["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn a_rotated_codex_thread_is_one_session_whichever_capture_saw_first() {
+    let (copy, live) = rotated_files();
+    let fixture = fixtures().join("codex/rotated/native");
+    let root_of = |repo: &Repo| repo.root.to_str().unwrap().to_owned();
+
+    // Captured once with both files there.
+    let both = Repo::new();
+    let home = both.outside("codex-home");
+    copy_tree(&fixture, &home, CODEX_CWD, &root_of(&both));
+    let before = hash_tree(&home);
+    let out = import_codex(&both, &home);
+    assert!(
+        out.lines().all(|l| l.starts_with(ROTATED)),
+        "one session for the thread: {out}"
+    );
+    assert_eq!(hash_tree(&home), before, "the store is read-only");
+    let whole = both.events(ROTATED);
+    assert_eq!(
+        user_texts(&whole),
+        [
+            "ROTATED-Q1: please list the files",
+            "ROTATED-Q2: and the notes?"
+        ],
+    );
+    let golden = |name: &str| {
+        std::fs::read_to_string(fixtures().join("codex/rotated").join(name))
+            .unwrap()
+            .lines()
+            .count()
+    };
+    let stem = format!("rollout-2026-11-29T07-42-10-{ROTATED}");
+    assert_eq!(
+        whole.len(),
+        golden("canonical.jsonl") + golden(&format!("canonical.{stem}.jsonl")),
+        "every event of both segments, none twice"
+    );
+    both.ok(&["verify"]);
+
+    // Captured before the rotation, then after it: the live file was
+    // replaced (its lines numbered from 0 again) and its old content moved.
+    let step = Repo::new();
+    let home = step.outside("codex-home");
+    let first = std::fs::read_to_string(fixture.join(&copy))
+        .unwrap()
+        .replace(CODEX_CWD, &root_of(&step));
+    std::fs::create_dir_all(home.join(&live).parent().unwrap()).unwrap();
+    // The first capture sees the file before its last turn was written.
+    let cut: Vec<&str> = first.lines().collect();
+    std::fs::write(home.join(&live), cut[..4].join("\n") + "\n").unwrap();
+    import_codex(&step, &home);
+    assert_eq!(step.events(ROTATED).len(), 4);
+    std::fs::write(home.join(&live), &first).unwrap();
+    // The rotation: copy published, live file replaced by its successor.
+    std::fs::create_dir_all(home.join(&copy).parent().unwrap()).unwrap();
+    std::fs::write(home.join(&copy), &first).unwrap();
+    let successor = std::fs::read_to_string(fixture.join(&live))
+        .unwrap()
+        .replace(CODEX_CWD, &root_of(&step));
+    std::fs::write(home.join(&live), successor).unwrap();
+    let out = import_codex(&step, &home);
+    assert!(out.lines().all(|l| l.starts_with(ROTATED)), "{out}");
+    let stepwise = step.events(ROTATED);
+    let kinds = |events: &[serde_json::Value]| -> Vec<String> {
+        events
+            .iter()
+            .map(|e| e["type"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(user_texts(&stepwise), user_texts(&whole));
+    assert_eq!(kinds(&stepwise), kinds(&whole), "the same events, in order");
+    // Nothing is appended twice on the next capture.
+    import_codex(&step, &home);
+    assert_eq!(step.events(ROTATED).len(), whole.len());
+    step.ok(&["verify"]);
+}
+
 #[test]
 fn sessions_in_a_linked_worktree_belong_to_the_repository() {
     let repo = Repo::new();

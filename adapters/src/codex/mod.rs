@@ -45,6 +45,27 @@
 //! `<thread id>#L<line>/<type>` for a derived one, unique per event, because
 //! `(agent, native_id)` is what makes a capture idempotent and item ids repeat
 //! across a `response_item` and its UI echo. `native_seq` is the line number.
+//! A file that is one segment of a thread of several files has
+//! `<thread id>@<segment>#L<line>` (see below).
+//!
+//! # Threads of several files
+//!
+//! Newer clients rotate a long thread (openai/codex,
+//! `thread-store/src/local/segment_writer.rs`; codex-cli 0.171.0 does not
+//! rotate yet): the live file's content is copied to an immutable
+//! `rotated_rollout_segments/<thread id>/<segment id, or "initial">/<same
+//! file name>`, and the live file is replaced atomically by a successor that
+//! starts with a `session_meta` of the same thread under a new `segment_id`,
+//! then a `rollout_reference` line naming the copy, then the thread's new
+//! lines. Paginated successors (0.171.0 `history_mode: paginated`) instead
+//! have a file name whose rollout id is not the thread id. Every segment
+//! numbers its lines from 0, so origins carry the segment (the
+//! `segment_id`, else that rollout id) and the files of one thread are one
+//! canonical session (same native id) whose segments never deduplicate
+//! each other; the immutable copies are sources too, so history written
+//! between the last capture and a rotation is still captured. A render
+//! writes one self-contained rollout and leaves `rollout_reference` lines
+//! out.
 //!
 //! # Rendering
 //!
@@ -156,6 +177,10 @@ struct State {
     /// The thread id from `session_meta`, for origins.
     #[serde(default)]
     thread: Option<String>,
+    /// The segment of the thread this file holds, when it is not the
+    /// thread's only one (see [`segment_of`]), for origins.
+    #[serde(default)]
+    segment: Option<String>,
     /// The last line timestamp, for lines that lack one.
     #[serde(default)]
     last_ts: Option<String>,
@@ -211,6 +236,8 @@ pub static SPEC: AgentSpec = AgentSpec {
         files: &[
             "sessions/**/rollout-*.jsonl",
             "archived_sessions/**/rollout-*.jsonl",
+            // Earlier segments of rotated threads (see `segment_of`).
+            "rotated_rollout_segments/*/*/rollout-*.jsonl",
         ],
     }],
     tools: &[
@@ -281,13 +308,34 @@ impl Adapter for Codex {
     /// Render drops the provider pin and writes `source` as `cli` unless it
     /// was `cli` or `vscode` (formats/codex.md: other sources hide the
     /// thread from `codex resume`).
+    ///
+    /// A `rollout_reference` line (the link of a rotated thread's segment
+    /// to the copy of the one before) is not written back.
     fn l2_remap(&self, record: &mut Value, _native_id: &str) {
+        if record["type"] == "rollout_reference" {
+            *record = Value::Null;
+            return;
+        }
         remap_meta(record);
     }
 
+    /// Besides the provider pin and `source`: in a segment of a rotated
+    /// thread the render leaves the `rollout_reference` line out, so the
+    /// lines after it move up one; origins of such a file keep the thread
+    /// and segment, not the line.
     fn l0_remap(&self, event: &mut Event) {
         if let Some(native) = event.payload.get_mut(NATIVE_KEY) {
             remap_meta(native);
+        }
+        if let Some(origin) = event.origin.as_mut()
+            && let Some(id) = origin.native_id.as_mut()
+            && id.contains('@')
+            && let Some(at) = id.find("#L")
+        {
+            let derived = id[at..].find('/').map(|d| id[at + d..].to_owned());
+            id.truncate(at);
+            id.push_str(derived.as_deref().unwrap_or(""));
+            origin.native_seq = None;
         }
         if event.kind == kinds::SESSION_START
             && let Some(p) = event.payload.as_object_mut()
@@ -295,6 +343,10 @@ impl Adapter for Codex {
             p.remove("model_provider");
             p.remove("source");
         }
+    }
+
+    fn l0_written(&self, event: &Event) -> bool {
+        !is_rollout_reference(event)
     }
 
     fn render_to(

@@ -150,9 +150,13 @@ impl Parser<'_> {
         let seq = self.next_seq;
         self.next_seq += 1;
         let thread = self.state.thread.as_deref().unwrap_or("unknown");
-        let native_id = match derived {
+        let at = match &self.state.segment {
+            Some(segment) => format!("{thread}@{segment}#L{line}"),
             None => format!("{thread}#L{line}"),
-            Some(kind) => format!("{thread}#L{line}/{kind}"),
+        };
+        let native_id = match derived {
+            None => at,
+            Some(kind) => format!("{at}/{kind}"),
         };
         let mut event = Event::new(seq, ts, Agent::Codex, actor, kind, level, payload);
         event.origin = Some(Origin {
@@ -285,6 +289,7 @@ impl Parser<'_> {
             self.warn(line_no, "session_meta without id".into());
         }
         self.state.thread = meta.id.clone();
+        self.state.segment = segment_of(&meta, self.source);
         self.state.facts.cwd = meta.cwd.clone();
         self.state.facts.created = meta.timestamp.clone().or_else(|| Some(ts.to_owned()));
         self.state.facts.parent = meta.forked_from_id.clone();
@@ -606,6 +611,37 @@ pub(super) fn is_injected(text: &str) -> bool {
 }
 
 /// Says whether `s` is a hyphenated UUID (any version).
+/// Returns what tells this file's lines apart from those of the other
+/// files of its thread: the `segment_id` its `session_meta` names (a
+/// rotated thread, where every segment numbers its lines from 0), else the
+/// rollout id of the file name when it is not the thread id (a paginated
+/// successor whose `history_base` names its predecessor); `None` for a
+/// thread's only file, whose origins stay `<thread>#L<line>`.
+pub(super) fn segment_of(meta: &SessionMeta, source: &str) -> Option<String> {
+    if let Some(segment) = meta.segment_id.as_deref().filter(|s| !s.is_empty()) {
+        // `#` and `/` separate the parts of an origin id; a hostile segment
+        // id must not make a primary event look derived.
+        return Some(
+            segment
+                .chars()
+                .take(64)
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect(),
+        );
+    }
+    let name = source.rsplit(['/', '\\']).next()?;
+    let stem = name.strip_suffix(".jsonl")?;
+    let rollout = stem.get(stem.len().checked_sub(36)?..)?;
+    (is_uuid(rollout) && meta.id.as_deref().is_some_and(|id| id != rollout))
+        .then(|| rollout.to_owned())
+}
+
 pub(super) fn is_uuid(s: &str) -> bool {
     // `try_parse` also takes the simple, braced and URN forms; the client
     // only writes the hyphenated one, 36 characters.

@@ -177,6 +177,12 @@ pub(super) fn render(
             w.session_meta(event)?;
             continue;
         }
+        // The link of a rotated thread's segment to the copy of the one
+        // before: the rendered rollout holds that history inline, and the
+        // copy is not where the link says on the target machine.
+        if is_rollout_reference(&event) {
+            continue;
+        }
         let unparsed = (event.agent == Agent::Codex && event.kind == kinds::META)
             .then(|| event.payload.get("unparsed").and_then(Value::as_str))
             .flatten();
@@ -199,6 +205,14 @@ pub(super) fn is_session_meta(event: &Event) -> bool {
         .and_then(|l| l.get("type"))
         .and_then(Value::as_str)
         == Some("session_meta")
+}
+
+/// Says whether an event carries a captured Codex `rollout_reference` line.
+pub(super) fn is_rollout_reference(event: &Event) -> bool {
+    native_line(event)
+        .and_then(|l| l.get("type"))
+        .and_then(Value::as_str)
+        == Some("rollout_reference")
 }
 
 /// Says whether a Codex event was derived from another line (no line of its own).

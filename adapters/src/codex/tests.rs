@@ -54,20 +54,33 @@ fn cases() -> Vec<Case> {
     names.sort();
     let cases: Vec<Case> = names
         .into_iter()
-        .map(|dir| {
+        .flat_map(|dir| {
             let native = dir.join("native");
             let mut files = Vec::new();
             rollouts_under(&native, &mut files);
-            assert_eq!(files.len(), 1, "{}: one rollout per case", dir.display());
-            let relative = files[0]
-                .strip_prefix(&native)
-                .expect("under native/")
-                .to_owned();
-            Case {
-                name: dir.file_name().unwrap().to_string_lossy().into_owned(),
-                bytes: std::fs::read(&files[0]).expect("readable fixture"),
-                relative,
-            }
+            files.sort();
+            assert!(!files.is_empty(), "{}: no rollout", dir.display());
+            let dir_name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            // A thread of several files (a rotated one) is one case per file.
+            let several = files.len() > 1;
+            files
+                .into_iter()
+                .map(|file| {
+                    let relative = file
+                        .strip_prefix(&native)
+                        .expect("under native/")
+                        .to_owned();
+                    Case {
+                        name: if several {
+                            format!("{dir_name}/{}", relative.display())
+                        } else {
+                            dir_name.clone()
+                        },
+                        bytes: std::fs::read(&file).expect("readable fixture"),
+                        relative,
+                    }
+                })
+                .collect::<Vec<_>>()
         })
         .collect();
     // A renamed fixture directory must not silently shrink coverage.
@@ -402,7 +415,9 @@ fn render_moves_thread_settings_but_not_history_to_the_new_cwd() {
 
 #[test]
 fn round_trip_gives_the_same_events() {
-    for case in cases() {
+    // A segment of a rotated thread loses its `rollout_reference` line in a
+    // render: the conformance suite checks it up to that remap.
+    for case in cases().into_iter().filter(|c| !c.name.contains('/')) {
         let first = parse_bytes(&case.bytes, 0, 0, None);
         let id = first.session.native_id.clone().unwrap();
         let cwd = first.session.cwd.clone().unwrap();
@@ -1019,4 +1034,48 @@ fn render_streams_lines_before_later_events_are_pulled() {
         }
     }
     assert_eq!(made, total);
+}
+
+#[test]
+fn segment_origins_keep_the_files_of_one_thread_apart() {
+    let thread = "019a1d2e-5b7c-7e01-9c3a-2f4e6a8b0c11";
+    let meta = |segment: Option<&str>| SessionMeta {
+        id: Some(thread.to_owned()),
+        segment_id: segment.map(str::to_owned),
+        ..SessionMeta::default()
+    };
+    let live = format!("sessions/2026/11/29/rollout-2026-11-29T07-42-10-{thread}.jsonl");
+    // A thread's only file keeps the origins it always had.
+    assert_eq!(segment_of(&meta(None), &live), None);
+    assert_eq!(
+        segment_of(&meta(Some("s-1")), &live).as_deref(),
+        Some("s-1")
+    );
+    // A hostile segment id cannot make a primary origin look derived.
+    let odd = segment_of(&meta(Some("a/b#L3\u{1b}")), &live).unwrap();
+    assert_eq!(odd, "a_b_L3_");
+    // A paginated successor: the rollout id of its name is not the thread's.
+    let other = "019a1d40-0000-7000-8000-000000000001";
+    let successor = format!("sessions/2026/11/30/rollout-2026-11-30T01-00-00-{other}.jsonl");
+    assert_eq!(segment_of(&meta(None), &successor).as_deref(), Some(other));
+    let bytes = format!(
+        "{{\"timestamp\":\"2026-11-29T08:10:00.000Z\",\"type\":\"session_meta\",\"payload\":{{\"id\":\"{thread}\",\"segment_id\":\"s-2\"}}}}\n"
+    );
+    let parsed = parse(ParseInput {
+        records: crate::Records::lines(bytes.as_bytes(), 0, 0),
+        next_seq: 0,
+        state: None,
+        source: &live,
+        session: None,
+        sidecar: None,
+    });
+    assert_eq!(
+        parsed.events[0]
+            .origin
+            .as_ref()
+            .unwrap()
+            .native_id
+            .as_deref(),
+        Some(format!("{thread}@s-2#L0").as_str())
+    );
 }

@@ -78,6 +78,13 @@ pub struct SessionMeta {
     /// `paginated` for rollouts with ordinals; absent for legacy ones.
     #[serde(default)]
     pub history_mode: Option<String>,
+    /// The segment of the thread this file holds (newer clients): a
+    /// rotation moves the file's content to an immutable copy under
+    /// `rotated_rollout_segments/<thread>/<segment or "initial">/` and
+    /// starts the file again with a new segment id and a
+    /// `rollout_reference` line naming the copy.
+    #[serde(default)]
+    pub segment_id: Option<String>,
 }
 
 /// Holds the `turn_context` payload: the settings one turn ran with.
