@@ -46,6 +46,11 @@
 //! and `cwd` moved), other agents' events become the records dsh writes,
 //! keeping every rule dsh checks on load.
 //!
+//! A render writes frame 0 as the header line alone and the rest of the
+//! session as one frame: the native frame boundaries (the client's flush
+//! pattern) are not kept, and dsh reads any split of whole lines into
+//! frames (the conformance suite checks the header frame and the records).
+//!
 //! Not here: reading files, frames, locks (the root crate's `native`
 //! layer: a corrupt frame refuses the whole log, `Corrupt::RefuseFile`),
 //! and format migration (dsh migrates older generations itself).

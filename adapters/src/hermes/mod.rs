@@ -369,6 +369,20 @@ pub static SPEC: AgentSpec = AgentSpec {
     resume: "hermes chat --resume {id}",
 };
 
+/// Applies the documented L2 remaps to a row (see [`Hermes::l2_remap`]).
+fn remap_row(record: &mut Value) {
+    let Some(row) = record.as_object_mut() else {
+        return;
+    };
+    if row.contains_key("session_id") && row.contains_key("role") {
+        row.remove("id");
+    }
+    if row.contains_key("started_at") {
+        row.remove("message_count");
+        row.remove("tool_call_count");
+    }
+}
+
 /// Adapts Hermes Agent's `state.db`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Hermes;
@@ -391,6 +405,42 @@ impl Adapter for Hermes {
         match env("HERMES_HOME") {
             Some(dir) if !dir.is_empty() => PathBuf::from(dir),
             _ => home.join(".hermes"),
+        }
+    }
+
+    /// A `messages` row's `id` is assigned by the database it is written
+    /// into (`INTEGER PRIMARY KEY AUTOINCREMENT`): a render leaves it out.
+    ///
+    /// A `sessions` row's `message_count` and `tool_call_count` are counted
+    /// from the rows written (see the module docs; checked by
+    /// `render_writes_the_captured_rows_back`), so they are not compared.
+    fn l2_remap(&self, record: &mut Value, _native_id: &str) {
+        remap_row(record);
+    }
+
+    /// As in [`Adapter::l2_remap`], the message id a database assigned is
+    /// not kept: not in the row under [`NATIVE_KEY`], and not in origins
+    /// (`<session>#<id>` keeps the session).
+    fn l0_remap(&self, event: &mut Event) {
+        if let Some(row) = event
+            .payload
+            .get_mut(NATIVE_KEY)
+            .and_then(|n| n.get_mut("row"))
+        {
+            remap_row(row);
+        }
+        if let Some(origin) = event.origin.as_mut()
+            && let Some(id) = origin.native_id.as_mut()
+            && let Some(hash) = id.find('#')
+        {
+            let digits = id[hash + 1..]
+                .bytes()
+                .take_while(u8::is_ascii_digit)
+                .count();
+            if digits > 0 {
+                id.replace_range(hash + 1..hash + 1 + digits, "");
+                origin.native_seq = None;
+            }
         }
     }
 

@@ -263,6 +263,28 @@ impl Adapter for Opencode {
         ids::session(now_ms, uuid)
     }
 
+    /// The `data` column's JSON is written as JSON values (key order and
+    /// spacing are not kept), so it is compared parsed. A `session` row's
+    /// `path` (its directory relative to the work tree) is written from the
+    /// repository the session is written for ([`RepoFact::RelativeCwd`]):
+    /// at the root that is `""` (a row recorded with none, or `.`, means
+    /// the root too).
+    fn l2_remap(&self, record: &mut Value, _native_id: &str) {
+        remap_row(record);
+    }
+
+    /// The row an event keeps under [`NATIVE_KEY`] is remapped as in
+    /// [`Adapter::l2_remap`].
+    fn l0_remap(&self, event: &mut Event) {
+        if let Some(row) = event
+            .payload
+            .get_mut(NATIVE_KEY)
+            .and_then(|n| n.get_mut("row"))
+        {
+            remap_row(row);
+        }
+    }
+
     fn parse(&self, input: ParseInput<'_>) -> Parsed {
         let Records::Rows(rows) = input.records else {
             return Parsed {
@@ -308,6 +330,25 @@ impl Adapter for Opencode {
     ) -> Result<ChangeSet, RenderError> {
         let doc = render_session(head, events)?;
         Ok(change_set(&doc))
+    }
+}
+
+/// Applies the documented L2 remaps to a row (see [`Opencode::l2_remap`]).
+fn remap_row(record: &mut Value) {
+    if let Some(data) = record.get_mut("data")
+        && let Some(text) = data.as_str()
+        && let Ok(parsed) = serde_json::from_str::<Value>(text)
+    {
+        *data = parsed;
+    }
+    if let Some(row) = record.as_object_mut()
+        && row.contains_key("slug")
+        && row.contains_key("directory")
+        && row
+            .get("path")
+            .is_some_and(|p| p.is_null() || p.as_str() == Some("."))
+    {
+        row.insert("path".into(), json!(""));
     }
 }
 
