@@ -146,6 +146,11 @@ pub struct BatchSink<'r> {
     scratch: Vec<u8>,
     entries: Vec<(String, ObjectId)>,
     artifacts: BTreeMap<ArtifactId, ObjectId>,
+    /// Full blobs of artifacts stored as heads (`session.syncArtifacts
+    /// head`), for `refs/session-artifacts/<id>`.
+    full: Vec<(ArtifactId, ObjectId)>,
+    /// Whether artifacts over [`super::HEAD_BYTES`] are stored as heads.
+    lazy: bool,
     /// For an encrypted session: the keys chunks and artifacts are sealed
     /// with, the session (for errors) and the chain value before the
     /// chunk in flight.
@@ -177,6 +182,8 @@ impl<'r> BatchSink<'r> {
             scratch: Vec::new(),
             entries: Vec::new(),
             artifacts: BTreeMap::new(),
+            full: Vec::new(),
+            lazy: false,
         }
     }
 
@@ -300,11 +307,24 @@ impl<'r> BatchSink<'r> {
     pub fn add_artifact(&mut self, bytes: &[u8]) -> StoreResult<ArtifactId> {
         let id = ArtifactId::of(bytes);
         if !self.artifacts.contains_key(&id) {
-            let blob = match &self.sealed {
-                Some((keys, session)) => self
-                    .store
-                    .write_blob_sized(&keys.seal_artifact(session, bytes)?)?,
-                None => self.store.write_blob_sized(bytes)?,
+            let stored = match &self.sealed {
+                Some((keys, session)) => keys.seal_artifact(session, bytes)?,
+                None => bytes.to_vec(),
+            };
+            // A blob that reads as a head is stored as one whatever the
+            // setting, so no artifact is ever mistaken for a head.
+            let as_head =
+                (self.lazy && bytes.len() > super::HEAD_BYTES) || super::artifacts::is_head(bytes);
+            let blob = if as_head {
+                let (full, head) = self.store.write_full_artifact(
+                    self.sealed.as_ref().map(|(_, s)| s),
+                    bytes,
+                    &stored,
+                )?;
+                self.full.push((id.clone(), full));
+                self.store.write_blob_sized(&head)?
+            } else {
+                self.store.write_blob_sized(&stored)?
             };
             self.artifacts.insert(id.clone(), blob);
         }
@@ -422,6 +442,7 @@ impl Store {
             };
             let keys = sealed.then(|| (&self.keys, id.clone()));
             let mut sink = BatchSink::new(self, mode, &state, self.scrubber, keys);
+            sink.lazy = self.lazy_artifacts();
             produce(&mut sink)?;
             sink.seal_chunk()?;
             if sink.next_seq == state.events && sink.artifacts.is_empty() && create.is_none() {
@@ -479,6 +500,9 @@ impl Store {
                 (false, None) => "add artifacts".to_owned(),
             };
             let message = trailers.to_message(&subject);
+            // The full blobs' ref first: a crash before the session ref
+            // moves leaves it holding a blob no head names yet, harmless.
+            self.add_full_artifacts(id, info.time, &sink.full)?;
             match self.publish(&name, tip, tree, &message, info, &mut lock)? {
                 Some(commit) => {
                     return Ok(AppendOutcome {
