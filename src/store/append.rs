@@ -618,6 +618,18 @@ impl Store {
             message += &format!("{}: {p}\n", refs::TRAILER_PURGED_TIP);
         }
         let new = self.write_commit(info.time, &message, tree, None)?;
+        // The checkpoint snapshots the old history carried as second
+        // parents stay reachable from the new one.
+        let attached = self.attached_since(old, None)?;
+        let new = match self.carrier(&trailers, attached.len()) {
+            Some(message) => self.write_commit_with(
+                info.time,
+                &message,
+                tree,
+                std::iter::once(new).chain(attached).collect(),
+            )?,
+            None => new,
+        };
         match self.repo.reference(
             refs::session_ref(id).as_str(),
             new,
@@ -632,6 +644,48 @@ impl Store {
             self.remember_tip(id, Some(new))?;
         }
         Ok((old, new))
+    }
+
+    /// Returns the commits attached to the first-parent history from `tip`
+    /// down to `stop` (excluded): every parent after the first (the
+    /// snapshot commits of checkpoints), oldest batch first, each once.
+    pub(crate) fn attached_since(
+        &self,
+        tip: ObjectId,
+        stop: Option<ObjectId>,
+    ) -> StoreResult<Vec<ObjectId>> {
+        let mut out = Vec::new();
+        for commit in self.first_parent_chain(tip)? {
+            if Some(commit) == stop {
+                break;
+            }
+            let c = self.repo.find_commit(commit).map_err(git)?;
+            for p in c.parent_ids().skip(1).map(|p| p.detach()) {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// Returns the message of the commit that keeps `attached` snapshot
+    /// commits of a replaced history reachable (a history rewrite's new
+    /// tip; its first parent is the rewritten tip, the tree the same, no
+    /// events added), or `None` when there are none.
+    pub(crate) fn carrier(&self, state: &Trailers, attached: usize) -> Option<String> {
+        (attached > 0).then(|| {
+            let t = Trailers {
+                seq: None,
+                fork: None,
+                ..state.clone()
+            };
+            t.to_message(&format!(
+                "keep {attached} checkpoint snapshot{} of the replaced history",
+                if attached == 1 { "" } else { "s" }
+            ))
+        })
     }
 
     /// Writes the commit and moves the ref from `tip` to it (a bulk store

@@ -37,6 +37,9 @@ pub const HEAD_BYTES: usize = 4096;
 /// line, age's header and stanzas, zstd framing of incompressible data).
 const SEAL_SLACK: u64 = 64 << 10;
 
+/// The entries of a full-artifacts tree: SHA-256 hex and blob.
+type FlatEntries = Vec<(String, ObjectId)>;
+
 /// The clear line of a head blob.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HeadLine {
@@ -142,10 +145,7 @@ impl Store {
     }
 
     /// Returns the tip of `refs/session-artifacts/<id>` and its entries.
-    fn full_artifacts(
-        &self,
-        refname: &str,
-    ) -> StoreResult<Option<(ObjectId, Vec<(String, ObjectId)>)>> {
+    fn full_artifacts(&self, refname: &str) -> StoreResult<Option<(ObjectId, FlatEntries)>> {
         let Some(mut r) = self.repo.try_find_reference(refname).map_err(git)? else {
             return Ok(None);
         };
@@ -153,7 +153,7 @@ impl Store {
         Ok(Some((tip, self.flat_entries(tip)?)))
     }
 
-    fn flat_entries(&self, commit: ObjectId) -> StoreResult<Vec<(String, ObjectId)>> {
+    fn flat_entries(&self, commit: ObjectId) -> StoreResult<FlatEntries> {
         let tree = self.commit_tree(commit)?;
         let tree = self.repo.find_tree(tree).map_err(git)?;
         Ok(tree

@@ -8,7 +8,9 @@
 //! commit (never the user's history, so pushing a session never sends
 //! code commits) that the session's batch commit carries as its second
 //! parent (`CommitInfo::attach`): it travels wherever the session goes,
-//! and readers, which follow first parents, never see it.
+//! and readers, which follow first parents, never see it. A divergence
+//! fork or a purge keeps them reachable (`Store::attached_since`,
+//! `Store::carrier` in `append.rs`).
 //!
 //! Restoring reads the tree into another temporary index and checks it
 //! out over a clean work tree (git itself refuses paths such as `.git/`

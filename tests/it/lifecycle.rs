@@ -767,3 +767,118 @@ fn a_forged_full_artifact_is_refused_before_it_is_adopted() {
     assert!(!html.contains("only its head"), "{html}");
     c.on(&b, &["verify", "s-lazy"]);
 }
+
+#[test]
+fn lazy_artifacts_of_an_encrypted_session_travel_sealed_and_verify() {
+    use age::secrecy::ExposeSecret;
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    let key = age::x25519::Identity::generate();
+    let key_file = c.a.outside("alice.key");
+    std::fs::write(&key_file, format!("{}\n", key.to_string().expose_secret())).unwrap();
+    for dir in [&a, &b] {
+        c.git(
+            dir,
+            &["config", "session.identity", key_file.to_str().unwrap()],
+        );
+    }
+    c.git(
+        &a,
+        &["config", "session.recipients", &key.to_public().to_string()],
+    );
+    c.git(&a, &["config", "session.syncArtifacts", "head"]);
+    let mut bytes = b"MARKER-LAZY-SEALED ".repeat(4000);
+    bytes.extend(noise(100_000, 3));
+    let art = import_with_artifact(&c, "s-sealed", &bytes);
+    c.on(&a, &["push"]);
+    c.on(&a, &["push", "--artifacts", "s-sealed"]);
+    // Neither the head nor the full blob holds the plaintext.
+    let remote = c.a.outside("remote.git");
+    let all = c.git(&remote, &["rev-list", "--objects", "--all"]);
+    for line in all.lines() {
+        let oid = line.split(' ').next().unwrap();
+        if c.git(&remote, &["cat-file", "-t", oid]) == "blob" {
+            let body =
+                c.a.git_in(&remote)
+                    .args(["cat-file", "blob", oid])
+                    .output()
+                    .unwrap();
+            assert!(
+                !String::from_utf8_lossy(&body.stdout).contains("MARKER-LAZY-SEALED"),
+                "plaintext on the remote in {oid}"
+            );
+        }
+    }
+    c.on(&b, &["fetch"]);
+    c.on(&b, &["verify", "s-sealed"]);
+    let err = fails_on(&c, &b, &["export", "s-sealed", "--canonical"]);
+    assert!(err.contains("only its head is here"), "{err}");
+    let fetched = c.on(&b, &["fetch", "--artifacts", "s-sealed"]);
+    assert!(fetched.contains(&format!("fetched   {art}")), "{fetched}");
+    assert_eq!(
+        c.on(&a, &["export", "s-sealed", "--canonical"]),
+        c.on(&b, &["export", "s-sealed", "--canonical"])
+    );
+    c.on(&b, &["verify", "s-sealed"]);
+}
+
+/// Drops every reflog entry and prunes what no ref reaches.
+fn prune_unreachable(c: &Clones, dir: &Path) {
+    c.git(dir, &["reflog", "expire", "--expire=now", "--all"]);
+    c.git(dir, &["gc", "-q", "--prune=now"]);
+}
+
+#[test]
+fn a_checkpoint_stays_reachable_through_a_divergence_fork_and_a_purge() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    std::fs::write(a.join("f.txt"), "v1\n").unwrap();
+    c.git(&a, &["add", "f.txt"]);
+    c.git(&a, &["commit", "-q", "-m", "code"]);
+    c.git(&a, &["push", "-q", "origin", "main"]);
+    c.a.import(&c.a.write_jsonl("d.jsonl", &session_lines("s-div", 3)));
+    c.on(&a, &["push"]);
+    c.on(&b, &["fetch"]);
+    // A checkpoints while B appends to the same session.
+    std::fs::write(a.join("f.txt"), "checkpointed\n").unwrap();
+    let seq = c
+        .on(&a, &["checkpoint", "s-div", "-m", "mine"])
+        .trim()
+        .to_owned();
+    c.git(&a, &["checkout", "f.txt"]);
+    let file = c.a.write_jsonl("more.jsonl", &[event(0)]);
+    c.on(&b, &["append", "s-div", file.to_str().unwrap()]);
+    c.on(&b, &["push"]);
+    let fetched = c.on(&a, &["fetch", "--json"]);
+    let fetched: serde_json::Value = serde_json::from_str(&fetched).unwrap();
+    let fork = fetched["changed"][0]["fork"].as_str().unwrap().to_owned();
+    // Only the fork reaches the snapshot now.
+    prune_unreachable(&c, &a);
+    c.on(&a, &["verify", &fork]);
+    c.on(&a, &["checkpoint", "--restore", &fork, &seq]);
+    assert_eq!(
+        std::fs::read_to_string(a.join("f.txt")).unwrap(),
+        "checkpointed\n"
+    );
+    c.git(&a, &["checkout", "f.txt"]);
+    // Every clone writes the same fork: B reconciles A's push alike.
+    c.on(&a, &["push"]);
+    c.on(&b, &["fetch"]);
+    assert_eq!(
+        c.git(&a, &["rev-parse", &format!("refs/sessions/{fork}")]),
+        c.git(&b, &["rev-parse", &format!("refs/sessions/{fork}")])
+    );
+    // A purge rewrites the history and keeps the snapshot.
+    c.a.import(&c.a.write_jsonl("p.jsonl", &session_lines("s-purged", 3)));
+    std::fs::write(a.join("f.txt"), "before the purge\n").unwrap();
+    let seq = c.on(&a, &["checkpoint", "s-purged"]).trim().to_owned();
+    c.git(&a, &["checkout", "f.txt"]);
+    c.on(&a, &["purge", "s-purged", "--seq", "1"]);
+    prune_unreachable(&c, &a);
+    c.on(&a, &["verify", "s-purged"]);
+    c.on(&a, &["checkpoint", "--restore", "s-purged", &seq]);
+    assert_eq!(
+        std::fs::read_to_string(a.join("f.txt")).unwrap(),
+        "before the purge\n"
+    );
+}
