@@ -882,3 +882,30 @@ fn a_checkpoint_stays_reachable_through_a_divergence_fork_and_a_purge() {
         "before the purge\n"
     );
 }
+
+#[test]
+fn a_checkpoint_over_the_size_or_file_limit_is_refused_before_restoring() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    c.a.import(&c.a.write_jsonl("h.jsonl", &session_lines("s-huge", 2)));
+    for i in 0..5 {
+        std::fs::write(a.join(format!("f{i}.bin")), noise(4000, i + 1)).unwrap();
+    }
+    let seq = c.on(&a, &["checkpoint", "s-huge"]).trim().to_owned();
+    c.on(&a, &["push"]);
+    c.on(&b, &["fetch"]);
+    c.git(&b, &["config", "session.maxCheckpointSize", "10000"]);
+    let err = fails_on(&c, &b, &["checkpoint", "--restore", "s-huge", &seq]);
+    assert!(err.contains("session.maxCheckpointSize"), "{err}");
+    c.git(&b, &["config", "--unset", "session.maxCheckpointSize"]);
+    c.git(&b, &["config", "session.maxCheckpointFiles", "3"]);
+    let err = fails_on(&c, &b, &["checkpoint", "--restore", "s-huge", &seq]);
+    assert!(err.contains("session.maxCheckpointFiles"), "{err}");
+    assert!(
+        !b.join("f0.bin").exists(),
+        "a refused checkpoint wrote files"
+    );
+    c.git(&b, &["config", "--unset", "session.maxCheckpointFiles"]);
+    c.on(&b, &["checkpoint", "--restore", "s-huge", &seq]);
+    assert_eq!(sha_of(&a.join("f4.bin")), sha_of(&b.join("f4.bin")));
+}
