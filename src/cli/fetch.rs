@@ -12,10 +12,24 @@ use crate::store::Reconciled;
 /// sides appended to follows the remote, and the local events after the
 /// split become a fork session (shown here), so nothing is lost and every
 /// clone that syncs ends up with the same refs.
+///
+/// Lazy artifacts: with `git config session.syncArtifacts head` (default
+/// `full`), an artifact over 4 KiB is stored in the session as its head
+/// (first 4 KiB, SHA-256 and size) and its full blob apart, in
+/// `refs/session-artifacts/<id>`, which plain push and fetch leave out. The
+/// writer publishes the full blobs with `git session push --artifacts ID`;
+/// `git session fetch --artifacts ID` brings them, checking each against its
+/// head (size from the object header before reading it, then its SHA-256)
+/// and refusing any that does not match. Readers that need a missing full
+/// blob (`resume`, `handoff`, `export`) name the command to run.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Remote name or URL (default: session.remote, else origin).
     remote: Option<String>,
+    /// Fetch the full blobs of session ID's lazy artifacts instead of
+    /// sessions (ID, unique prefix or session URI).
+    #[arg(long, value_name = "ID")]
+    artifacts: Option<String>,
     /// Print a JSON object instead of text (docs/json.md).
     #[arg(long)]
     json: bool,
@@ -26,6 +40,9 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let remote = args
         .remote
         .unwrap_or_else(|| crate::config::sessions_remote(&store));
+    if let Some(query) = &args.artifacts {
+        return fetch_artifacts(&store, env, &remote, query, args.json, out);
+    }
     let progress =
         super::progress::Progress::start(&format!("Fetching sessions from {remote}"), args.json);
     let report = ops::sync::fetch(&store, &remote, &trust(&store, &remote));
@@ -48,6 +65,75 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             0 => String::new(),
             n => format!(", {n} quarantined"),
         }
+    ));
+    Ok(())
+}
+
+/// `fetch --artifacts ID`: prints each artifact adopted or refused; fails
+/// when any full blob is refused or missing on the remote.
+fn fetch_artifacts(
+    store: &crate::store::Store,
+    env: &Env,
+    remote: &str,
+    query: &str,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<(), CommandError> {
+    use crate::store::human_size;
+    let id = store.resolve(query)?;
+    let progress = super::progress::Progress::start(
+        &format!("Fetching full artifacts of {id} from {remote}"),
+        json,
+    );
+    let report = ops::sync::fetch_artifacts(store, &env.clock, remote, &id);
+    progress.finish();
+    let report = report?;
+    if json {
+        super::print_json(
+            out,
+            &serde_json::json!({
+                "remote": remote,
+                "session": id,
+                "adopted": report.adopted.iter().map(|(a, n)| serde_json::json!({"artifact": a.to_string(), "size": n})).collect::<Vec<_>>(),
+                "present": report.present,
+                "refused": report.refused.iter().map(|(a, why)| serde_json::json!({"artifact": a.to_string(), "reason": why})).collect::<Vec<_>>(),
+                "missing": report.missing.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+            }),
+        )?;
+    } else {
+        for (art, size) in &report.adopted {
+            writeln!(out, "fetched   {art} ({})", human_size(*size))?;
+        }
+        for (art, why) in &report.refused {
+            writeln!(out, "refused   {art}: {}", escape_line(why))?;
+        }
+        for art in &report.missing {
+            writeln!(out, "missing   {art}: {remote} does not have its full blob")?;
+        }
+    }
+    if !report.refused.is_empty() {
+        return Err(CommandError::failure(format!(
+            "{} from {remote} did not match {}: not adopted",
+            super::count(report.refused.len() as u64, "full artifact"),
+            if report.refused.len() == 1 { "its head" } else { "their heads" }
+        ))
+        .hint(format!(
+            "the remote's refs/session-artifacts/{id} was changed or damaged; ask whoever captured {id} to run git session push --artifacts {id} again"
+        )));
+    }
+    if !report.missing.is_empty() {
+        return Err(CommandError::failure(format!(
+            "{remote} lacks the full blob of {} of {id}",
+            super::count(report.missing.len() as u64, "artifact")
+        ))
+        .hint(format!(
+            "whoever captured {id} publishes them with git session push --artifacts {id}"
+        )));
+    }
+    status(format!(
+        "Full artifacts of {id}: {} fetched, {} here already",
+        report.adopted.len(),
+        report.present
     ));
     Ok(())
 }

@@ -28,6 +28,12 @@ pub struct Args {
     /// still exits 1 after it.
     #[arg(long)]
     json: bool,
+    /// Push the full blobs of session ID's lazy artifacts
+    /// (`refs/session-artifacts/ID`, written with `session.syncArtifacts
+    /// head`) instead of sessions, so others can `git session fetch
+    /// --artifacts ID`.
+    #[arg(long, value_name = "ID")]
+    artifacts: Option<String>,
 }
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
@@ -39,6 +45,34 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     };
     let (chosen, pinned) = crate::config::chosen_remote(&store);
     let remote = ops::sync::consent(&store, dest, chosen.as_deref(), pinned.as_deref())?;
+    if let Some(query) = &args.artifacts {
+        let id = store.resolve(query)?;
+        let progress = super::progress::Progress::start(
+            &format!("Pushing full artifacts of {id} to {remote}"),
+            args.json,
+        );
+        let refused = ops::sync::push_artifacts(&store, &remote, &id);
+        progress.finish();
+        let refused = refused?;
+        if args.json {
+            super::print_json(
+                out,
+                &serde_json::json!({"remote": remote, "session": id, "pushed": refused.is_none(), "reason": refused}),
+            )?;
+        }
+        return match refused {
+            None => {
+                status(format!("Pushed the full artifacts of {id} to {remote}"));
+                Ok(())
+            }
+            Some(reason) => Err(CommandError::failure(format!(
+                "{remote} refused refs/session-artifacts/{id} ({reason}): it holds full artifacts of {id} this clone lacks"
+            ))
+            .hint(format!(
+                "another clone published full artifacts of {id} there first; git session fetch --artifacts {id} {remote} brings those, and this clone's stay here"
+            ))),
+        };
+    }
     // Removals (tombstones) still travel when no session is left.
     if store.session_ids()?.is_empty() && store.tombstones()?.is_empty() {
         if args.json {

@@ -254,12 +254,29 @@ pub fn write(
                 media.as_str(),
                 "image/png" | "image/jpeg" | "image/gif" | "image/webp"
             );
+            // Read through the store: opened when encrypted, the full
+            // blob of a head (session.syncArtifacts head), or what to run.
+            let mut head_only = None;
             let bytes = match (format, blob, embeddable) {
-                (Format::Html, Some(b), true) => {
-                    store.blob(b).ok().filter(|b| b.len() <= IMAGE_LIMIT)
-                }
+                (Format::Html, Some(b), true) => match store.artifact_bytes(id, b) {
+                    Ok(bytes) => Some(bytes).filter(|b| b.len() <= IMAGE_LIMIT),
+                    Err(e @ crate::store::StoreError::HeadOnly { .. }) => {
+                        head_only = Some(e.to_string());
+                        None
+                    }
+                    Err(_) => None,
+                },
                 _ => None,
             };
+            if let Some(why) = &head_only {
+                writeln!(
+                    out,
+                    "<p class=\"event\">[image {}: {}]</p>",
+                    html(&artifact),
+                    html(why)
+                )?;
+                continue;
+            }
             match (format, bytes) {
                 (Format::Html, Some(bytes)) => {
                     use base64::Engine;

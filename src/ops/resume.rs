@@ -354,10 +354,19 @@ pub(crate) fn write_native(
 ) -> OpResult<Written> {
     let blobs: std::collections::HashMap<_, _> =
         store.artifacts(target.artifacts_of)?.into_iter().collect();
+    // An artifact of which only the head is here (session.syncArtifacts
+    // head) is left out like a missing one, and the user told what to run.
+    let head_only = std::cell::RefCell::new(Vec::<String>::new());
     let artifact = |a: &git_session_schema::ArtifactId| {
-        blobs
-            .get(a)
-            .and_then(|b| store.artifact_bytes(target.artifacts_of, *b).ok())
+        let b = blobs.get(a)?;
+        match store.artifact_bytes(target.artifacts_of, *b) {
+            Ok(bytes) => Some(bytes),
+            Err(e @ crate::store::StoreError::HeadOnly { .. }) => {
+                head_only.borrow_mut().push(e.to_string());
+                None
+            }
+            Err(_) => None,
+        }
     };
     let cwd_text = target.cwd.to_string_lossy();
     let now = clock.now_rfc3339();
@@ -380,6 +389,9 @@ pub(crate) fn write_native(
             ),
             hint: None,
         })?;
+    let mut heads = head_only.take();
+    heads.dedup();
+    changes.notices.extend(heads);
     // A command that names the store root (an agent that needs its home
     // in the environment) gets this one.
     changes.resume_command = changes.resume_command.replace(

@@ -405,6 +405,27 @@ pub fn push(store: &Store, remote: &str) -> OpResult<Vec<PushRejection>> {
     Ok(store.push_sessions(remote)?)
 }
 
+/// Brings the full blobs of session `id`'s lazy artifacts
+/// (`session.syncArtifacts head`) from `remote`'s
+/// `refs/session-artifacts/<id>`, adopting each only after it matches its
+/// head (size from the object header before reading, then SHA-256).
+pub fn fetch_artifacts(
+    store: &Store,
+    clock: &crate::clock::Clock,
+    remote: &str,
+    id: &SessionId,
+) -> OpResult<crate::store::ArtifactsFetched> {
+    store.ensure_state_dir()?;
+    Ok(store.fetch_artifacts(remote, id, clock.now().as_second())?)
+}
+
+/// Publishes the full blobs of session `id`'s lazy artifacts to `remote`
+/// (what [`fetch_artifacts`] brings elsewhere); returns git's reason when
+/// the remote refused. `remote` is what [`consent`] returned.
+pub fn push_artifacts(store: &Store, remote: &str, id: &SessionId) -> OpResult<Option<String>> {
+    Ok(store.push_artifacts(remote, id)?)
+}
+
 /// Fetches, reconciles and pushes until the remote has everything, except
 /// sessions whose remote history is a quarantined conflict: those are
 /// reported in [`SyncReport::held`] instead of retried. `remote` is what

@@ -146,6 +146,11 @@ pub struct BatchSink<'r> {
     scratch: Vec<u8>,
     entries: Vec<(String, ObjectId)>,
     artifacts: BTreeMap<ArtifactId, ObjectId>,
+    /// Full blobs of artifacts stored as heads (`session.syncArtifacts
+    /// head`), for `refs/session-artifacts/<id>`.
+    full: Vec<(ArtifactId, ObjectId)>,
+    /// Whether artifacts over [`super::HEAD_BYTES`] are stored as heads.
+    lazy: bool,
     /// For an encrypted session: the keys chunks and artifacts are sealed
     /// with, the session (for errors) and the chain value before the
     /// chunk in flight.
@@ -177,6 +182,8 @@ impl<'r> BatchSink<'r> {
             scratch: Vec::new(),
             entries: Vec::new(),
             artifacts: BTreeMap::new(),
+            full: Vec::new(),
+            lazy: false,
         }
     }
 
@@ -300,11 +307,24 @@ impl<'r> BatchSink<'r> {
     pub fn add_artifact(&mut self, bytes: &[u8]) -> StoreResult<ArtifactId> {
         let id = ArtifactId::of(bytes);
         if !self.artifacts.contains_key(&id) {
-            let blob = match &self.sealed {
-                Some((keys, session)) => self
-                    .store
-                    .write_blob_sized(&keys.seal_artifact(session, bytes)?)?,
-                None => self.store.write_blob_sized(bytes)?,
+            let stored = match &self.sealed {
+                Some((keys, session)) => keys.seal_artifact(session, bytes)?,
+                None => bytes.to_vec(),
+            };
+            // A blob that reads as a head is stored as one whatever the
+            // setting, so no artifact is ever mistaken for a head.
+            let as_head =
+                (self.lazy && bytes.len() > super::HEAD_BYTES) || super::artifacts::is_head(bytes);
+            let blob = if as_head {
+                let (full, head) = self.store.write_full_artifact(
+                    self.sealed.as_ref().map(|(_, s)| s),
+                    bytes,
+                    &stored,
+                )?;
+                self.full.push((id.clone(), full));
+                self.store.write_blob_sized(&head)?
+            } else {
+                self.store.write_blob_sized(&stored)?
             };
             self.artifacts.insert(id.clone(), blob);
         }
@@ -422,6 +442,7 @@ impl Store {
             };
             let keys = sealed.then(|| (&self.keys, id.clone()));
             let mut sink = BatchSink::new(self, mode, &state, self.scrubber, keys);
+            sink.lazy = self.lazy_artifacts();
             produce(&mut sink)?;
             sink.seal_chunk()?;
             if sink.next_seq == state.events && sink.artifacts.is_empty() && create.is_none() {
@@ -479,6 +500,9 @@ impl Store {
                 (false, None) => "add artifacts".to_owned(),
             };
             let message = trailers.to_message(&subject);
+            // The full blobs' ref first: a crash before the session ref
+            // moves leaves it holding a blob no head names yet, harmless.
+            self.add_full_artifacts(id, info.time, &sink.full)?;
             match self.publish(&name, tip, tree, &message, info, &mut lock)? {
                 Some(commit) => {
                     return Ok(AppendOutcome {
@@ -594,6 +618,18 @@ impl Store {
             message += &format!("{}: {p}\n", refs::TRAILER_PURGED_TIP);
         }
         let new = self.write_commit(info.time, &message, tree, None)?;
+        // The checkpoint snapshots the old history carried as second
+        // parents stay reachable from the new one.
+        let attached = self.attached_since(old, None)?;
+        let new = match self.carrier(&trailers, attached.len()) {
+            Some(message) => self.write_commit_with(
+                info.time,
+                &message,
+                tree,
+                std::iter::once(new).chain(attached).collect(),
+            )?,
+            None => new,
+        };
         match self.repo.reference(
             refs::session_ref(id).as_str(),
             new,
@@ -608,6 +644,48 @@ impl Store {
             self.remember_tip(id, Some(new))?;
         }
         Ok((old, new))
+    }
+
+    /// Returns the commits attached to the first-parent history from `tip`
+    /// down to `stop` (excluded): every parent after the first (the
+    /// snapshot commits of checkpoints), oldest batch first, each once.
+    pub(crate) fn attached_since(
+        &self,
+        tip: ObjectId,
+        stop: Option<ObjectId>,
+    ) -> StoreResult<Vec<ObjectId>> {
+        let mut out = Vec::new();
+        for commit in self.first_parent_chain(tip)? {
+            if Some(commit) == stop {
+                break;
+            }
+            let c = self.repo.find_commit(commit).map_err(git)?;
+            for p in c.parent_ids().skip(1).map(|p| p.detach()) {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// Returns the message of the commit that keeps `attached` snapshot
+    /// commits of a replaced history reachable (a history rewrite's new
+    /// tip; its first parent is the rewritten tip, the tree the same, no
+    /// events added), or `None` when there are none.
+    pub(crate) fn carrier(&self, state: &Trailers, attached: usize) -> Option<String> {
+        (attached > 0).then(|| {
+            let t = Trailers {
+                seq: None,
+                fork: None,
+                ..state.clone()
+            };
+            t.to_message(&format!(
+                "keep {attached} checkpoint snapshot{} of the replaced history",
+                if attached == 1 { "" } else { "s" }
+            ))
+        })
     }
 
     /// Writes the commit and moves the ref from `tip` to it (a bulk store

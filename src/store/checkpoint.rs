@@ -8,7 +8,9 @@
 //! commit (never the user's history, so pushing a session never sends
 //! code commits) that the session's batch commit carries as its second
 //! parent (`CommitInfo::attach`): it travels wherever the session goes,
-//! and readers, which follow first parents, never see it.
+//! and readers, which follow first parents, never see it. A divergence
+//! fork or a purge keeps them reachable (`Store::attached_since`,
+//! `Store::carrier` in `append.rs`).
 //!
 //! Restoring reads the tree into another temporary index and checks it
 //! out over a clean work tree (git itself refuses paths such as `.git/`
@@ -177,6 +179,66 @@ impl Store {
             .collect())
     }
 
+    /// Refuses a snapshot tree (possibly fetched, so untrusted) over
+    /// `session.maxCheckpointFiles` entries (default 100,000) or
+    /// `session.maxCheckpointSize` bytes in all (default 1 GiB), counted
+    /// from the object headers (`git ls-tree -r -l`) before any blob is read.
+    fn bound_checkpoint(&self, tree: ObjectId) -> StoreResult<()> {
+        let config = self.repo.config_snapshot();
+        let get = |key: &str, default: u64| {
+            config
+                .integer(key)
+                .and_then(|v| u64::try_from(v).ok())
+                .filter(|v| *v > 0)
+                .unwrap_or(default)
+        };
+        let (max_files, max_bytes) = (
+            get("session.maxCheckpointFiles", 100_000),
+            get("session.maxCheckpointSize", 1 << 30),
+        );
+        let out = self.run_git(&[
+            "ls-tree".into(),
+            "-r".into(),
+            "-l".into(),
+            "-z".into(),
+            tree.to_string(),
+        ])?;
+        if !out.status.success() {
+            return Err(StoreError::Refused(format!(
+                "git ls-tree {tree} failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        let (mut files, mut bytes) = (0u64, 0u64);
+        for entry in out.stdout.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+            files += 1;
+            let meta = entry.split(|b| *b == b'\t').next().unwrap_or_default();
+            let size = String::from_utf8_lossy(meta)
+                .split_whitespace()
+                .nth(3)
+                .and_then(|s| s.parse::<u64>().ok())
+                .unwrap_or(0);
+            bytes = bytes.saturating_add(size);
+            if files > max_files {
+                return Err(StoreError::TooLarge {
+                    what: format!("checkpoint tree {tree}: its number of files"),
+                    size: files,
+                    limit: max_files,
+                    setting: "session.maxCheckpointFiles".into(),
+                });
+            }
+            if bytes > max_bytes {
+                return Err(StoreError::TooLarge {
+                    what: format!("checkpoint tree {tree}: its files in all"),
+                    size: bytes,
+                    limit: max_bytes,
+                    setting: "session.maxCheckpointSize".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Puts the files of snapshot `tree` into the work tree, which must be
     /// clean; removes what `HEAD` tracks and the snapshot lacks. The
     /// index and refs are not touched. Returns the files written or removed.
@@ -195,6 +257,7 @@ impl Store {
                 "{tree} is a {kind}, not a checkpoint tree"
             )));
         }
+        self.bound_checkpoint(tree)?;
         let changes = self.tree_changes(self.code_head(), tree)?;
         let index = self.temp_index("restore")?;
         self.git_with_index(&index.0, &["read-tree", &tree.to_string()])?;

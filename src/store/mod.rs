@@ -10,6 +10,7 @@
 //! native format. Network sync goes through the `git` binary elsewhere.
 
 mod append;
+mod artifacts;
 mod bulk;
 mod checkpoint;
 mod child;
@@ -34,6 +35,7 @@ use git_session_schema::{FormatError, SessionHeader, SessionId, header::HeaderEr
 use gix::ObjectId;
 
 pub use append::{AppendOutcome, BatchSink, CommitInfo, Scrubbed, Scrubber, SeqMode};
+pub use artifacts::{ArtifactsFetched, HEAD_BYTES, HeadLine, human_size};
 pub use bulk::{LOOSE_FROM, MEMORY_BYTES, PENDING_REFS};
 pub use checkpoint::Snapshot;
 pub use gitcli::WorkTreeFacts;
@@ -139,6 +141,20 @@ pub enum StoreError {
         given: String,
         /// The checksum its bytes produce here.
         computed: String,
+    },
+    /// An artifact of which only the head is here (`session.syncArtifacts
+    /// head`): its full blob is fetched on demand.
+    #[error(
+        "artifact {artifact} is {}, only its head is here: run git session fetch --artifacts {id}",
+        artifacts::human_size(*size)
+    )]
+    HeadOnly {
+        /// The session.
+        id: SessionId,
+        /// `sha256:<hex>`.
+        artifact: String,
+        /// The full artifact's size.
+        size: u64,
     },
     /// A seq beyond the end of a session.
     #[error("session {id} has {events} events; there is no seq {seq}")]

@@ -198,8 +198,15 @@ impl Store {
     /// Returns the bytes of artifact blob `blob` of session `id`, opened
     /// when it is sealed (encrypted sessions), refusing one over the
     /// artifact size limit before inflating it.
+    ///
+    /// For a head (`session.syncArtifacts head`), the full blob from
+    /// `refs/session-artifacts/`, checked against the head; when only the
+    /// head is here, [`StoreError::HeadOnly`] says what to run.
     pub fn artifact_bytes(&self, id: &SessionId, blob: ObjectId) -> StoreResult<Vec<u8>> {
         let data = self.blob(blob)?;
+        if super::artifacts::is_head(&data) {
+            return self.full_artifact(id, &data);
+        }
         if !super::crypt::is_sealed(&data) {
             return Ok(data);
         }

@@ -24,6 +24,22 @@ pub const META_CHANGE_PATH: &str = "change.json";
 /// In a metadata commit: the state after it.
 pub const META_STATE_PATH: &str = "meta.json";
 
+/// The full blobs of a session's lazy artifacts (`session.syncArtifacts
+/// head`): one ref per session, left out of the session refspecs of push
+/// and fetch (see `store/artifacts.rs`).
+pub const ARTIFACTS_PREFIX: &str = "refs/session-artifacts/";
+
+/// Returns the full-artifacts ref of a session.
+pub fn artifacts_ref(id: &SessionId) -> String {
+    format!("{ARTIFACTS_PREFIX}{id}")
+}
+
+/// Where `fetch --artifacts` puts a remote's full-artifacts refs before
+/// their blobs are checked.
+pub fn tracking_artifacts_prefix(remote: &str) -> String {
+    format!("refs/remotes/{remote}/session-artifacts/")
+}
+
 /// Returns the metadata ref of a session.
 pub fn meta_ref(id: &SessionId) -> String {
     format!("{META_PREFIX}{id}")

@@ -548,11 +548,28 @@ impl Store {
             None => format!("create session diverged from {id}"),
         };
         let message = trailers.to_message(&subject);
-        let commit = self
+        let tree = with_header(ours)?;
+        let mut commit = self
             .repo
-            .new_commit_as(sig, sig, &message, with_header(ours)?, parent)
+            .new_commit_as(sig, sig, &message, tree, parent)
             .map_err(git)?
             .id;
+        // The local tail's checkpoint snapshots (its second parents) stay
+        // reachable from the fork, on one more commit every clone makes alike.
+        let attached = self.attached_since(ours, base)?;
+        if let Some(message) = self.carrier(&trailers, attached.len()) {
+            commit = self
+                .repo
+                .new_commit_as(
+                    sig,
+                    sig,
+                    &message,
+                    tree,
+                    std::iter::once(commit).chain(attached),
+                )
+                .map_err(git)?
+                .id;
+        }
         self.repo
             .reference(
                 refs::session_ref(&fork).as_str(),

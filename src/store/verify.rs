@@ -379,7 +379,14 @@ impl Store {
         }
 
         self.verify_history(id, tip, base, &header, report)?;
-        self.verify_artifacts(id, tree, &base_artifacts, &referenced, report)?;
+        self.verify_artifacts(
+            id,
+            header.format,
+            tree,
+            &base_artifacts,
+            &referenced,
+            report,
+        )?;
         Ok(())
     }
 
@@ -689,6 +696,7 @@ impl Store {
     fn verify_artifacts(
         &self,
         id: &SessionId,
+        header_format: u32,
         tree: ObjectId,
         trusted: &[(ArtifactId, ObjectId)],
         referenced: &BTreeSet<ArtifactId>,
@@ -716,7 +724,7 @@ impl Store {
                     "session.maxArtifactSize",
                 )
                 .and_then(|b| {
-                    if !crypt::is_sealed(&b) {
+                    if !crypt::is_sealed(&b) || super::artifacts::is_head(&b) {
                         return Ok(b);
                     }
                     crypt::unframe(&b).map_err(|message| StoreError::Corrupt {
@@ -731,6 +739,14 @@ impl Store {
                         "session.maxArtifactSize",
                     )
                 });
+            if let Ok(b) = &bytes
+                && super::artifacts::is_head(b)
+            {
+                if let Some(problem) = self.check_head(id, art, b, header_format) {
+                    report.problem(None, problem);
+                }
+                continue;
+            }
             match bytes {
                 // Without an identity only the ciphertext hash is checked.
                 Err(StoreError::Sealed { .. }) => {}
@@ -744,6 +760,57 @@ impl Store {
             report.problem(None, format!("artifact {art} is referenced but missing"));
         }
         Ok(())
+    }
+}
+
+impl Store {
+    /// Checks a head blob stored as artifact `art` (`session.syncArtifacts
+    /// head`): it names `art`, declares a size within the artifact limit,
+    /// and holds the first bytes (sealed in an encrypted session); when the
+    /// full blob is here too, that it matches. Returns the problem.
+    fn check_head(
+        &self,
+        id: &SessionId,
+        art: &ArtifactId,
+        blob: &[u8],
+        format: u32,
+    ) -> Option<String> {
+        let (line, first) = match super::artifacts::parse_head(blob) {
+            Ok(h) => h,
+            Err(e) => return Some(format!("artifact {art}: {e}")),
+        };
+        if line.sha256 != art.hex() {
+            return Some(format!("artifact {art}: its head names another artifact"));
+        }
+        if line.size > self.limits.artifact {
+            return Some(format!(
+                "artifact {art}: its head declares {} bytes, over the limit of {} (session.maxArtifactSize)",
+                line.size, self.limits.artifact
+            ));
+        }
+        let want = line.size.min(super::HEAD_BYTES as u64);
+        let held = if format == SEALED_FORMAT {
+            match crypt::unframe(first) {
+                Ok((clear, _)) => clear.size,
+                Err(e) => return Some(format!("artifact {art}: its head: {e}")),
+            }
+        } else {
+            if crypt::is_sealed(first) {
+                return Some(format!(
+                    "artifact {art}: its head is encrypted in a session that is not"
+                ));
+            }
+            first.len() as u64
+        };
+        if held != want {
+            return Some(format!(
+                "artifact {art}: its head holds {held} bytes, expected the first {want}"
+            ));
+        }
+        match self.full_artifact(id, blob) {
+            Ok(_) | Err(StoreError::HeadOnly { .. }) | Err(StoreError::Sealed { .. }) => None,
+            Err(e) => Some(format!("artifact {art}: {e}")),
+        }
     }
 }
 

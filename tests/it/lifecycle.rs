@@ -595,3 +595,317 @@ fn a_task_lists_three_agents_sessions_in_order() {
     let err = c.a.fails(&["task", "../escape", "s-pi"], 1);
     assert!(err.contains("task name"), "{err}");
 }
+
+/// Returns `n` incompressible bytes (xorshift), the same for a seed.
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut out = Vec::with_capacity(n + 8);
+    while out.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(n);
+    out
+}
+
+/// Sums the sizes of the files under `dir`.
+fn dir_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let m = e.metadata().unwrap();
+        total += if m.is_dir() {
+            dir_bytes(&e.path())
+        } else {
+            m.len()
+        };
+    }
+    total
+}
+
+/// Imports session `id` whose event 2 shows `bytes` as a PNG artifact.
+fn import_with_artifact(c: &Clones, id: &str, bytes: &[u8]) -> String {
+    use base64::Engine;
+    use sha2::Digest;
+    let art = format!("sha256:{:x}", sha2::Sha256::digest(bytes));
+    let mut lines = session_lines(id, 2);
+    lines.insert(
+        1,
+        serde_json::json!({"artifact": {"id": art, "base64": base64::engine::general_purpose::STANDARD.encode(bytes)}}),
+    );
+    let mut image = event(2);
+    image["type"] = serde_json::json!("message.user");
+    image["actor"] = serde_json::json!("user");
+    image["payload"] = serde_json::json!({"image": {"media_type": "image/png", "artifact": art}});
+    image["refs"] = serde_json::json!([format!("artifact:{art}")]);
+    lines.push(image);
+    c.a.import(&c.a.write_jsonl(&format!("{id}.jsonl"), &lines));
+    art
+}
+
+fn fails_on(c: &Clones, dir: &Path, args: &[&str]) -> String {
+    let out = c.a.session_in(dir).args(args).output().unwrap();
+    assert!(
+        !out.status.success(),
+        "git session {args:?} succeeded: {}",
+        text(&out.stdout)
+    );
+    text(&out.stderr) + &text(&out.stdout)
+}
+
+#[test]
+fn a_session_with_a_50_mb_artifact_pushes_the_head_only_and_fetches_the_rest_on_demand() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    c.git(&a, &["config", "session.syncArtifacts", "head"]);
+    let big = noise(50 << 20, 7);
+    let art = import_with_artifact(&c, "s-big", &big);
+    c.on(&a, &["verify", "s-big"]);
+    // The writer reads its own artifact whole.
+    let exported_a = c.on(&a, &["export", "s-big", "--canonical"]);
+    assert!(exported_a.contains(&art[..20]));
+    let remote = c.a.outside("remote.git").join("objects");
+    let before = dir_bytes(&remote);
+    c.on(&a, &["push"]);
+    let grown = dir_bytes(&remote) - before;
+    assert!(
+        grown < 1 << 20,
+        "the push sent {grown} bytes of objects for a 50 MB artifact"
+    );
+    c.on(&b, &["fetch"]);
+    // Heads verify; readers say what to run.
+    c.on(&b, &["verify", "s-big"]);
+    let hint = "only its head is here: run git session fetch --artifacts s-big";
+    let html = c.on(&b, &["export", "s-big", "--format", "html"]);
+    assert!(html.contains("is 52.4 MB, only its head is here"), "{html}");
+    let err = fails_on(&c, &b, &["export", "s-big", "--canonical"]);
+    assert!(err.contains(hint), "{err}");
+    // Not published yet: the remote lacks it and says who publishes it.
+    let err = fails_on(&c, &b, &["fetch", "--artifacts", "s-big"]);
+    assert!(err.contains("git session push --artifacts s-big"), "{err}");
+    c.on(&a, &["push", "--artifacts", "s-big"]);
+    let fetched = c.on(&b, &["fetch", "--artifacts", "s-big"]);
+    assert!(
+        fetched.contains(&format!("fetched   {art} (52.4 MB)")),
+        "{fetched}"
+    );
+    let exported_b = c.on(&b, &["export", "s-big", "--canonical"]);
+    assert!(exported_a == exported_b, "the fetched artifact differs");
+    c.on(&b, &["verify", "s-big"]);
+    // Once here, fetching again has nothing to do.
+    let again = c.on(&b, &["fetch", "--artifacts", "s-big", "--json"]);
+    let again: serde_json::Value = serde_json::from_str(&again).unwrap();
+    assert_eq!(again["present"], 1, "{again}");
+}
+
+#[test]
+fn a_forged_full_artifact_is_refused_before_it_is_adopted() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    c.git(&a, &["config", "session.syncArtifacts", "head"]);
+    let bytes = noise(200_000, 11);
+    let art = import_with_artifact(&c, "s-lazy", &bytes);
+    c.on(&a, &["push"]);
+    c.on(&b, &["fetch"]);
+    let hex = art.trim_start_matches("sha256:");
+    let remote = c.a.outside("remote.git");
+    // The remote's full-artifacts ref, forged: first a blob of the right
+    // size with other bytes, then one far larger than the head declares.
+    let forge = |content: &[u8]| {
+        let path = c.a.outside("forged.bin");
+        std::fs::write(&path, content).unwrap();
+        let blob = c.git(&remote, &["hash-object", "-w", path.to_str().unwrap()]);
+        let out =
+            c.a.git_in(&remote)
+                .args(["mktree"])
+                .write_stdin(format!("100644 blob {blob}\t{hex}\n"))
+                .output()
+                .unwrap();
+        let tree = text(&out.stdout).trim().to_owned();
+        let commit = c.git(&remote, &["commit-tree", &tree, "-m", "forged"]);
+        c.git(
+            &remote,
+            &["update-ref", "refs/session-artifacts/s-lazy", &commit],
+        );
+    };
+    let mut wrong = bytes.clone();
+    wrong[100_000] ^= 1;
+    forge(&wrong);
+    let err = fails_on(&c, &b, &["fetch", "--artifacts", "s-lazy"]);
+    assert!(
+        err.contains(&format!("refused   {art}")) && err.contains("does not match its head"),
+        "{err}"
+    );
+    forge(&noise(3 << 20, 5));
+    let err = fails_on(&c, &b, &["fetch", "--artifacts", "s-lazy"]);
+    assert!(
+        err.contains("is 3145728 bytes, its head says the artifact is 200000: refused unread"),
+        "{err}"
+    );
+    // Nothing was adopted: the reader still asks for the real one.
+    assert!(
+        c.git(&b, &["for-each-ref", "refs/session-artifacts"])
+            .is_empty()
+    );
+    let err = fails_on(&c, &b, &["export", "s-lazy", "--canonical"]);
+    assert!(err.contains("only its head is here"), "{err}");
+    // The writer's push never forces over what is there.
+    let err = fails_on(&c, &a, &["push", "--artifacts", "s-lazy"]);
+    assert!(
+        err.contains("refused refs/session-artifacts/s-lazy"),
+        "{err}"
+    );
+    // Once the remote's copy is the real one, it is taken.
+    c.git(
+        &remote,
+        &["update-ref", "-d", "refs/session-artifacts/s-lazy"],
+    );
+    c.on(&a, &["push", "--artifacts", "s-lazy"]);
+    c.on(&b, &["fetch", "--artifacts", "s-lazy"]);
+    let html = c.on(&b, &["export", "s-lazy", "--format", "html"]);
+    assert!(!html.contains("only its head"), "{html}");
+    c.on(&b, &["verify", "s-lazy"]);
+}
+
+#[test]
+fn lazy_artifacts_of_an_encrypted_session_travel_sealed_and_verify() {
+    use age::secrecy::ExposeSecret;
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    let key = age::x25519::Identity::generate();
+    let key_file = c.a.outside("alice.key");
+    std::fs::write(&key_file, format!("{}\n", key.to_string().expose_secret())).unwrap();
+    for dir in [&a, &b] {
+        c.git(
+            dir,
+            &["config", "session.identity", key_file.to_str().unwrap()],
+        );
+    }
+    c.git(
+        &a,
+        &["config", "session.recipients", &key.to_public().to_string()],
+    );
+    c.git(&a, &["config", "session.syncArtifacts", "head"]);
+    let mut bytes = b"MARKER-LAZY-SEALED ".repeat(4000);
+    bytes.extend(noise(100_000, 3));
+    let art = import_with_artifact(&c, "s-sealed", &bytes);
+    c.on(&a, &["push"]);
+    c.on(&a, &["push", "--artifacts", "s-sealed"]);
+    // Neither the head nor the full blob holds the plaintext.
+    let remote = c.a.outside("remote.git");
+    let all = c.git(&remote, &["rev-list", "--objects", "--all"]);
+    for line in all.lines() {
+        let oid = line.split(' ').next().unwrap();
+        if c.git(&remote, &["cat-file", "-t", oid]) == "blob" {
+            let body =
+                c.a.git_in(&remote)
+                    .args(["cat-file", "blob", oid])
+                    .output()
+                    .unwrap();
+            assert!(
+                !String::from_utf8_lossy(&body.stdout).contains("MARKER-LAZY-SEALED"),
+                "plaintext on the remote in {oid}"
+            );
+        }
+    }
+    c.on(&b, &["fetch"]);
+    c.on(&b, &["verify", "s-sealed"]);
+    let err = fails_on(&c, &b, &["export", "s-sealed", "--canonical"]);
+    assert!(err.contains("only its head is here"), "{err}");
+    let fetched = c.on(&b, &["fetch", "--artifacts", "s-sealed"]);
+    assert!(fetched.contains(&format!("fetched   {art}")), "{fetched}");
+    assert_eq!(
+        c.on(&a, &["export", "s-sealed", "--canonical"]),
+        c.on(&b, &["export", "s-sealed", "--canonical"])
+    );
+    c.on(&b, &["verify", "s-sealed"]);
+}
+
+/// Drops every reflog entry and prunes what no ref reaches.
+fn prune_unreachable(c: &Clones, dir: &Path) {
+    c.git(dir, &["reflog", "expire", "--expire=now", "--all"]);
+    c.git(dir, &["gc", "-q", "--prune=now"]);
+}
+
+#[test]
+fn a_checkpoint_stays_reachable_through_a_divergence_fork_and_a_purge() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    std::fs::write(a.join("f.txt"), "v1\n").unwrap();
+    c.git(&a, &["add", "f.txt"]);
+    c.git(&a, &["commit", "-q", "-m", "code"]);
+    c.git(&a, &["push", "-q", "origin", "main"]);
+    c.a.import(&c.a.write_jsonl("d.jsonl", &session_lines("s-div", 3)));
+    c.on(&a, &["push"]);
+    c.on(&b, &["fetch"]);
+    // A checkpoints while B appends to the same session.
+    std::fs::write(a.join("f.txt"), "checkpointed\n").unwrap();
+    let seq = c
+        .on(&a, &["checkpoint", "s-div", "-m", "mine"])
+        .trim()
+        .to_owned();
+    c.git(&a, &["checkout", "f.txt"]);
+    let file = c.a.write_jsonl("more.jsonl", &[event(0)]);
+    c.on(&b, &["append", "s-div", file.to_str().unwrap()]);
+    c.on(&b, &["push"]);
+    let fetched = c.on(&a, &["fetch", "--json"]);
+    let fetched: serde_json::Value = serde_json::from_str(&fetched).unwrap();
+    let fork = fetched["changed"][0]["fork"].as_str().unwrap().to_owned();
+    // Only the fork reaches the snapshot now.
+    prune_unreachable(&c, &a);
+    c.on(&a, &["verify", &fork]);
+    c.on(&a, &["checkpoint", "--restore", &fork, &seq]);
+    assert_eq!(
+        std::fs::read_to_string(a.join("f.txt")).unwrap(),
+        "checkpointed\n"
+    );
+    c.git(&a, &["checkout", "f.txt"]);
+    // Every clone writes the same fork: B reconciles A's push alike.
+    c.on(&a, &["push"]);
+    c.on(&b, &["fetch"]);
+    assert_eq!(
+        c.git(&a, &["rev-parse", &format!("refs/sessions/{fork}")]),
+        c.git(&b, &["rev-parse", &format!("refs/sessions/{fork}")])
+    );
+    // A purge rewrites the history and keeps the snapshot.
+    c.a.import(&c.a.write_jsonl("p.jsonl", &session_lines("s-purged", 3)));
+    std::fs::write(a.join("f.txt"), "before the purge\n").unwrap();
+    let seq = c.on(&a, &["checkpoint", "s-purged"]).trim().to_owned();
+    c.git(&a, &["checkout", "f.txt"]);
+    c.on(&a, &["purge", "s-purged", "--seq", "1"]);
+    prune_unreachable(&c, &a);
+    c.on(&a, &["verify", "s-purged"]);
+    c.on(&a, &["checkpoint", "--restore", "s-purged", &seq]);
+    assert_eq!(
+        std::fs::read_to_string(a.join("f.txt")).unwrap(),
+        "before the purge\n"
+    );
+}
+
+#[test]
+fn a_checkpoint_over_the_size_or_file_limit_is_refused_before_restoring() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    c.a.import(&c.a.write_jsonl("h.jsonl", &session_lines("s-huge", 2)));
+    for i in 0..5 {
+        std::fs::write(a.join(format!("f{i}.bin")), noise(4000, i + 1)).unwrap();
+    }
+    let seq = c.on(&a, &["checkpoint", "s-huge"]).trim().to_owned();
+    c.on(&a, &["push"]);
+    c.on(&b, &["fetch"]);
+    c.git(&b, &["config", "session.maxCheckpointSize", "10000"]);
+    let err = fails_on(&c, &b, &["checkpoint", "--restore", "s-huge", &seq]);
+    assert!(err.contains("session.maxCheckpointSize"), "{err}");
+    c.git(&b, &["config", "--unset", "session.maxCheckpointSize"]);
+    c.git(&b, &["config", "session.maxCheckpointFiles", "3"]);
+    let err = fails_on(&c, &b, &["checkpoint", "--restore", "s-huge", &seq]);
+    assert!(err.contains("session.maxCheckpointFiles"), "{err}");
+    assert!(
+        !b.join("f0.bin").exists(),
+        "a refused checkpoint wrote files"
+    );
+    c.git(&b, &["config", "--unset", "session.maxCheckpointFiles"]);
+    c.on(&b, &["checkpoint", "--restore", "s-huge", &seq]);
+    assert_eq!(sha_of(&a.join("f4.bin")), sha_of(&b.join("f4.bin")));
+}
