@@ -123,6 +123,26 @@ impl TempFiles {
         self.files.retain(|f| f.target != path);
     }
 
+    /// Returns the files [`TempFiles::persist`] will move into place (those
+    /// whose target does not exist yet), each with its size as rendered.
+    pub fn planned(&mut self) -> NativeResult<Vec<(PathBuf, u64)>> {
+        self.flush()?;
+        let mut out = Vec::new();
+        for f in &self.files {
+            if f.target.exists() {
+                continue;
+            }
+            let size = f
+                .tmp
+                .as_file()
+                .metadata()
+                .map_err(NativeError::io(f.tmp.path()))?
+                .len();
+            out.push((f.target.clone(), size));
+        }
+        Ok(out)
+    }
+
     /// Returns whether every target already exists.
     pub fn all_present(&self) -> bool {
         self.files.iter().all(|f| f.target.is_file())
