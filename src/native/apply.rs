@@ -670,7 +670,9 @@ fn write_database(
             names.join(", "),
             vec!["?"; names.len()].join(", ")
         );
-        tx.execute(&insert, rusqlite::params_from_iter(values.iter()))
+        // One statement per table and column set, prepared once.
+        tx.prepare_cached(&insert)
+            .and_then(|mut stmt| stmt.execute(rusqlite::params_from_iter(values.iter())))
             .map_err(sql)?;
         inserted += 1;
         if let Some(label) = &row.assigns {
@@ -759,7 +761,8 @@ fn existing_rowid(
         "SELECT rowid FROM {} WHERE {clause} LIMIT 1",
         quote_ident(&row.table)
     );
-    let mut stmt = conn.prepare(&sql)?;
+    // Cached: asked once per keyed row, with the same text for each table.
+    let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
     rows.next()?.map(|r| r.get(0)).transpose()
 }
