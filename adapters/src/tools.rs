@@ -256,6 +256,34 @@ fn in_seconds(source: &Agent, name: &str, key: &str) -> bool {
 /// and seconds. Every argument without a counterpart is listed in
 /// [`Translated::dropped`] and written, as text, under [`NOTE_KEY`].
 pub fn translate(target: &AgentSpec, source: &Agent, name: &str, arguments: &Value) -> Translated {
+    // Codex's code mode: one `exec` call runs JavaScript that calls the
+    // real tools; calls of one shell tool become that shell call.
+    // The script is the freeform input, or a render's `{"input": …}`.
+    let script = match arguments {
+        Value::String(s) => Some(s.as_str()),
+        Value::Object(m) if m.len() == 1 => m.get("input").and_then(Value::as_str),
+        _ => None,
+    };
+    if name == CODE_MODE_TOOL
+        && !target.has_tool(name)
+        && let Some(script) = script
+        && let Some(nested) = code_mode_shell(script)
+    {
+        let mut out = translate(target, source, &nested.tool, &nested.arguments);
+        if let Some(rest) = nested.rest {
+            let rest = text_of(&Value::String(rest));
+            let note = format!("[the original {name} script: {rest}]");
+            if let Value::Object(m) = &mut out.arguments {
+                let joined = match m.get(NOTE_KEY).and_then(Value::as_str) {
+                    Some(n) => format!("{n} {note}"),
+                    None => note,
+                };
+                m.insert(NOTE_KEY.into(), json!(joined));
+            }
+            out.dropped.push(("script".to_owned(), rest));
+        }
+        return out;
+    }
     let kind = kind_of(name);
     let keep = |mapped| Translated {
         name: name.to_owned(),
@@ -357,6 +385,243 @@ pub fn translate(target: &AgentSpec, source: &Agent, name: &str, arguments: &Val
         kind,
         mapped: true,
         dropped,
+    }
+}
+
+/// Codex's code-mode tool: its freeform input is JavaScript calling the
+/// other tools as `tools.<name>({...})`.
+pub const CODE_MODE_TOOL: &str = "exec";
+
+/// Holds the shell call a code-mode script makes.
+#[derive(Debug, PartialEq)]
+struct Nested {
+    /// The shell tool the script calls (e.g. `exec_command`).
+    tool: String,
+    /// Its arguments as JSON; several calls' commands joined by newlines.
+    arguments: Value,
+    /// The script, when it does more than make those calls and print
+    /// their results (carried as a note: the target runs no JavaScript).
+    rest: Option<String>,
+}
+
+/// Returns the shell call of a code-mode script whose nested calls are all
+/// of one shell tool with literal arguments (`tools.exec_command({cmd:
+/// "make"})`); `None` for any other script (no call, another tool, a
+/// computed argument), which then stays an `exec` call with its text.
+fn code_mode_shell(script: &str) -> Option<Nested> {
+    const MARK: &str = "tools.";
+    let mut calls: Vec<(String, Map<String, Value>)> = Vec::new();
+    let mut rest = String::new();
+    let mut at = 0;
+    while let Some(found) = script[at..].find(MARK) {
+        let start = at + found;
+        rest.push_str(&script[at..start]);
+        let after = &script[start + MARK.len()..];
+        let tool: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let mut p = js::Cursor::new(&after[tool.len()..]);
+        p.skip_space();
+        p.eat('(')?;
+        let args = p.object()?;
+        p.skip_space();
+        p.eat(')')?;
+        if kind_of(&tool) != ToolKind::Shell {
+            return None;
+        }
+        calls.push((tool, args));
+        at = start + MARK.len() + (after.len() - p.rest().len());
+    }
+    rest.push_str(&script[at..]);
+    let (tool, first) = calls.first()?.clone();
+    // One tool, the same arguments but the command: one script.
+    let command_key = |m: &Map<String, Value>| {
+        ["cmd", "command"]
+            .into_iter()
+            .find(|k| m.get(*k).is_some_and(Value::is_string))
+    };
+    let key = command_key(&first)?;
+    let mut commands = Vec::new();
+    for (t, args) in &calls {
+        let mut others = args.clone();
+        let cmd = others.remove(command_key(args)?)?;
+        let mut first_others = first.clone();
+        first_others.remove(key);
+        if *t != tool || others != first_others {
+            return None;
+        }
+        commands.push(cmd.as_str()?.to_owned());
+    }
+    let mut arguments = first;
+    arguments.insert(key.to_owned(), json!(commands.join("\n")));
+    // What is left besides the calls: bindings, awaits, `text(r)`.
+    let residue: String = rest
+        .split([';', '\n'])
+        .map(str::trim)
+        .filter(|stmt| {
+            let stmt = ["const ", "let ", "var "]
+                .iter()
+                .find_map(|k| stmt.strip_prefix(k))
+                .and_then(|s| s.split_once('=').map(|(_, v)| v.trim()))
+                .unwrap_or(stmt);
+            let stmt = stmt.strip_prefix("await").map_or(stmt, str::trim);
+            let printed = stmt
+                .strip_prefix("text(")
+                .and_then(|s| s.strip_suffix(')'))
+                .is_some_and(|v| v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+            !(stmt.is_empty() || printed)
+        })
+        .collect();
+    Some(Nested {
+        tool,
+        arguments: Value::Object(arguments),
+        rest: (!residue.is_empty()).then(|| script.to_owned()),
+    })
+}
+
+/// A reader of the JavaScript literals code-mode calls pass: objects with
+/// plain or quoted keys, strings in any quotes (no `${}`), numbers,
+/// booleans, null and arrays of those.
+mod js {
+    use serde_json::{Map, Value, json};
+
+    pub(super) struct Cursor<'a> {
+        s: &'a str,
+    }
+
+    impl<'a> Cursor<'a> {
+        pub(super) fn new(s: &'a str) -> Cursor<'a> {
+            Cursor { s }
+        }
+
+        pub(super) fn rest(&self) -> &'a str {
+            self.s
+        }
+
+        pub(super) fn skip_space(&mut self) {
+            self.s = self.s.trim_start();
+        }
+
+        pub(super) fn eat(&mut self, c: char) -> Option<()> {
+            self.skip_space();
+            self.s = self.s.strip_prefix(c)?;
+            Some(())
+        }
+
+        pub(super) fn object(&mut self) -> Option<Map<String, Value>> {
+            self.eat('{')?;
+            let mut out = Map::new();
+            loop {
+                self.skip_space();
+                if self.eat('}').is_some() {
+                    return Some(out);
+                }
+                let key = match self.s.chars().next()? {
+                    '"' | '\'' | '`' => self.string()?,
+                    _ => {
+                        let k: String = self
+                            .s
+                            .chars()
+                            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$')
+                            .collect();
+                        if k.is_empty() {
+                            return None;
+                        }
+                        self.s = &self.s[k.len()..];
+                        k
+                    }
+                };
+                self.eat(':')?;
+                let value = self.value()?;
+                out.insert(key, value);
+                self.skip_space();
+                if self.eat(',').is_none() {
+                    self.eat('}')?;
+                    return Some(out);
+                }
+            }
+        }
+
+        fn value(&mut self) -> Option<Value> {
+            self.skip_space();
+            match self.s.chars().next()? {
+                '"' | '\'' | '`' => self.string().map(Value::String),
+                '{' => self.object().map(Value::Object),
+                '[' => {
+                    self.eat('[')?;
+                    let mut items = Vec::new();
+                    loop {
+                        self.skip_space();
+                        if self.eat(']').is_some() {
+                            return Some(Value::Array(items));
+                        }
+                        items.push(self.value()?);
+                        self.skip_space();
+                        if self.eat(',').is_none() {
+                            self.eat(']')?;
+                            return Some(Value::Array(items));
+                        }
+                    }
+                }
+                _ => {
+                    let word: String = self
+                        .s
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'))
+                        .collect();
+                    self.s = &self.s[word.len()..];
+                    match word.as_str() {
+                        "true" => Some(json!(true)),
+                        "false" => Some(json!(false)),
+                        "null" => Some(Value::Null),
+                        n => n
+                            .parse::<i64>()
+                            .map(Value::from)
+                            .ok()
+                            .or_else(|| n.parse::<f64>().ok().map(Value::from)),
+                    }
+                }
+            }
+        }
+
+        /// Reads a quoted string with JavaScript's escapes; a template
+        /// string with a substitution is no literal.
+        fn string(&mut self) -> Option<String> {
+            let s = self.s;
+            let quote = s.chars().next()?;
+            let mut out = String::new();
+            let mut chars = s[1..].char_indices();
+            while let Some((i, c)) = chars.next() {
+                match c {
+                    c if c == quote => {
+                        self.s = &s[1 + i + c.len_utf8()..];
+                        return Some(out);
+                    }
+                    '$' if quote == '`' && s[1 + i..].starts_with("${") => return None,
+                    '\\' => {
+                        let (_, e) = chars.next()?;
+                        out.push(match e {
+                            'n' => '\n',
+                            't' => '\t',
+                            'r' => '\r',
+                            '0' => '\0',
+                            'u' => {
+                                let hex: String = (0..4)
+                                    .filter_map(|_| chars.next().map(|(_, h)| h))
+                                    .collect();
+                                char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?
+                            }
+                            '\n' => continue,
+                            other => other,
+                        });
+                    }
+                    '\n' if quote != '`' => return None,
+                    c => out.push(c),
+                }
+            }
+            None
+        }
     }
 }
 
@@ -491,6 +756,62 @@ mod tests {
             Some(Failure { exit_code: None })
         );
         assert_eq!(failure(&json!({"exit_code": 0, "output": "fine"})), None);
+    }
+
+    #[test]
+    fn a_code_mode_exec_call_becomes_the_targets_shell_call() {
+        use crate::registry::adapter;
+        let claude = adapter(&Agent::Claude).unwrap().spec();
+        let pi = adapter(&Agent::Pi).unwrap().spec();
+        let script = json!(
+            "const r = await tools.exec_command({cmd: \"echo hello > note.txt\", workdir: '/w'});\ntext(r);"
+        );
+        let t = translate(claude, &Agent::Codex, "exec", &script);
+        assert_eq!(t.name, "Bash");
+        assert_eq!(t.kind, ToolKind::Shell);
+        assert_eq!(t.arguments["command"], "echo hello > note.txt");
+        // workdir has no Bash counterpart: a note, not silence.
+        assert_eq!(t.dropped, vec![("workdir".to_owned(), "/w".to_owned())]);
+        let wrapped = json!({ "input": script });
+        assert_eq!(
+            translate(claude, &Agent::Codex, "exec", &wrapped).name,
+            "Bash"
+        );
+        let t = translate(pi, &Agent::Codex, "exec", &script);
+        assert_eq!(
+            (t.name.as_str(), &t.arguments["command"]),
+            ("bash", &json!("echo hello > note.txt"))
+        );
+        // Several calls of the shell: one script, in order; escapes read.
+        let two = json!(
+            "await tools.exec_command({\"cmd\": \"make\"});\nconst x = await tools.exec_command({ cmd: `cat a\\tb` });\ntext(x)"
+        );
+        let t = translate(claude, &Agent::Codex, "exec", &two);
+        assert_eq!(t.arguments["command"], "make\ncat a\tb");
+        assert!(t.dropped.is_empty(), "{:?}", t.dropped);
+        // More code than the calls: the script travels as a note.
+        let logic = json!(
+            "const r = await tools.exec_command({cmd: \"ls\"}); if (r.includes('x')) { text('yes'); }"
+        );
+        let t = translate(claude, &Agent::Codex, "exec", &logic);
+        assert_eq!(t.arguments["command"], "ls");
+        assert_eq!(t.dropped[0].0, "script");
+        assert!(
+            t.arguments[NOTE_KEY]
+                .as_str()
+                .unwrap()
+                .contains("r.includes")
+        );
+        // Computed arguments, other tools, no call: stays an exec call.
+        for odd in [
+            "await tools.exec_command({cmd: `rm ${dir}`})",
+            "await tools.exec_command({cmd: name})",
+            "await tools.view_image({path: \"a.png\"})",
+            "text(1 + 1)",
+        ] {
+            let t = translate(claude, &Agent::Codex, "exec", &json!(odd));
+            assert_eq!((t.name.as_str(), t.mapped), ("exec", false), "{odd}");
+        }
     }
 
     #[test]

@@ -477,3 +477,105 @@ fn provider_bound_reasoning_follows_one_rule_per_target_with_a_loss_line() {
         );
     }
 }
+
+/// Two calls of one model reply, then their two results.
+fn parallel_session(source: &Agent) -> Vec<Event> {
+    let (name, a1, a2) = match source {
+        Agent::Codex => (
+            "exec_command",
+            json!({"cmd": "echo one"}),
+            json!({"cmd": "echo two"}),
+        ),
+        _ => (
+            "Bash",
+            json!({"command": "echo one"}),
+            json!({"command": "echo two"}),
+        ),
+    };
+    vec![
+        event(0, source, kinds::MESSAGE_USER, json!({"text": "run both"})),
+        event(
+            1,
+            source,
+            kinds::MESSAGE_ASSISTANT,
+            json!({"text": "running"}),
+        ),
+        event(
+            2,
+            source,
+            kinds::TOOL_CALL,
+            json!({"call_id": "c1", "name": name, "arguments": a1}),
+        ),
+        event(
+            3,
+            source,
+            kinds::TOOL_CALL,
+            json!({"call_id": "c2", "name": name, "arguments": a2}),
+        ),
+        event(
+            4,
+            source,
+            kinds::TOOL_RESULT,
+            json!({"call_id": "c1", "output": "one"}),
+        ),
+        event(
+            5,
+            source,
+            kinds::TOOL_RESULT,
+            json!({"call_id": "c2", "output": "two"}),
+        ),
+        event(6, source, kinds::MESSAGE_ASSISTANT, json!({"text": "done"})),
+    ]
+}
+
+#[test]
+fn parallel_calls_of_one_reply_stay_parallel_at_every_target() {
+    for target in ADAPTERS {
+        let agent = target.agent();
+        let dump = dump(&render(*target, &parallel_session(&source_for(&agent))));
+        let lines: Vec<&str> = dump.lines().collect();
+        let with = |needle: &str| -> Vec<usize> {
+            lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.contains(needle))
+                .map(|(i, _)| i)
+                .collect()
+        };
+        match agent {
+            // Several calls in one message (Claude: results in one user
+            // message too).
+            Agent::Claude | Agent::Pi | Agent::Hermes | Agent::Dsh => {
+                assert!(
+                    lines
+                        .iter()
+                        .any(|l| l.contains("\"id\":\"c1\"") && l.contains("\"id\":\"c2\"")),
+                    "{agent}: both calls in one message:\n{dump}"
+                );
+                if agent == Agent::Claude {
+                    assert!(
+                        lines.iter().any(|l| l.contains("\"tool_use_id\":\"c1\"")
+                            && l.contains("\"tool_use_id\":\"c2\"")),
+                        "{agent}: both results in one user message:\n{dump}"
+                    );
+                }
+            }
+            // Consecutive function_call items.
+            Agent::Codex => {
+                let calls = with("\"type\":\"function_call\"");
+                assert_eq!(calls.len(), 2, "{dump}");
+                assert_eq!(calls[1], calls[0] + 1, "{agent}: consecutive:\n{dump}");
+            }
+            // Both tool parts in one message.
+            Agent::Opencode => {
+                let message_of = |call: &str| {
+                    let line = lines[with(&format!("\"callID\":\"{call}\""))[0]];
+                    let at = line.find("\"message_id\":\"").unwrap() + 14;
+                    line[at..].split('"').next().unwrap().to_owned()
+                };
+                assert_eq!(message_of("c1"), message_of("c2"), "{agent}:\n{dump}");
+            }
+            other => panic!("no parallel-call shape for {other}"),
+        }
+    }
+}

@@ -175,6 +175,10 @@ impl Env {
             }));
         }
         store.set_keys(crate::config::encryption_keys(&store, home.as_deref()));
+        // A handoff that was killed is completed or rolled back first.
+        for line in crate::ops::handoff::pending::recover(&store, &self.clock) {
+            status(format!("warning: {line}"));
+        }
         Ok(store)
     }
 }

@@ -123,6 +123,26 @@ impl TempFiles {
         self.files.retain(|f| f.target != path);
     }
 
+    /// Returns the files [`TempFiles::persist`] will move into place (those
+    /// whose target does not exist yet), each with its size as rendered.
+    pub fn planned(&mut self) -> NativeResult<Vec<(PathBuf, u64)>> {
+        self.flush()?;
+        let mut out = Vec::new();
+        for f in &self.files {
+            if f.target.exists() {
+                continue;
+            }
+            let size = f
+                .tmp
+                .as_file()
+                .metadata()
+                .map_err(NativeError::io(f.tmp.path()))?
+                .len();
+            out.push((f.target.clone(), size));
+        }
+        Ok(out)
+    }
+
     /// Returns whether every target already exists.
     pub fn all_present(&self) -> bool {
         self.files.iter().all(|f| f.target.is_file())
@@ -650,7 +670,9 @@ fn write_database(
             names.join(", "),
             vec!["?"; names.len()].join(", ")
         );
-        tx.execute(&insert, rusqlite::params_from_iter(values.iter()))
+        // One statement per table and column set, prepared once.
+        tx.prepare_cached(&insert)
+            .and_then(|mut stmt| stmt.execute(rusqlite::params_from_iter(values.iter())))
             .map_err(sql)?;
         inserted += 1;
         if let Some(label) = &row.assigns {
@@ -739,7 +761,8 @@ fn existing_rowid(
         "SELECT rowid FROM {} WHERE {clause} LIMIT 1",
         quote_ident(&row.table)
     );
-    let mut stmt = conn.prepare(&sql)?;
+    // Cached: asked once per keyed row, with the same text for each table.
+    let mut stmt = conn.prepare_cached(&sql)?;
     let mut rows = stmt.query(rusqlite::params_from_iter(values.iter()))?;
     rows.next()?.map(|r| r.get(0)).transpose()
 }

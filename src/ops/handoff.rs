@@ -8,23 +8,31 @@
 //! batch, and attaches a receipt (signed when a key is configured) as a
 //! git note on that batch's commit.
 //!
+//! Interrupted, it leaves both the native session and the `handoff` event
+//! or neither, once the next command has run ([`pending`]).
+//!
 //! Refused before anything is written: a handoff to the session's own
 //! agent (that is a resume), a target whose database is missing or of an
 //! unknown schema (`resume::write_native`), a key that cannot sign.
 
 use std::path::PathBuf;
 
+use git_session_adapters::ChangeSet;
 use git_session_compiler::{Format, Request};
 use git_session_schema::{Agent, Event, Level, Receipt, ReceiptNote, SessionId, kinds};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+pub mod pending;
+
 use super::compile::CompileRequest;
-use super::resume::{NativeTarget, Written, adapter_for, new_native_id, target_cwd, write_native};
+use super::resume::{
+    NativeTarget, Written, adapter_for, new_native_id, target_cwd, write_native_planned,
+};
 use super::{OpError, OpResult};
 use crate::clock::Clock;
 use crate::sign::{self, KeySource};
-use crate::store::{SeqMode, Store};
+use crate::store::Store;
 
 /// Says how much of the history the target gets after the brief.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -281,78 +289,132 @@ pub fn handoff(
         home: &request.home,
         env: request.env,
     };
+    // What the log will say, built once the render has run (the loss
+    // report is known then) and written as the write-ahead intent before
+    // the first native file moves (see [`pending`]).
+    let next_seq = store.stat(&request.id)?.events;
+    let mut planned: Option<(pending::Held, Vec<Event>, Vec<String>)> = None;
+    let mut before = |changes: &ChangeSet, files: &[(PathBuf, u64)]| -> OpResult<()> {
+        // What the brief left out is in the context.compiled event; the
+        // loss report is about the history the target received.
+        let mut losses = changes.losses.clone();
+        losses.extend(fold.borrow().losses());
+        losses.extend(omitted.clone());
+        let compiled_event = Event::new(
+            0,
+            now.clone(),
+            Agent::GitSession,
+            "system",
+            kinds::CONTEXT_COMPILED,
+            Level::Context,
+            compiled.record(),
+        );
+        let handoff_event = Event::new(
+            0,
+            now.clone(),
+            Agent::GitSession,
+            "system",
+            kinds::HANDOFF,
+            Level::History,
+            json!({
+                "from": header.agent,
+                "to": request.to,
+                "note": request.note,
+                "target_native_id": native_id,
+                "context_sha256": context_sha256,
+                "tokens": compiled.tokens,
+                "budget": compiled.budget,
+                "losses": losses,
+                "command": changes.resume_command,
+            }),
+        );
+        let events = vec![compiled_event, handoff_event];
+        let intent = pending::Pending {
+            version: pending::VERSION,
+            session: request.id.to_string(),
+            to: request.to.clone(),
+            native_id: native_id.clone(),
+            root: root.clone(),
+            next_seq,
+            files: files
+                .iter()
+                .map(|(path, size)| pending::PlannedFile {
+                    path: path.clone(),
+                    size: *size,
+                })
+                .collect(),
+            appends: changes
+                .appends
+                .iter()
+                .map(|a| pending::PlannedAppend {
+                    path: a.path.clone(),
+                    bytes: String::from_utf8_lossy(&a.bytes).into_owned(),
+                })
+                .collect(),
+            rows: changes
+                .rows
+                .iter()
+                .filter(|r| r.session_row)
+                .map(pending::PlannedRow::of)
+                .collect(),
+            events: events.clone(),
+            receipt: pending::PlannedReceipt {
+                from: header.agent.clone(),
+                context_sha256: context_sha256.clone(),
+                losses: losses.clone(),
+                time: now.clone(),
+                signer: request.key.as_ref().and(request.signer.clone()),
+                signed: request.key.is_some(),
+            },
+        };
+        let held = pending::begin(store.state_dir(), &intent)?;
+        failpoint("handoff-after-intent");
+        planned = Some((held, events, losses));
+        Ok(())
+    };
+    let result = write_native_planned(store, clock, &target, &mut stream, &mut before);
+    drop(stream);
     let Written {
         changes,
         written,
         skipped_rows,
         ..
-    } = write_native(store, clock, &target, &mut stream)?;
-    // What the brief left out is in the context.compiled event; the loss
-    // report is about the history the target received.
-    drop(stream);
-    let mut losses = changes.losses.clone();
-    losses.extend(fold.borrow().losses());
-    losses.extend(omitted);
+    } = match result {
+        Ok(w) => w,
+        Err(e) => {
+            // Nothing half written stays: what moved is taken back now
+            // (the intent says what), and the error is the user's.
+            if let Some((held, ..)) = planned.take() {
+                pending::settle(store, clock, held);
+            }
+            return Err(e);
+        }
+    };
+    let (held, events, losses) = planned.expect("a write-back that succeeded planned its writes");
+    failpoint("handoff-after-native");
 
     // Record the handoff in the log: the compiled context and the handoff.
-    let info = super::canonical::commit_info(store, clock);
-    let compiled_event = Event::new(
-        0,
-        now.clone(),
-        Agent::GitSession,
-        "system",
-        kinds::CONTEXT_COMPILED,
-        Level::Context,
-        compiled.record(),
-    );
-    let handoff_event = Event::new(
-        0,
-        now.clone(),
-        Agent::GitSession,
-        "system",
-        kinds::HANDOFF,
-        Level::History,
-        json!({
-            "from": header.agent,
-            "to": request.to,
-            "note": request.note,
-            "target_native_id": native_id,
-            "context_sha256": context_sha256,
-            "tokens": compiled.tokens,
-            "budget": compiled.budget,
-            "losses": losses,
-            "command": changes.resume_command,
-        }),
-    );
-    let outcome = store.append(&request.id, SeqMode::Assign, &info, |sink| {
-        sink.push(compiled_event.clone())?;
-        sink.push(handoff_event.clone())?;
-        Ok::<_, OpError>(())
-    })?;
-    let commit = outcome
-        .commit
-        .expect("a batch of two events writes a commit");
-    let handoff_seq = outcome.seq.expect("two events appended").1;
-    // The target's continuation is captured as a child forked here.
-    super::written::record(
-        store.state_dir(),
+    // The commit point: with it the handoff happened; without it the
+    // next command rolls the native session back or, when it is complete,
+    // records it from the intent.
+    let recorded = pending::record(store, clock, &request.id, &events)?;
+    failpoint("handoff-after-event");
+    let tail = pending::Tail {
+        session: &request.id,
+        to: &request.to,
+        native_id: &native_id,
+        root: &root,
+        files: &written,
+        seq: recorded.seq,
         adapter,
-        &super::written::Record {
-            agent: &request.to,
-            root: &root,
-            files: &written,
-            session: &request.id,
-            seq: handoff_seq,
-            native_id: &native_id,
-            by: super::written::WrittenBy::Handoff,
-        },
-    )?;
+    };
+    pending::written_record(store, &tail)?;
 
     let receipt = Receipt {
         format: Receipt::FORMAT,
         session: request.id.clone(),
-        handoff_seq,
-        commit: commit.to_string(),
+        handoff_seq: recorded.seq,
+        commit: recorded.commit.to_string(),
         from: header.agent.clone(),
         to: request.to.clone(),
         target_native_id: native_id.clone(),
@@ -378,18 +440,11 @@ pub fn handoff(
     let signed = signature.is_some();
     let signer = note_signer(&receipt, signed);
     let note = ReceiptNote { receipt, signature };
-    store.add_receipt_note(commit, &note.encode(), clock.now().as_second())?;
-    // The lead moves with the receipt: the target agent leads this session
-    // now (its own child session is led by it from the start).
-    let owner = git_session_schema::MetaChange {
-        time: clock.now_rfc3339(),
-        op: git_session_schema::MetaOp::Owner {
-            agent: request.to.to_string(),
-            key: signer,
-            seq: Some(handoff_seq),
-        },
-    };
-    store.change_meta(&request.id, &owner, clock.now().as_second())?;
+    store.add_receipt_note(recorded.commit, &note.encode(), clock.now().as_second())?;
+    failpoint("handoff-after-receipt");
+    pending::move_lead(store, clock, &tail, signer)?;
+    pending::done(held);
+    let (handoff_seq, commit) = (recorded.seq, recorded.commit);
     Ok(HandoffOutcome {
         to: request.to.clone(),
         native_id,
@@ -404,6 +459,19 @@ pub fn handoff(
         written,
         skipped_rows,
     })
+}
+
+/// Stops the process here, as a kill would (no destructors, no cleanup),
+/// when `GIT_SESSION_FAILPOINT` names `point`: how the tests interrupt a
+/// handoff at each step. Debug builds only; a release build has no
+/// failpoints.
+pub(crate) fn failpoint(point: &str) {
+    #[cfg(debug_assertions)]
+    if std::env::var("GIT_SESSION_FAILPOINT").is_ok_and(|v| v == point) {
+        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = point;
 }
 
 /// Returns who signed a receipt, when it is signed (the owner's key).

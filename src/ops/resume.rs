@@ -352,6 +352,23 @@ pub(crate) fn write_native(
     target: &NativeTarget<'_>,
     events: &mut dyn Iterator<Item = Event>,
 ) -> OpResult<Written> {
+    write_native_planned(store, clock, target, events, &mut |_, _| Ok(()))
+}
+
+/// Says what a write-back is about to write: the change set and the files
+/// that will be moved into place, each with its rendered size.
+pub(crate) type BeforeWrite<'a> = dyn FnMut(&ChangeSet, &[(PathBuf, u64)]) -> OpResult<()> + 'a;
+
+/// Like [`write_native`]; `before` is told what will be written once every
+/// check has passed and before the first file moves or row is inserted
+/// (a handoff records its write-ahead intent there), and may refuse.
+pub(crate) fn write_native_planned(
+    store: &Store,
+    clock: &Clock,
+    target: &NativeTarget<'_>,
+    events: &mut dyn Iterator<Item = Event>,
+    before: &mut BeforeWrite<'_>,
+) -> OpResult<Written> {
     let blobs: std::collections::HashMap<_, _> =
         store.artifacts(target.artifacts_of)?.into_iter().collect();
     // An artifact of which only the head is here (session.syncArtifacts
@@ -446,7 +463,9 @@ pub(crate) fn write_native(
     let files_present = files.all_present();
     let session_rows = changes.rows.iter().any(|r| r.session_row);
     let rows_in_place = session_rows && apply::session_rows_present(target.root, &changes)?;
+    before(&changes, &files.planned()?)?;
     let written = files.persist()?;
+    super::handoff::failpoint("handoff-after-files");
     let mut unchanged = files_present;
     let mut skipped_rows = Vec::new();
     let mut via = None;

@@ -642,3 +642,138 @@ fn a_target_without_its_database_or_with_an_unknown_schema_is_refused_before_wri
     assert_eq!(rows, 0, "nothing was written");
     assert_eq!(repo.events(ROUNDTRIP), before, "no handoff event");
 }
+
+/// Returns a Hermes home with the client's own (emptied) database.
+fn hermes_home(repo: &Repo, name: &str) -> PathBuf {
+    let home = repo.outside(name);
+    let db = home.join(".hermes/state.db");
+    std::fs::create_dir_all(db.parent().unwrap()).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/samples/hermes/oracle/state.db"),
+        &db,
+    )
+    .unwrap();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "DELETE FROM messages; DELETE FROM session_model_usage; DELETE FROM sessions;",
+        )
+        .unwrap();
+    home
+}
+
+#[test]
+fn an_interrupted_handoff_leaves_both_or_neither_after_the_next_command() {
+    use std::os::unix::process::ExitStatusExt;
+    // (target, where the handoff is killed, whether it counts as done)
+    for (to, point, done) in [
+        ("codex", "handoff-after-intent", false),
+        ("codex", "handoff-after-files", true),
+        ("codex", "handoff-after-native", true),
+        ("codex", "handoff-after-event", true),
+        ("codex", "handoff-after-receipt", true),
+        ("hermes", "handoff-after-intent", false),
+        ("hermes", "handoff-after-files", false),
+        ("hermes", "handoff-after-native", true),
+        ("hermes", "handoff-after-event", true),
+    ] {
+        let repo = Repo::new();
+        captured_claude(&repo);
+        let home = match to {
+            "hermes" => hermes_home(&repo, "hermes-home"),
+            _ => repo.outside("codex-home"),
+        };
+        let before = repo.events(ROUNDTRIP).len();
+        let out = repo
+            .session()
+            .env("GIT_SESSION_FAILPOINT", point)
+            .env("PATH", "/usr/bin:/bin")
+            .args([
+                "handoff",
+                ROUNDTRIP,
+                "--to",
+                to,
+                "--home",
+                home.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.signal(),
+            Some(9),
+            "{to} {point}: the failpoint kills the handoff: {}",
+            text(&out.stderr)
+        );
+        // The next command (any) settles what the killed one left.
+        let next = repo.session().args(["list"]).output().unwrap();
+        assert!(next.status.success(), "{}", text(&next.stderr));
+        let said = text(&next.stderr);
+        let native = |home: &Path| -> usize {
+            match to {
+                "hermes" => rusqlite::Connection::open(home.join(".hermes/state.db"))
+                    .unwrap()
+                    .query_row("SELECT count(*) FROM sessions", [], |r| r.get::<_, i64>(0))
+                    .unwrap() as usize,
+                _ => files_under(home)
+                    .iter()
+                    .filter(|p| p.to_string_lossy().contains("rollout-"))
+                    .count(),
+            }
+        };
+        let events = repo.events(ROUNDTRIP);
+        let handoffs: Vec<&Value> = events.iter().filter(|e| e["type"] == "handoff").collect();
+        if done {
+            assert_eq!(handoffs.len(), 1, "{to} {point}: one handoff event");
+            assert_eq!(events.len(), before + 2, "{to} {point}");
+            assert_eq!(native(&home), 1, "{to} {point}: the native session");
+            // The receipt is on the handoff's commit.
+            let tip = repo.git(&["rev-parse", &format!("refs/sessions/{ROUNDTRIP}")]);
+            assert_eq!(
+                note(&repo, &tip)["receipt"]["handoff_seq"],
+                handoffs[0]["seq"]
+            );
+            assert!(
+                said.contains("completed the interrupted handoff"),
+                "{to} {point}: {said}"
+            );
+        } else {
+            assert_eq!(handoffs.len(), 0, "{to} {point}: no handoff event");
+            assert_eq!(events.len(), before, "{to} {point}");
+            assert_eq!(native(&home), 0, "{to} {point}: no native session");
+            assert!(
+                said.contains("rolled back the interrupted handoff"),
+                "{to} {point}: {said}"
+            );
+        }
+        // Settled once: nothing is left for a later command.
+        let again = repo.session().args(["list"]).output().unwrap();
+        assert!(
+            !text(&again.stderr).contains("interrupted"),
+            "{}",
+            text(&again.stderr)
+        );
+        assert_eq!(
+            files_under(&repo.root.join(".git/session/handoffs")),
+            Vec::<PathBuf>::new()
+        );
+        // Rolled back: nothing is in the way of a handoff after it.
+        if done {
+            continue;
+        }
+        let out = repo
+            .session()
+            .env("PATH", "/usr/bin:/bin")
+            .args([
+                "handoff",
+                ROUNDTRIP,
+                "--to",
+                to,
+                "--home",
+                home.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{to} {point}: {}", text(&out.stderr));
+        assert_eq!(native(&home), 1, "{to} {point}");
+    }
+}

@@ -194,6 +194,9 @@ struct Synth {
     after_result: bool,
     /// Open tool parts by call id: index into `parts`.
     calls: HashMap<String, usize>,
+    /// The messages (index into `messages`) that hold a tool part, so
+    /// closing one does not scan every part written so far.
+    with_tools: std::collections::HashSet<usize>,
     /// The first user text, for a title.
     first_text: Option<String>,
 }
@@ -376,6 +379,9 @@ impl Renderer<'_> {
     fn push_part(&mut self, message: usize, ms: i64, data: Value) -> usize {
         let id = self.next_id("prt", ms);
         let mid = self.messages[message].id().to_owned();
+        if data.get("type").and_then(Value::as_str) == Some("tool") {
+            self.synth.with_tools.insert(message);
+        }
         let mut columns = Map::new();
         columns.insert("id".into(), json!(id));
         columns.insert("message_id".into(), json!(mid));
@@ -523,15 +529,7 @@ impl Renderer<'_> {
                 "tool-result-missing: call {call} has no result; written as interrupted"
             ));
         }
-        let mid = self.messages[m].id().to_owned();
-        has_tool |= self.parts.iter().any(|p| {
-            p.text("message_id") == Some(mid.as_str())
-                && p.columns
-                    .get("data")
-                    .and_then(|d| d.get("type"))
-                    .and_then(Value::as_str)
-                    == Some("tool")
-        });
+        has_tool |= self.synth.with_tools.contains(&m);
         if let Some(Value::Object(d)) = self.messages[m].columns.get_mut("data") {
             d.insert(
                 "finish".into(),
