@@ -112,7 +112,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let home = env.agent_home(args.home)?;
     let lookup = |name: &str| std::env::var(name).ok();
     let progress = super::progress::Progress::start("Capturing agent sessions", args.json);
-    let report = ops::capture::capture(
+    let report = ops::capture::capture_reporting(
         &store,
         &env.clock,
         &CaptureRequest {
@@ -121,6 +121,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             env: &lookup,
             sqlite: Default::default(),
         },
+        &progress,
     );
     progress.finish();
     let report = report?;
