@@ -173,7 +173,8 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             .collect();
         writeln!(
             out,
-            "capture    {agent}: {ours} native files of this repository tracked, {} of other repositories or empty, {} not captured",
+            "capture    {agent}: {} of this repository tracked, {} of other repositories or empty, {} not captured",
+            super::count(ours as u64, "native file"),
             index.files.len() - ours - unknown.len(),
             unknown.len()
         )?;
@@ -193,7 +194,8 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 .count();
             writeln!(
                 out,
-                "capture    {agent}: {db}: {ours} sessions of this repository tracked, {} others skipped",
+                "capture    {agent}: {db}: {} of this repository tracked, {} others skipped",
+                super::count(ours as u64, "session"),
                 cursor.sessions.len() - ours
             )?;
         }

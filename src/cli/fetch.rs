@@ -45,7 +45,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     }
     let progress =
         super::progress::Progress::start(&format!("Fetching sessions from {remote}"), args.json);
-    let report = ops::sync::fetch(&store, &remote, &trust(&store, &remote));
+    let report = ops::sync::fetch_reporting(&store, &remote, &trust(&store, &remote), &progress);
     progress.finish();
     let report = report?;
     if args.json {

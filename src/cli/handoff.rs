@@ -87,7 +87,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         signer: crate::config::signer(&store),
     };
     let progress = super::progress::Progress::start("Compiling and writing the handoff", json);
-    let o = ops::handoff::handoff(&store, &env.clock, &request);
+    let o = ops::handoff::handoff_reporting(&store, &env.clock, &request, &progress);
     progress.finish();
     let o = o?;
     for path in &o.written {
@@ -105,6 +105,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             status(format!("  {loss}"));
         }
     }
+    super::resume::say_backups(&o.backups);
     for skipped in &o.skipped_rows {
         status(format!("warning: {skipped}"));
     }
@@ -133,6 +134,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 "tokens": o.tokens.0,
                 "budget": o.tokens.1,
                 "written": o.written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+                "backups": super::resume::paths(&o.backups),
                 "losses": o.losses,
                 "warnings": o.skipped_rows,
                 "cwd": o.cwd.display().to_string(),

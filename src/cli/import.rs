@@ -112,7 +112,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let home = env.agent_home(args.home)?;
     let lookup = |name: &str| std::env::var(name).ok();
     let progress = super::progress::Progress::start("Capturing agent sessions", args.json);
-    let report = ops::capture::capture(
+    let report = ops::capture::capture_reporting(
         &store,
         &env.clock,
         &CaptureRequest {
@@ -121,6 +121,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             env: &lookup,
             sqlite: Default::default(),
         },
+        &progress,
     );
     progress.finish();
     let report = report?;
@@ -195,15 +196,20 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             crate::cli::escape(&w.message)
         ));
     }
+    // Columns as wide as the longest id and agent name printed.
+    let id_width = report.sessions.iter().map(|s| s.id.as_str().len()).max();
+    let agent_width = report.sessions.iter().map(|s| s.agent.as_str().len()).max();
     for s in &report.sessions {
         let verb = if s.created { "new" } else { "+" };
         writeln!(
             out,
-            "{}  {:<7} {verb} {} ({} in all)",
-            s.id,
+            "{:<iw$}  {:<aw$}  {verb} {} ({} in all)",
+            s.id.as_str(),
             s.agent.as_str(),
             count(s.appended, "event"),
-            s.events
+            s.events,
+            iw = id_width.unwrap_or(0),
+            aw = agent_width.unwrap_or(0),
         )?;
     }
     if report.skipped_earlier > 0 {

@@ -49,7 +49,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         fork: args.fork,
     };
     let progress = super::progress::Progress::start("Writing the session back", args.json);
-    let outcome = ops::resume::resume(&store, &env.clock, &request);
+    let outcome = ops::resume::resume_reporting(&store, &env.clock, &request, &progress);
     progress.finish();
     let outcome = outcome?;
     if outcome.unchanged {
@@ -71,6 +71,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     if outcome.session.as_str() != args.session && args.fork {
         status(format!("recorded as fork {}", outcome.session));
     }
+    say_backups(&outcome.backups);
     for loss in &outcome.losses {
         status(format!("not carried over: {loss}"));
     }
@@ -91,6 +92,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 "unchanged": outcome.unchanged,
                 "written": outcome.written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
                 "via": outcome.via,
+                "backups": paths(&outcome.backups),
                 "losses": outcome.losses,
                 "warnings": outcome.skipped_rows,
                 "notices": outcome.notices,
@@ -102,6 +104,23 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     status("Continue with:");
     writeln!(out, "{line}")?;
     Ok(())
+}
+
+/// Says, once per write-back, where the copy of each agent database made
+/// before rows went into it is, and how many are kept.
+pub(crate) fn say_backups(backups: &[PathBuf]) {
+    for b in backups {
+        status(format!(
+            "database backup: {} (made before writing to it; the last {} of each database are kept, git session doctor lists and prunes them)",
+            b.display(),
+            crate::native::apply::KEEP_BACKUPS
+        ));
+    }
+}
+
+/// The paths as JSON strings.
+pub(crate) fn paths(list: &[PathBuf]) -> Vec<String> {
+    list.iter().map(|p| p.display().to_string()).collect()
 }
 
 /// Returns the absolute `--home` when it is not `$HOME`: the agent must

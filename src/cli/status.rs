@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use super::{CommandError, Env, escape_line};
+use super::{CommandError, Env, count, escape_line};
 use crate::ops;
 
 /// Show per agent what is captured and what is new since the last capture,
@@ -60,10 +60,10 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         }
         writeln!(
             out,
-            "agent      {}: {} sessions, {} sources tracked, {} new since the last capture, {} unseen",
+            "agent      {}: {}, {} tracked, {} new since the last capture, {} not looked at yet",
             a.agent,
-            a.sessions,
-            a.tracked,
+            count(a.sessions as u64, "session"),
+            count(a.tracked as u64, "source"),
             a.changed.len(),
             a.unseen.len()
         )?;
@@ -76,7 +76,10 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         .iter()
         .all(|a| a.changed.is_empty() && a.unseen.is_empty())
     {
-        writeln!(out, "           (git session import captures them now)")?;
+        writeln!(
+            out,
+            "           (git session import captures those of this repository now)"
+        )?;
     }
     match &s.remote {
         Some(r) => writeln!(
@@ -130,15 +133,22 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         let batches: usize = s.unpushed.iter().map(|u| u.batches).sum();
         writeln!(
             out,
-            "unpushed   {} sessions, {batches} batches",
-            s.unpushed.len()
+            "unpushed   {}, {}",
+            count(s.unpushed.len() as u64, "session"),
+            count(batches as u64, "batch")
         )?;
+        let width = s
+            .unpushed
+            .iter()
+            .map(|u| u.session.len())
+            .max()
+            .unwrap_or(0);
         for u in &s.unpushed {
             writeln!(
                 out,
-                "  {}  {} batches{}",
+                "  {:<width$}  {}{}",
                 u.session,
-                u.batches,
+                count(u.batches as u64, "batch"),
                 if u.diverged {
                     " (diverged from the remote: git session sync forks it)"
                 } else if !u.on_remote {

@@ -35,7 +35,12 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let remote = ops::sync::consent(&store, dest, chosen.as_deref(), pinned.as_deref())?;
     let progress =
         super::progress::Progress::start(&format!("Syncing sessions with {remote}"), args.json);
-    let report = ops::sync::sync(&store, &remote, &super::fetch::trust(&store, &remote));
+    let report = ops::sync::sync_reporting(
+        &store,
+        &remote,
+        &super::fetch::trust(&store, &remote),
+        &progress,
+    );
     progress.finish();
     let report = report?;
     if args.json {

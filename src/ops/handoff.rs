@@ -169,6 +169,8 @@ pub struct HandoffOutcome {
     pub written: Vec<PathBuf>,
     /// Database rows not written, with the reason.
     pub skipped_rows: Vec<String>,
+    /// Copies of agent databases made before rows went into them.
+    pub backups: Vec<PathBuf>,
 }
 
 /// Hands `request.id` to `request.to`.
@@ -176,6 +178,17 @@ pub fn handoff(
     store: &Store,
     clock: &Clock,
     request: &HandoffRequest<'_>,
+) -> OpResult<HandoffOutcome> {
+    handoff_reporting(store, clock, request, &super::progress::Silent)
+}
+
+/// Like [`handoff`], telling `progress` when the brief is compiled and how
+/// many of the target's events (the brief, then the history) are written.
+pub fn handoff_reporting(
+    store: &Store,
+    clock: &Clock,
+    request: &HandoffRequest<'_>,
+    progress: &dyn super::progress::Progress,
 ) -> OpResult<HandoffOutcome> {
     // Handing a session to its own agent is a resume: said, nothing written.
     let own = store.header(&request.id)?.agent;
@@ -212,6 +225,7 @@ pub fn handoff(
         },
         summarizer_cmd: request.summarizer_cmd.clone(),
     };
+    progress.stage("Compiling the brief", "events", 0);
     let (header, mut events, compiled) = super::compile::compile(store, &compile_request)?;
     // The history the target gets: what --history leaves out is said in
     // the loss report, with its seqs (the brief still covers it).
@@ -268,16 +282,19 @@ pub fn handoff(
     );
     // A sub-agent's turns stay out of another agent's main line.
     let fold = std::cell::RefCell::new(git_session_adapters::tools::SubAgentFold::new(&request.to));
+    progress.stage("Writing the handoff", "events", events.len() as u64);
     let mut stream = std::iter::once(first).chain(
-        events
-            .into_iter()
-            .filter(|e| fold.borrow_mut().keep(e))
-            .map(|mut e| {
-                e.seq += 1;
-                e.parent_seq = e.parent_seq.map(|p| p + 1);
-                e.checksum = None;
-                e
-            }),
+        super::progress::Counted {
+            iter: events.into_iter(),
+            progress,
+        }
+        .filter(|e| fold.borrow_mut().keep(e))
+        .map(|mut e| {
+            e.seq += 1;
+            e.parent_seq = e.parent_seq.map(|p| p + 1);
+            e.checksum = None;
+            e
+        }),
     );
     let target = NativeTarget {
         adapter,
@@ -378,6 +395,7 @@ pub fn handoff(
         changes,
         written,
         skipped_rows,
+        backups,
         ..
     } = match result {
         Ok(w) => w,
@@ -458,6 +476,7 @@ pub fn handoff(
         tokens: (compiled.tokens, compiled.budget),
         written,
         skipped_rows,
+        backups,
     })
 }
 

@@ -13,6 +13,7 @@ pub mod init;
 pub mod list;
 pub mod merge;
 pub mod meta;
+pub mod progress;
 pub mod purge;
 pub mod redact;
 pub mod resume;

@@ -62,6 +62,9 @@ pub struct ResumeOutcome {
     pub skipped_rows: Vec<String>,
     /// How a database session was written (the agent's importer, or rows).
     pub via: Option<String>,
+    /// Copies of agent databases made before rows went into them
+    /// (`.git/session/backups/`, the last [`apply::KEEP_BACKUPS`] of each kept).
+    pub backups: Vec<PathBuf>,
 }
 
 /// Renders `request.id` into the agent's store.
@@ -69,6 +72,17 @@ pub fn resume(
     store: &Store,
     clock: &Clock,
     request: &ResumeRequest<'_>,
+) -> OpResult<ResumeOutcome> {
+    resume_reporting(store, clock, request, &super::progress::Silent)
+}
+
+/// Like [`resume`], telling `progress` how many events there are to write
+/// and how many are written.
+pub fn resume_reporting(
+    store: &Store,
+    clock: &Clock,
+    request: &ResumeRequest<'_>,
+    progress: &dyn super::progress::Progress,
 ) -> OpResult<ResumeOutcome> {
     let header = store.header(&request.id)?;
     let agent = request
@@ -123,7 +137,20 @@ pub fn resume(
         home: &request.home,
         env: request.env,
     };
-    let result = write_native(store, clock, &target, &mut events);
+    progress.stage(
+        "Writing the session back",
+        "events",
+        store.stat(&request.id)?.events,
+    );
+    let result = write_native(
+        store,
+        clock,
+        &target,
+        &mut super::progress::Counted {
+            iter: &mut events,
+            progress,
+        },
+    );
     if let Some(e) = events.error {
         return Err(e);
     }
@@ -133,6 +160,7 @@ pub fn resume(
         unchanged,
         skipped_rows,
         via,
+        backups,
     } = result.map_err(|e| match e {
         OpError::NativeExists {
             native_id, path, ..
@@ -174,6 +202,7 @@ pub fn resume(
         notices: changes.notices.clone(),
         skipped_rows,
         via,
+        backups,
     })
 }
 
@@ -261,6 +290,8 @@ pub(crate) struct Written {
     /// How a database session was written: by the agent's importer or as
     /// rows (`None` when there was none, or it was in place).
     pub via: Option<String>,
+    /// Backups of the databases rows went into.
+    pub backups: Vec<PathBuf>,
 }
 
 /// Checks every existing database the change set writes rows into against
@@ -468,6 +499,7 @@ pub(crate) fn write_native_planned(
     super::handoff::failpoint("handoff-after-files");
     let mut unchanged = files_present;
     let mut skipped_rows = Vec::new();
+    let mut backups = Vec::new();
     let mut via = None;
     // The agent's own importer first, when the session is not there yet;
     // the rows are the fallback.
@@ -529,6 +561,7 @@ pub(crate) fn write_native_planned(
             });
         }
         skipped_rows = rows.skipped;
+        backups = rows.backups;
     }
     skipped_rows.extend(schema_warnings);
     Ok(Written {
@@ -537,6 +570,7 @@ pub(crate) fn write_native_planned(
         unchanged,
         skipped_rows,
         via,
+        backups,
     })
 }
 

@@ -12,6 +12,7 @@
 use git_session_schema::SessionId;
 use gix::ObjectId;
 
+use super::progress::{Progress, Silent};
 use super::{OpError, OpResult};
 use crate::native::cursor::CursorIndex;
 use crate::store::{
@@ -247,7 +248,19 @@ pub struct Trust {
 }
 
 pub fn fetch(store: &Store, remote: &str, trust: &Trust) -> OpResult<FetchReport> {
+    fetch_reporting(store, remote, trust, &Silent)
+}
+
+/// Like [`fetch`], telling `progress` when git fetches and how many
+/// fetched sessions there are to verify and how many are.
+pub fn fetch_reporting(
+    store: &Store,
+    remote: &str,
+    trust: &Trust,
+    progress: &dyn Progress,
+) -> OpResult<FetchReport> {
     store.ensure_state_dir()?;
+    progress.stage(&format!("Fetching sessions from {remote}"), "refs", 0);
     store.fetch_sessions(remote)?;
     // Captures must not run between moving a ref and re-pointing cursors.
     let _locks = capture_locks(store)?;
@@ -272,7 +285,14 @@ pub fn fetch(store: &Store, remote: &str, trust: &Trust) -> OpResult<FetchReport
             conflict: false,
         });
     }
-    for (id, tip) in store.tracking_sessions(remote)? {
+    let fetched = store.tracking_sessions(remote)?;
+    progress.stage(
+        "Verifying fetched sessions",
+        "sessions",
+        fetched.len() as u64,
+    );
+    for (id, tip) in fetched {
+        let _done = Done(progress);
         let outcome = match unsigned_commit(store, &id, tip, trust) {
             Some(reason) => Reconciled::Quarantined {
                 reason,
@@ -387,6 +407,16 @@ pub fn quarantined(store: &Store) -> Vec<(String, Quarantine)> {
 
 const QUARANTINE_DIR: &str = "quarantine";
 
+/// Counts one unit done when dropped (a loop body that `continue`s or
+/// fails still counts).
+struct Done<'p>(&'p dyn Progress);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.0.done(1);
+    }
+}
+
 fn save_quarantine(store: &Store, tracking: &str, list: &[Quarantine]) -> OpResult<()> {
     let dir = store.state_dir().join(QUARANTINE_DIR);
     let path = dir.join(format!("{tracking}.json"));
@@ -431,9 +461,20 @@ pub fn push_artifacts(store: &Store, remote: &str, id: &SessionId) -> OpResult<O
 /// reported in [`SyncReport::held`] instead of retried. `remote` is what
 /// [`consent`] returned.
 pub fn sync(store: &Store, remote: &str, trust: &Trust) -> OpResult<SyncReport> {
+    sync_reporting(store, remote, trust, &Silent)
+}
+
+/// Like [`sync`], telling `progress` each fetch's counts (see
+/// [`fetch_reporting`]) and when it pushes.
+pub fn sync_reporting(
+    store: &Store,
+    remote: &str,
+    trust: &Trust,
+    progress: &dyn Progress,
+) -> OpResult<SyncReport> {
     let mut report = SyncReport::default();
     for round in 1..=ROUNDS {
-        let fetched = fetch(store, remote, trust)?;
+        let fetched = fetch_reporting(store, remote, trust, progress)?;
         report.fetched.unchanged = fetched.unchanged;
         report.fetched.changed.extend(fetched.changed);
         report.fetched.removed.extend(fetched.removed);
@@ -447,6 +488,7 @@ pub fn sync(store: &Store, remote: &str, trust: &Trust) -> OpResult<SyncReport> 
             .filter(|q| q.conflict)
             .map(|q| format!("{}{}", refs::SESSIONS_PREFIX, q.id))
             .collect();
+        progress.stage(&format!("Pushing sessions to {remote}"), "refs", 0);
         let (held, rejected): (Vec<_>, Vec<_>) = push(store, remote)?
             .into_iter()
             .partition(|r| conflicts.contains(&r.refname));

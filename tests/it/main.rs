@@ -27,6 +27,7 @@ mod native;
 mod opencode;
 mod oracle;
 mod pi;
+mod progress;
 mod purge;
 mod redaction;
 mod resume;

@@ -144,6 +144,14 @@ fn codex_resume_registers_the_thread_once_after_a_backup() {
         .unwrap_or_else(|e| panic!("{e}: {}", text(&out.stderr)))
         .collect();
     assert_eq!(backups.len(), 1);
+    // Said once, with the backup's path and how many are kept.
+    let said = text(&out.stderr);
+    assert_eq!(said.matches("database backup: ").count(), 1, "{said}");
+    assert!(
+        said.contains(".git/session/backups/state_5.sqlite.")
+            && said.contains("the last 5 of each database are kept"),
+        "{said}"
+    );
     let doctor = repo.ok(&["doctor"]);
     assert!(
         doctor.contains("backup     state_5.sqlite: ")
@@ -151,8 +159,22 @@ fn codex_resume_registers_the_thread_once_after_a_backup() {
         "{doctor}"
     );
 
-    // Again: nothing written, no second row or index line.
-    repo.ok(&["resume", CODEX_ID, "--home", home.to_str().unwrap()]);
+    // Again: nothing written, no second row or index line, no backup.
+    let again = repo
+        .session()
+        .args([
+            "resume",
+            CODEX_ID,
+            "--home",
+            home.to_str().unwrap(),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(!text(&again.stderr).contains("database backup"));
+    let doc: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(doc["backups"], serde_json::json!([]), "{doc}");
     let rows: i64 = conn
         .query_row("SELECT count(*) FROM threads", [], |r| r.get(0))
         .unwrap();

@@ -92,7 +92,7 @@ fn status_tells_new_captured_and_unpushed() {
     assert_eq!(s["unpushed"][0]["on_remote"], true);
     assert!(
         repo.ok(&["status"])
-            .contains("unpushed   1 sessions, 1 batches")
+            .contains("unpushed   1 session, 1 batch\n")
     );
     assert_eq!(s["git_hooks"][0], serde_json::json!(["post-commit", true]));
 }
@@ -117,4 +117,24 @@ fn status_escapes_what_the_hook_log_holds() {
             .unwrap()
             .contains("capture failed")
     );
+}
+
+#[test]
+fn status_and_import_print_aligned_columns_and_counted_nouns() {
+    let repo = Repo::new();
+    native_file(&repo);
+    copy_tree(
+        &fixtures().join("codex/function-tools/native"),
+        &repo.home.join(".codex"),
+        "/tmp/oracle-sample/codex/project",
+        repo.root.to_str().unwrap(),
+    );
+    let (out, err, code) = run(&repo, &["import", "--agent", "claude", "--agent", "codex"]);
+    assert_eq!(code, 0, "{err}");
+    // Ids of different lengths, agent names of different lengths: one column each.
+    snapshot(&repo, "import-two-agents.txt", &format!("{out}--\n{err}"));
+    let (out, err, code) = run(&repo, &["status"]);
+    assert_eq!(code, 0, "{err}");
+    // "1 session", "1 batch": never "1 sessions", "1 batches".
+    snapshot(&repo, "status.txt", &out);
 }

@@ -39,6 +39,7 @@ use sha2::{Digest, Sha256};
 mod rows;
 
 use super::canonical::commit_info;
+use super::progress::{Progress, Silent};
 use super::written::{Written, WrittenBy, WrittenFile};
 use super::{OpError, OpResult};
 use crate::clock::Clock;
@@ -181,12 +182,23 @@ pub fn capture(
     clock: &Clock,
     request: &CaptureRequest<'_>,
 ) -> OpResult<CaptureReport> {
+    capture_reporting(store, clock, request, &Silent)
+}
+
+/// Like [`capture`], telling `progress` how many native files there are
+/// and how many are done.
+pub fn capture_reporting(
+    store: &Store,
+    clock: &Clock,
+    request: &CaptureRequest<'_>,
+    progress: &dyn Progress,
+) -> OpResult<CaptureReport> {
     let adapters: Vec<&dyn Adapter> = git_session_adapters::registry::ADAPTERS
         .iter()
         .copied()
         .filter(|a| request.agents.is_empty() || request.agents.contains(&a.agent()))
         .collect();
-    capture_with(store, clock, request, &adapters)
+    capture_with_progress(store, clock, request, &adapters, progress)
 }
 
 /// Captures with the given adapters (the registry's, or test adapters);
@@ -197,6 +209,20 @@ pub fn capture_with(
     request: &CaptureRequest<'_>,
     adapters: &[&dyn Adapter],
 ) -> OpResult<CaptureReport> {
+    capture_with_progress(store, clock, request, adapters, &Silent)
+}
+
+/// Like [`capture_with`], telling `progress` about the native files: their
+/// number grows as each agent's store is discovered, one is done when it
+/// was captured, found unchanged or skipped.
+pub fn capture_with_progress(
+    store: &Store,
+    clock: &Clock,
+    request: &CaptureRequest<'_>,
+    adapters: &[&dyn Adapter],
+    progress: &dyn Progress,
+) -> OpResult<CaptureReport> {
+    progress.stage("Capturing agent sessions", "files", 0);
     // Objects and refs of all batches are written together (one pack, one
     // ref transaction per flush; see `store::bulk`), before the cursors
     // that say they were captured.
@@ -235,6 +261,7 @@ pub fn capture_with(
             .iter()
             .flat_map(|(root, files)| files.iter().map(move |rel| (root, rel, true)))
             .collect();
+        progress.more(queue.len() as u64);
         while let Some((root, rel, may_defer)) = queue.pop_front() {
             let abs = root.join(rel);
             let rel_text = rel.to_string_lossy().into_owned();
@@ -260,6 +287,7 @@ pub fn capture_with(
                         reason: e.to_string(),
                     });
                 }
+                progress.done(1);
                 continue;
             }
             let corrupt = match crate::native::source_for(adapter, rel) {
@@ -290,6 +318,7 @@ pub fn capture_with(
                 queue.push_back((root, rel, false));
                 continue;
             }
+            progress.done(1);
             if let Err(e) = result {
                 // A file the agent itself would refuse is a source this
                 // build cannot read, not a failure of the capture.
