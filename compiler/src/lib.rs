@@ -66,6 +66,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bpe;
 mod budget;
 mod error;
 mod extract;
@@ -83,7 +84,7 @@ pub use extract::Excerpt;
 pub use item::{DropReason, Dropped, Item, ItemKind, Priority, seq_ranges};
 pub use render::{Format, context_file_name};
 pub use summarize::{Summarizer, SummarizerError, Summary, SummaryRequest, parse_summaries};
-pub use tokenizer::{CLAUDE_MARGIN_PERCENT, Tokenizer};
+pub use tokenizer::{CLAUDE_MARGIN_PERCENT, Tokenizer, install_table, table_installed};
 
 /// Says how large a compiled context is by default, in tokens.
 ///

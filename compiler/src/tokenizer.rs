@@ -12,10 +12,34 @@
 //! on the safe side: it makes the compiled context a little smaller than it
 //! could be rather than larger than the target can hold.
 //!
+//! Building `tiktoken-rs`'s tables costs about 0.1 s per process; a caller
+//! that keeps a [`crate::bpe::Table`] (the same ranks, flat and verified)
+//! installs it with [`install_table`] before the first count, and every
+//! count is then made from it, with the same result.
+//!
 //! This module does not decide budgets; it only counts.
+
+use std::sync::OnceLock;
 
 use git_session_schema::Agent;
 use serde::Serialize;
+
+use crate::bpe::Table;
+
+/// The `o200k_base` table counts are made from, once installed.
+static TABLE: OnceLock<Table> = OnceLock::new();
+
+/// Makes every later `o200k_base` count use `table` (the same counts,
+/// without building `tiktoken-rs`'s tables). Returns false when a table
+/// was already installed (the first one stays).
+pub fn install_table(table: Table) -> bool {
+    TABLE.set(table).is_ok()
+}
+
+/// Whether counts are made from an installed table.
+pub fn table_installed() -> bool {
+    TABLE.get().is_some()
+}
 
 /// Says by how many percent the Claude estimate exceeds the `o200k_base`
 /// count (135 means "count × 1.35, rounded up").
@@ -76,7 +100,9 @@ impl Tokenizer {
     /// from the store (`std::thread::spawn(|| tok.load())`), so that cost
     /// overlaps IO instead of adding to it. Calling it again does nothing.
     pub fn load(self) {
-        tiktoken_rs::o200k_base_singleton();
+        if !table_installed() {
+            tiktoken_rs::o200k_base_singleton();
+        }
     }
 
     /// Returns how many tokens `text` costs for this tokenizer.
@@ -87,9 +113,12 @@ impl Tokenizer {
         if text.is_empty() {
             return 0;
         }
-        let base = tiktoken_rs::o200k_base_singleton()
-            .encode_ordinary(text)
-            .len();
+        let base = match TABLE.get() {
+            Some(table) => table.count(text),
+            None => tiktoken_rs::o200k_base_singleton()
+                .encode_ordinary(text)
+                .len(),
+        };
         match self {
             Tokenizer::O200kBase => base,
             Tokenizer::ClaudeEstimate => (base * CLAUDE_MARGIN_PERCENT).div_ceil(100),

@@ -1,7 +1,14 @@
 //! `compile`: a session's token-budgeted context for another agent, with
 //! the facts of this work tree, and an optional external summarizer.
+//!
+//! The `o200k_base` counts come from a table kept under the state
+//! directory ([`TOKENIZER_CACHE`], never pushed, rebuilt when missing or
+//! refused): building `tiktoken-rs`'s own tables costs about 0.1 s per
+//! process, reading and verifying the stored one a few milliseconds
+//! (`git_session_compiler::bpe`).
 
-use std::io::Write;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use git_session_compiler::{
@@ -37,9 +44,10 @@ pub fn compile(
                 git_session_compiler::Tokenizer::from_name(a.spec().tokenizer.name())
             });
     }
-    // The tokenizer takes a moment to build; let it overlap the reading.
+    // The tokenizer takes a moment to load; let it overlap the reading.
     let tokenizer = compiler_request.tokenizer();
-    let warm = std::thread::spawn(move || tokenizer.load());
+    let cache = store.state_dir().join(TOKENIZER_CACHE);
+    let warm = std::thread::spawn(move || load_tokenizer(tokenizer, &cache));
     let header = store.header(&request.id)?;
     let events = load_events(store, &request.id)?;
     let facts = store.work_tree_facts();
@@ -64,6 +72,43 @@ pub fn compile(
         hint: Some("pass a larger --budget".into()),
     })?;
     Ok((header, events, compiled))
+}
+
+/// Where the stored `o200k_base` table is, under the state directory.
+pub const TOKENIZER_CACHE: &str = "cache/o200k_base.table";
+
+/// Installs the stored `o200k_base` table when it is there and passes the
+/// checks; else builds the tokenizer the slow way and stores the table for
+/// the next process (a cache: failing to write it only keeps that slow).
+fn load_tokenizer(tokenizer: git_session_compiler::Tokenizer, cache: &Path) {
+    use git_session_compiler::bpe::{MAX_TABLE_BYTES, Table};
+    if git_session_compiler::table_installed() {
+        return;
+    }
+    let stored = std::fs::File::open(cache).ok().and_then(|f| {
+        let mut bytes = Vec::new();
+        f.take(MAX_TABLE_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
+            .ok()?;
+        Table::from_bytes(bytes).ok()
+    });
+    if let Some(table) = stored {
+        git_session_compiler::install_table(table);
+        return;
+    }
+    tokenizer.load();
+    let table = Table::from_tiktoken();
+    let _ = store_table(cache, table.to_bytes());
+    git_session_compiler::install_table(table);
+}
+
+fn store_table(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir: PathBuf = path.parent().map(Path::to_path_buf).unwrap_or_default();
+    std::fs::create_dir_all(&dir)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir)?;
+    tmp.write_all(bytes)?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 /// Reads every event of a session.

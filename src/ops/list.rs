@@ -1,17 +1,33 @@
 //! What `list` (and any other listing, such as an MCP tool) shows of each
 //! session: the cheap stat, a derived title and the time of the last event.
 //!
-//! Reads the header and tip commit, the chunk holding the last event and,
-//! only for a session without a native title, the first events up to the
-//! first user prompt (at most [`TITLE_SCAN`] events). Never the whole log.
+//! For a session whose tip moved since the last listing, reads the header
+//! and tip commit, the chunk holding the last event and, only for a
+//! session without a native title, the first events up to the first user
+//! prompt (at most [`TITLE_SCAN`] events); never the whole log. What that
+//! finds, and the session's metadata, is kept in the store's local summary
+//! index (`Store::list_with`), so a session whose refs did not move opens
+//! no object.
 
 use git_session_schema::{SessionId, kinds};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::store::{SessionStat, Store, StoreResult};
 
 /// How many leading events are searched for a first user prompt.
 pub const TITLE_SCAN: u64 = 64;
+
+/// What a listing derives from a session's events at its tip (kept in the
+/// summary index).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct FromEvents {
+    /// The `ts` of the last event, as stored.
+    last_event: Option<String>,
+    /// The first user prompt, one line; only looked for without a native
+    /// title.
+    first_prompt: Option<String>,
+}
 
 /// Holds what a listing shows of one session.
 #[derive(Clone, Debug)]
@@ -36,10 +52,10 @@ pub struct SessionSummary {
 /// error, in id order.
 pub fn summaries(store: &Store) -> StoreResult<Vec<(SessionId, StoreResult<SessionSummary>)>> {
     let mut rows: Vec<(SessionId, StoreResult<SessionSummary>)> = store
-        .list()?
+        .list_with(&|id, stat| from_events(store, id, stat))?
         .into_iter()
-        .map(|(id, stat)| {
-            let summary = stat.and_then(|s| summarize(store, &id, s));
+        .map(|(id, listed)| {
+            let summary = listed.map(|l| summarize(l.stat, l.meta, l.derived));
             (id, summary)
         })
         .collect();
@@ -54,7 +70,7 @@ pub fn summaries(store: &Store) -> StoreResult<Vec<(SessionId, StoreResult<Sessi
     Ok(rows)
 }
 
-fn summarize(store: &Store, id: &SessionId, stat: SessionStat) -> StoreResult<SessionSummary> {
+fn from_events(store: &Store, id: &SessionId, stat: &SessionStat) -> StoreResult<FromEvents> {
     let last_event = match stat.events.checked_sub(1) {
         Some(last) => match store.lines(id, last, Some(last))?.next() {
             Some(line) => line?.decode().ok().map(|e| e.ts),
@@ -62,28 +78,39 @@ fn summarize(store: &Store, id: &SessionId, stat: SessionStat) -> StoreResult<Se
         },
         None => None,
     };
-    let last_activity = last_event
+    let first_prompt = match stat.header.title.as_deref().and_then(one_line) {
+        Some(_) => None,
+        None => first_prompt(store, id, stat.events)?,
+    };
+    Ok(FromEvents {
+        last_event,
+        first_prompt,
+    })
+}
+
+fn summarize(
+    stat: SessionStat,
+    meta: git_session_schema::Meta,
+    from: FromEvents,
+) -> SessionSummary {
+    let last_activity = from
+        .last_event
         .as_deref()
         .and_then(|t| t.parse::<jiff::Timestamp>().ok())
         .map(|t| t.as_second())
         .unwrap_or(stat.updated);
-    // Metadata that cannot be read does not hide the session.
-    let meta = store.meta(id).unwrap_or_default();
-    let title = match meta
+    let title = meta
         .title
         .clone()
         .or_else(|| stat.header.title.as_deref().and_then(one_line))
-    {
-        Some(t) => Some(t),
-        None => first_prompt(store, id, stat.events)?,
-    };
-    Ok(SessionSummary {
+        .or(from.first_prompt);
+    SessionSummary {
         stat,
         title,
-        last_event,
+        last_event: from.last_event,
         last_activity,
         meta,
-    })
+    }
 }
 
 fn first_prompt(store: &Store, id: &SessionId, events: u64) -> StoreResult<Option<String>> {

@@ -280,7 +280,7 @@ impl Store {
     }
 
     /// Reads the `meta.json` of a metadata commit.
-    fn meta_state_at(&self, id: &SessionId, commit: ObjectId) -> StoreResult<Meta> {
+    pub(super) fn meta_state_at(&self, id: &SessionId, commit: ObjectId) -> StoreResult<Meta> {
         let blob = self
             .meta_blob(id, commit, refs::META_STATE_PATH, MAX_STATE)?
             .ok_or_else(|| StoreError::Corrupt {

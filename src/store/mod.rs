@@ -39,7 +39,7 @@ pub use artifacts::{ArtifactsFetched, HEAD_BYTES, HeadLine, human_size};
 pub use bulk::{LOOSE_FROM, MEMORY_BYTES, PENDING_REFS};
 pub use checkpoint::Snapshot;
 pub use gitcli::WorkTreeFacts;
-pub use index::LIST_INDEX_FILE;
+pub use index::{Derive, LIST_INDEX_FILE, ListRow, Listed};
 pub use lock::SessionLock as StateLock;
 pub use meta::{MAX_META_COMMITS, MetaEntry, MetaReconciled};
 pub use pack::{DEFAULT_PACK_BATCHES, DELTA_ATTRIBUTE, PackOutcome};

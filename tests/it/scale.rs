@@ -197,6 +197,77 @@ fn list_uses_a_local_index_that_follows_the_refs() {
     assert!(index.is_file());
 }
 
+/// The index also holds what `list` derives from the events (title, last
+/// event time) and the metadata with its ref's tip, so a session whose
+/// refs did not move is listed without opening an object; a moved
+/// metadata ref (a tag, a title) is read again though the session's own
+/// tip stayed.
+#[test]
+fn the_list_index_holds_titles_and_metadata_and_follows_the_metadata_refs() {
+    let repo = Repo::new();
+    repo.import(&repo.write_jsonl("a.jsonl", &session_lines("s-meta", 3)));
+    let first = list_json(&repo);
+    let index_path = repo.root.join(".git/session/list-index.json");
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&index_path).unwrap()).unwrap();
+    let entry = &index["sessions"][0];
+    assert!(
+        entry["derived"].is_object() && entry.get("meta").is_some(),
+        "{entry}"
+    );
+    assert_eq!(entry["derived"]["last_event"], first[0]["updated"]);
+    assert_eq!(list_json(&repo), first);
+    // The metadata moves, the session's tip does not.
+    repo.ok(&["tag", "s-meta", "urgent"]);
+    repo.ok(&["title", "s-meta", "Fix the login bug"]);
+    let tagged = list_json(&repo);
+    assert_eq!(tagged[0]["tags"], serde_json::json!(["urgent"]));
+    assert_eq!(tagged[0]["title"], "Fix the login bug");
+    assert_eq!(tagged[0]["events"], first[0]["events"]);
+    // The same again from the index, and after a rebuild.
+    assert_eq!(list_json(&repo), tagged);
+    std::fs::remove_file(&index_path).unwrap();
+    assert_eq!(list_json(&repo), tagged);
+    // A metadata ref removed (purged) is not listed from the index.
+    repo.git(&["update-ref", "-d", "refs/session-meta/s-meta"]);
+    let bare = list_json(&repo);
+    assert_eq!(bare[0]["tags"], serde_json::json!([]));
+    assert_ne!(bare[0]["title"], "Fix the login bug");
+}
+
+/// `compile` keeps the o200k table under the state directory and later
+/// processes count from it, with the same output; a stored table that is
+/// damaged is refused and written again, never trusted.
+#[test]
+fn compile_keeps_a_verified_tokenizer_table() {
+    let repo = Repo::new();
+    repo.import(&repo.write_jsonl("a.jsonl", &session_lines("s-tok", 40)));
+    let table = repo.root.join(".git/session/cache/o200k_base.table");
+    let args = ["compile", "s-tok", "--for", "codex", "--budget", "3000"];
+    let first = repo.ok(&args);
+    assert!(table.is_file(), "the first compile stores the table");
+    let stored = std::fs::read(&table).unwrap();
+    assert_eq!(repo.ok(&args), first, "counted from the stored table");
+    for damage in [
+        stored[..stored.len() / 3].to_vec(),
+        b"GSBPE01\n\x05\x00\x00\x00 not a table".to_vec(),
+        {
+            let mut b = stored.clone();
+            let at = b.len() - 7;
+            b[at] ^= 0x40;
+            b
+        },
+    ] {
+        std::fs::write(&table, &damage).unwrap();
+        assert_eq!(repo.ok(&args), first);
+        assert_eq!(
+            std::fs::read(&table).unwrap(),
+            stored,
+            "a refused table is written again"
+        );
+    }
+}
+
 #[test]
 fn a_hostile_list_index_never_adds_or_breaks_sessions() {
     let repo = Repo::new();
