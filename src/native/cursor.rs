@@ -15,7 +15,8 @@
 //! costs one `stat` per file, two for a database and its WAL); the
 //! adapter's parse state (for a file, with its [`SeqMap`]) lives in its own
 //! file under `state/`, one per file or per (database, session), read only
-//! when there is something new.
+//! when there is something new. States are written with the index, after
+//! the batches they describe are published ([`CursorIndex::save_state`]).
 //! Losing any of it is safe: capture falls back to re-reading the source
 //! and reconciling by native ids, so nothing is appended twice.
 
@@ -138,6 +139,14 @@ pub struct CursorIndex {
     pub databases: BTreeMap<String, DbCursor>,
     #[serde(skip)]
     dir: PathBuf,
+    /// States saved since the last write, by state file: written with the
+    /// index ([`CursorIndex::save`]), after the batches they describe are
+    /// published (see [`CursorIndex::save_state`]).
+    #[serde(skip)]
+    pending: BTreeMap<PathBuf, Vec<u8>>,
+    /// Bytes in `pending`.
+    #[serde(skip)]
+    pending_bytes: usize,
 }
 
 /// Version 2: file keys are absolute paths; parses number a file's events
@@ -221,8 +230,10 @@ impl CursorIndex {
         index
     }
 
-    /// Writes the index atomically.
-    pub fn save(&self) -> NativeResult<()> {
+    /// Writes the states saved since the last write, then the index, each
+    /// atomically.
+    pub fn save(&mut self) -> NativeResult<()> {
+        self.write_states()?;
         write_atomic(
             &self.dir.join("index.json"),
             &serde_json::to_vec(self).expect("cursors serialize"),
@@ -232,16 +243,48 @@ impl CursorIndex {
     /// Returns the saved state of a file ([`FileState`]) or of
     /// `<db>#<session>` for a database session (the adapter's state), if any.
     pub fn load_state<T: serde::de::DeserializeOwned>(&self, rel: &str) -> Option<T> {
-        let bytes = std::fs::read(self.state_path(rel)).ok()?;
-        serde_json::from_slice(&bytes).ok()
+        let path = self.state_path(rel);
+        match self.pending.get(&path) {
+            Some(bytes) => serde_json::from_slice(bytes).ok(),
+            None => serde_json::from_slice(&std::fs::read(path).ok()?).ok(),
+        }
     }
 
-    /// Saves the state of a file or database session atomically.
-    pub fn save_state<T: Serialize>(&self, rel: &str, state: &T) -> NativeResult<()> {
-        write_atomic(
-            &self.state_path(rel),
-            &serde_json::to_vec(state).expect("state serializes"),
-        )
+    /// Saves the state of a file or database session. It is held until
+    /// [`CursorIndex::write_states`] (at the latest [`CursorIndex::save`]):
+    /// a bulk capture publishes its batches at its flush, and a state
+    /// written before them would describe records the store does not hold
+    /// if the capture ended in between (a later capture would read on from
+    /// the old cursor with the new state). The caller writes them once
+    /// [`CursorIndex::pending_bytes`] grows large, after a flush.
+    pub fn save_state<T: Serialize>(&mut self, rel: &str, state: &T) -> NativeResult<()> {
+        let bytes = serde_json::to_vec(state).expect("state serializes");
+        let path = self.state_path(rel);
+        self.pending_bytes += bytes.len();
+        if let Some(old) = self.pending.insert(path, bytes) {
+            self.pending_bytes -= old.len();
+        }
+        Ok(())
+    }
+
+    /// Returns the bytes of the states saved and not written yet.
+    pub fn pending_bytes(&self) -> usize {
+        self.pending_bytes
+    }
+
+    /// Writes the states saved since the last write, each atomically; the
+    /// caller has published the batches they describe.
+    pub fn write_states(&mut self) -> NativeResult<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let dir = self.dir.join("state");
+        std::fs::create_dir_all(&dir).map_err(NativeError::io(&dir))?;
+        for (path, bytes) in std::mem::take(&mut self.pending) {
+            write_file_atomic(&path, &bytes)?;
+        }
+        self.pending_bytes = 0;
+        Ok(())
     }
 
     fn state_path(&self, rel: &str) -> PathBuf {
@@ -269,6 +312,12 @@ pub fn tail_hash(path: &Path, offset: u64) -> NativeResult<String> {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> NativeResult<()> {
     let dir = path.parent().expect("state files live in a directory");
     std::fs::create_dir_all(dir).map_err(NativeError::io(dir))?;
+    write_file_atomic(path, bytes)
+}
+
+/// [`write_atomic`] into a directory that exists.
+fn write_file_atomic(path: &Path, bytes: &[u8]) -> NativeResult<()> {
+    let dir = path.parent().expect("state files live in a directory");
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(NativeError::io(dir))?;
     std::io::Write::write_all(&mut tmp, bytes).map_err(NativeError::io(path))?;
     tmp.persist(path).map_err(|e| NativeError::Io {
@@ -304,5 +353,31 @@ mod tests {
         );
         assert_eq!(map.runs.len(), 4);
         assert_eq!(map.len(), 7);
+    }
+
+    #[test]
+    fn states_reach_the_disk_with_the_index_and_not_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = CursorIndex::load(dir.path(), "hermes");
+        index
+            .save_state("state.db#s1", &serde_json::json!({"calls": 1}))
+            .unwrap();
+        let file = index.state_path("state.db#s1");
+        assert!(
+            !file.exists(),
+            "a state was written before its batch was published"
+        );
+        // This capture reads its own saved state.
+        let state: Value = index.load_state("state.db#s1").unwrap();
+        assert_eq!(state["calls"], 1);
+        assert!(index.pending_bytes() > 0);
+        index
+            .save_state("state.db#s1", &serde_json::json!({"calls": 2}))
+            .unwrap();
+        index.save().unwrap();
+        assert_eq!(index.pending_bytes(), 0);
+        let again = CursorIndex::load(dir.path(), "hermes");
+        let state: Value = again.load_state("state.db#s1").unwrap();
+        assert_eq!(state["calls"], 2);
     }
 }

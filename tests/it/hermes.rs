@@ -650,3 +650,47 @@ fn hermes_fresh_session_survives_capture_and_resume() {
     let original = resume_check("hermes", &fresh, &session, &repo.root);
     assert!(turns(&original, &roots).len() > want.len());
 }
+
+/// A capture whose batches could not be published (here: a ref lock held
+/// by someone else) leaves the parse state where the published batches
+/// left it, so the next capture reads the same rows again and stores what
+/// a capture that never failed would have: the session row's change too.
+#[test]
+fn hermes_capture_that_could_not_publish_leaves_the_parse_state_as_it_was() {
+    let repo = Repo::new();
+    let home = repo.outside("hermes-home");
+    let db = place_sample(&home, &repo.root);
+    assert!(import(&repo, &home).status.success());
+    let before = repo.events(AUTHENTIC).len();
+    let c = Connection::open(&db).unwrap();
+    c.execute(
+        "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?1, 'user', 'one more thing', 1795938300.0)",
+        [AUTHENTIC],
+    )
+    .unwrap();
+    c.execute(
+        "UPDATE sessions SET title = 'Named later', message_count = 7 WHERE id = ?1",
+        [AUTHENTIC],
+    )
+    .unwrap();
+    drop(c);
+    let lock = repo
+        .root
+        .join(".git/refs/sessions")
+        .join(format!("{AUTHENTIC}.lock"));
+    std::fs::write(&lock, "").unwrap();
+    let failed = import(&repo, &home);
+    assert!(!failed.status.success(), "{}", text(&failed.stdout));
+    assert_eq!(repo.events(AUTHENTIC).len(), before);
+    std::fs::remove_file(&lock).unwrap();
+    let out = import(&repo, &home);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let events = repo.events(AUTHENTIC);
+    let new: Vec<&Value> = events[before..].iter().collect();
+    assert!(new.iter().any(|e| e["type"] == "message.user"), "{new:?}");
+    assert!(
+        new.iter()
+            .any(|e| e["payload"]["changed"]["title"] == "Named later"),
+        "the retried capture lost the session row's change: {new:?}"
+    );
+}

@@ -280,6 +280,7 @@ pub fn capture_with_progress(
                     report: &mut report,
                     options: request.sqlite,
                     root: None,
+                    spent: None,
                 };
                 if let Err(e) = job.run() {
                     report.skipped.push(SkippedFile {
@@ -942,6 +943,7 @@ impl FileJob<'_> {
                 seqs,
             },
         )?;
+        write_states(self.store, self.cursors)?;
         self.cursors.files.insert(
             self.key.to_owned(),
             FileCursor {
@@ -1319,6 +1321,21 @@ impl BlockReader<'_> {
             None,
         ))
     }
+}
+
+/// States saved by a capture are written with the cursor index, after the
+/// flush that publishes their batches (see [`CursorIndex::save_state`]),
+/// or earlier, after a flush, once they hold this many bytes.
+const STATE_BYTES: usize = 4 << 20;
+
+/// Writes the saved states once they hold [`STATE_BYTES`], publishing
+/// what they describe first.
+fn write_states(store: &Store, cursors: &mut CursorIndex) -> OpResult<()> {
+    if cursors.pending_bytes() >= STATE_BYTES {
+        store.flush()?;
+        cursors.write_states()?;
+    }
+    Ok(())
 }
 
 /// Returns the canonical header of a new native session.

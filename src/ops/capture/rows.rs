@@ -30,14 +30,14 @@ use git_session_adapters::{Adapter, ParseInput, Parsed, Records};
 use git_session_schema::{Agent, SessionId};
 
 use super::{
-    CaptureReport, CaptureWarning, CapturedSession, SkippedFile, canonical_id, dedup_key,
+    CaptureReport, CaptureWarning, CapturedSession, Pending, SkippedFile, canonical_id, dedup_key,
     header_for, inside, stored_keys,
 };
 use crate::clock::Clock;
 use crate::native::cursor::{CursorIndex, RowSession};
 use crate::native::sqlite;
 use crate::ops::{OpError, OpResult};
-use crate::store::{BatchSink, SeqMode, Store};
+use crate::store::{BatchSink, Scrubber, SeqMode, Store};
 
 /// Names everything one database capture needs.
 pub(super) struct DbJob<'a> {
@@ -55,6 +55,70 @@ pub(super) struct DbJob<'a> {
     /// This repository's root commit, asked for once when a new session's
     /// project is checked ([`DbJob::same_project`]).
     pub root: Option<Option<String>>,
+    /// What the last session's capture is through with, to be freed on
+    /// the reading thread.
+    pub spent: Option<Spent>,
+}
+
+/// One session as the reading thread hands it over: its rows and, for a
+/// session the cursor does not know yet, the parse of its first batch.
+struct Prepared {
+    rows: sqlite::SessionRows,
+    probe: Option<Probe>,
+}
+
+/// A new session's first parse (from seq 0, no state: what
+/// [`DbJob::session_rows`] would make of the same rows), made on the
+/// reading thread; when the session belongs to this repository, every
+/// other event is redacted there already (see [`super::Block`]).
+pub(super) struct Probe {
+    parsed: Parsed,
+    events: Vec<Pending>,
+}
+
+impl Probe {
+    fn parse(
+        adapter: &dyn Adapter,
+        rel: &str,
+        scrubber: Scrubber,
+        worktrees: &[std::path::PathBuf],
+        s: &sqlite::SessionRows,
+    ) -> Probe {
+        let parsed = adapter.parse(ParseInput {
+            records: Records::Rows(&s.rows),
+            next_seq: 0,
+            state: None,
+            source: rel,
+            session: Some(&s.key),
+            sidecar: None,
+        });
+        // Another project's session is never stored: nothing to redact.
+        let ours = inside(worktrees, &parsed.session);
+        Probe::of(parsed, |i| ours && i % 2 == 0, scrubber)
+    }
+
+    /// Takes the events out of `parsed`, redacting those `now` picks.
+    fn of(mut parsed: Parsed, now: impl Fn(usize) -> bool, scrubber: Scrubber) -> Probe {
+        let events = parsed
+            .events
+            .drain(..)
+            .enumerate()
+            .map(|(i, e)| {
+                if now(i) {
+                    Pending::Done(scrubber.seal(e))
+                } else {
+                    Pending::Raw(e)
+                }
+            })
+            .collect();
+        Probe { parsed, events }
+    }
+}
+
+/// What a session's capture is through with: freed where it was made.
+pub(super) struct Spent {
+    _rows: Vec<Row>,
+    _events: Vec<Pending>,
 }
 
 impl DbJob<'_> {
@@ -81,29 +145,63 @@ impl DbJob<'_> {
         let mut sessions = cursor.sessions.clone();
         let mut failed = false;
         let (abs, decl, options) = (self.abs, self.decl, self.options);
+        let (adapter, rel, worktrees) = (self.adapter, self.rel, self.worktrees);
+        let scrubber = self.store.scrubber();
         let scope = sqlite::Scope {
             marks: &cursor.tables,
             known: &known,
             only: None,
         };
-        // Each session is captured as soon as its rows are read: one
-        // session's rows in memory at a time.
-        let read = sqlite::read(abs, decl, scope, &options, &mut |s| {
-            let key = s.key.clone();
-            let entry = sessions.get(&key).cloned();
-            match self.session(s, entry, &sessions) {
-                Ok(Some(next)) => {
-                    sessions.insert(key, next);
+        // The database is read on a second thread, one session ahead of
+        // the capture here, and a new session's first parse and half its
+        // redaction are done there too (see [`Prepared`]): the two halves
+        // of a capture share the machine's cores, as a file's do. The
+        // bounded channel keeps at most two sessions' rows in memory
+        // besides the one being captured.
+        let read = std::thread::scope(|threads| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Prepared>(2);
+            // What the capture is through with goes back to be freed on the
+            // thread that allocated it (see `super::FileJob::feed`).
+            let (spent_tx, spent_rx) = std::sync::mpsc::channel::<Spent>();
+            let known = &known;
+            let reader = threads.spawn(move || {
+                let mut visit = |s: sqlite::SessionRows| {
+                    let probe = (!known.contains_key(&s.key))
+                        .then(|| Probe::parse(adapter, rel, scrubber, worktrees, &s));
+                    let _ = tx.send(Prepared { rows: s, probe });
+                    while let Ok(done) = spent_rx.try_recv() {
+                        drop(done);
+                    }
+                };
+                let read = sqlite::read(abs, decl, scope, &options, &mut visit);
+                drop(tx);
+                for done in spent_rx.iter() {
+                    drop(done);
                 }
-                Ok(None) => {}
-                Err(e) => {
-                    failed = true;
-                    self.report.skipped.push(SkippedFile {
-                        path: abs.to_owned(),
-                        reason: format!("session {key}: {e}"),
-                    });
+                read
+            });
+            for Prepared { rows: s, probe } in rx {
+                let key = s.key.clone();
+                let entry = sessions.get(&key).cloned();
+                match self.session(s, entry, &sessions, probe) {
+                    Ok(Some(next)) => {
+                        sessions.insert(key, next);
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        failed = true;
+                        self.report.skipped.push(SkippedFile {
+                            path: abs.to_owned(),
+                            reason: format!("session {key}: {e}"),
+                        });
+                    }
+                }
+                if let Some(done) = self.spent.take() {
+                    let _ = spent_tx.send(done);
                 }
             }
+            drop(spent_tx);
+            reader.join().expect("the database reader does not panic")
         });
         let snapshot = match read {
             Ok(s) => {
@@ -149,6 +247,7 @@ impl DbJob<'_> {
         read: sqlite::SessionRows,
         entry: Option<RowSession>,
         known: &BTreeMap<String, RowSession>,
+        probe: Option<Probe>,
     ) -> OpResult<Option<RowSession>> {
         let sqlite::SessionRows {
             key,
@@ -156,7 +255,7 @@ impl DbJob<'_> {
             token,
             highs,
         } = read;
-        let next = self.session_rows(&key, rows, entry.clone(), known)?;
+        let next = self.session_rows(&key, rows, entry.clone(), known, probe)?;
         if token.is_none() && highs.is_empty() {
             return Ok(next);
         }
@@ -182,8 +281,12 @@ impl DbJob<'_> {
         rows: Vec<Row>,
         entry: Option<RowSession>,
         known: &BTreeMap<String, RowSession>,
+        probe: Option<Probe>,
     ) -> OpResult<Option<RowSession>> {
         let state_key = format!("{}#{key}", self.rel);
+        // The reading thread's parse is of the rows as read: it stands for
+        // a session the cursor does not know only.
+        let probe = probe.filter(|_| entry.is_none());
         let rows = match &entry {
             Some(e) => fresh_rows(self.decl, rows, &e.seen),
             None => rows,
@@ -216,9 +319,18 @@ impl DbJob<'_> {
                 )
             }
             None => {
-                // A new session: its facts decide whether it is ours.
-                let probe = self.parse(key, &rows, 0, None);
-                if !inside(self.worktrees, &probe.session) || !self.same_project(key, &rows) {
+                // A new session: its facts decide whether it is ours. The
+                // reading thread parsed it already (the same rows, from
+                // seq 0, no state) unless it was known when the read began.
+                let mut probe = probe.unwrap_or_else(|| {
+                    Probe::of(
+                        self.parse(key, &rows, 0, None),
+                        |_| false,
+                        self.store.scrubber(),
+                    )
+                });
+                if !inside(self.worktrees, &probe.parsed.session) || !self.same_project(key, &rows)
+                {
                     return Ok(Some(RowSession {
                         session: None,
                         events: 0,
@@ -227,7 +339,7 @@ impl DbJob<'_> {
                         token: None,
                     }));
                 }
-                if let Some(parent) = probe.session.parent.as_ref().filter(|p| p.continues) {
+                if let Some(parent) = probe.parsed.session.parent.as_ref().filter(|p| p.continues) {
                     match known.get(&parent.native_id).and_then(|p| p.session.clone()) {
                         Some(target) => {
                             return self.continuation(key, rows, &session_id(&target)?, seen, whole);
@@ -243,6 +355,7 @@ impl DbJob<'_> {
                     }
                 }
                 let native = probe
+                    .parsed
                     .session
                     .native_id
                     .clone()
@@ -254,24 +367,24 @@ impl DbJob<'_> {
                     .map(|_| self.store.stat(&id))
                     .transpose()?;
                 if stored.is_none() {
-                    let header = header_for(self.clock, self.agent, &id, &probe.session);
-                    let mut parsed = None;
-                    // The probe is the first batch's parse (both from seq 0).
-                    let mut probe = Some(probe);
+                    let header = header_for(self.clock, self.agent, &id, &probe.parsed.session);
+                    // The probe is the first batch (both from seq 0). A
+                    // retried batch pushes the same events again: they are
+                    // sealed in place, and sealing them again gives the same
+                    // seqs and checksums.
                     let outcome = self.store.create(
                         &header,
                         SeqMode::Exact,
                         &info,
                         |sink: &mut BatchSink<'_>| {
-                            let p = probe
-                                .take()
-                                .unwrap_or_else(|| self.parse(key, &rows, 0, None));
-                            push(sink, &p, None)?;
-                            parsed = Some(p);
-                            Ok::<_, OpError>(())
+                            push_pending(sink, &probe.parsed.artifacts, &mut probe.events)
                         },
                     )?;
-                    let parsed = parsed.expect("the producer ran");
+                    let Probe { parsed, events } = probe;
+                    self.spent = Some(Spent {
+                        _rows: rows,
+                        _events: events,
+                    });
                     return self.finish(&id, true, &state_key, parsed, outcome, (seen, whole));
                 }
                 (id, stored)
@@ -458,6 +571,7 @@ impl DbJob<'_> {
             });
         }
         self.cursors.save_state(state_key, &parsed.state)?;
+        super::write_states(self.store, self.cursors)?;
         let appended = outcome.seq.map_or(0, |(a, b)| b - a + 1);
         if outcome.commit.is_some() {
             self.report.sessions.push(CapturedSession {
@@ -500,6 +614,23 @@ fn push(
             continue;
         }
         sink.push_scrubbed(&mut event)?;
+    }
+    Ok(())
+}
+
+/// Pushes a parse's artifacts and its events, redacting those not yet
+/// redacted (see [`Pending`]).
+fn push_pending(
+    sink: &mut BatchSink<'_>,
+    artifacts: &[(git_session_schema::ArtifactId, Vec<u8>)],
+    events: &mut [Pending],
+) -> OpResult<()> {
+    for (_, bytes) in artifacts {
+        sink.add_artifact(bytes)?;
+    }
+    let scrubber = sink.scrubber();
+    for event in events {
+        sink.push_scrubbed(event.scrubbed(scrubber))?;
     }
     Ok(())
 }
