@@ -23,6 +23,7 @@
 //! returns, never in `self`.
 
 pub mod claude;
+pub mod loss;
 pub mod registry;
 pub mod source;
 pub mod tools;
