@@ -379,10 +379,10 @@ impl Writer<'_> {
                 let mut images: Vec<Value> = event
                     .refs
                     .iter()
-                    .filter(|r| ArtifactId::from_ref(r).is_some())
+                    .filter_map(|r| ArtifactId::from_ref(r))
                     .enumerate()
-                    .map(|(i, r)| {
-                        json!({"artifact": r, "media_type": crate::images::media_type(p, i)})
+                    .map(|(i, id)| {
+                        json!({"artifact": id.to_string(), "media_type": crate::images::media_type(p, i)})
                     })
                     .collect();
                 if images.is_empty()
