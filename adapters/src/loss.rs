@@ -131,11 +131,65 @@ pub fn code_of(line: &str) -> &str {
 /// (ranges `A-B` and lists `A, B` included); empty when it names none.
 pub fn seqs_of(line: &str) -> Vec<u64> {
     let mut out = Vec::new();
+    for (start, end) in seq_spans(line) {
+        // A range in a loss line is at most the session long.
+        out.extend(start..=end.min(start.saturating_add(1 << 20)));
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Rewrites every seq a loss line names with `map` (a render's seqs back
+/// to the session's, when the events it was given were renumbered).
+pub fn renumber(line: &str, map: impl Fn(u64) -> u64) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut at = 0;
+    for (from, to) in number_spans(line) {
+        out.push_str(&line[at..from]);
+        match line[from..to].parse::<u64>() {
+            Ok(n) => out.push_str(&map(n).to_string()),
+            Err(_) => out.push_str(&line[from..to]),
+        }
+        at = to;
+    }
+    out.push_str(&line[at..]);
+    out
+}
+
+/// Returns the seq ranges (`start`, `end` inclusive) a line names.
+fn seq_spans(line: &str) -> Vec<(u64, u64)> {
+    let spans = number_spans(line);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < spans.len() {
+        let (a, b) = spans[i];
+        let start: u64 = line[a..b].parse().unwrap_or(0);
+        // `A-B`: the next number right after a dash.
+        if let Some(&(c, d)) = spans.get(i + 1)
+            && c == b + 1
+            && line.as_bytes()[b] == b'-'
+        {
+            out.push((start, line[c..d].parse().unwrap_or(start)));
+            i += 2;
+        } else {
+            out.push((start, start));
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Returns the byte spans of the numbers a line names as seqs: after the
+/// words `seq `, `seqs ` or `event `, and in the list of ranges that
+/// follows (`3-5, 9`).
+fn number_spans(line: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
     for (at, _) in line.match_indices(['s', 'e']) {
         let rest = &line[at..];
-        let Some(list) = ["seqs ", "seq ", "event "]
+        let Some(word) = ["seqs ", "seq ", "event "]
             .iter()
-            .find_map(|w| rest.strip_prefix(w))
+            .find(|w| rest.starts_with(**w))
         else {
             continue;
         };
@@ -143,33 +197,25 @@ pub fn seqs_of(line: &str) -> Vec<u64> {
         if at > 0 && line[..at].ends_with(|c: char| c.is_alphanumeric()) {
             continue;
         }
-        let mut list = list;
+        let mut pos = at + word.len();
         loop {
-            let digits = list.bytes().take_while(u8::is_ascii_digit).count();
-            let Ok(start) = list[..digits].parse::<u64>() else {
+            let digits = line[pos..].bytes().take_while(u8::is_ascii_digit).count();
+            if digits == 0 {
                 break;
-            };
-            list = &list[digits..];
-            if let Some(r) = list.strip_prefix('-') {
-                let d = r.bytes().take_while(u8::is_ascii_digit).count();
-                let Ok(end) = r[..d].parse::<u64>() else {
-                    out.push(start);
-                    break;
-                };
-                // A range in a loss line is at most the session long.
-                out.extend(start..=end.min(start.saturating_add(1 << 20)));
-                list = &r[d..];
-            } else {
-                out.push(start);
             }
-            match list.strip_prefix(", ") {
-                Some(r) if r.starts_with(|c: char| c.is_ascii_digit()) => list = r,
-                _ => break,
+            out.push((pos, pos + digits));
+            pos += digits;
+            let rest = &line[pos..];
+            if rest.starts_with('-') && rest[1..].starts_with(|c: char| c.is_ascii_digit()) {
+                pos += 1;
+            } else if rest.starts_with(", ") && rest[2..].starts_with(|c: char| c.is_ascii_digit())
+            {
+                pos += 2;
+            } else {
+                break;
             }
         }
     }
-    out.sort_unstable();
-    out.dedup();
     out
 }
 
@@ -208,5 +254,15 @@ mod tests {
         );
         assert!(seqs_of("uuid-assigned: 2 message line(s)").is_empty());
         assert!(seqs_of("x: subsequent 3").is_empty());
+    }
+
+    #[test]
+    fn renumbering_rewrites_every_seq_and_nothing_else() {
+        let line = "event-unmapped: seqs 3-5, 9 (4 events): meta; event 12: 2 calls";
+        assert_eq!(
+            renumber(line, |n| n - 1),
+            "event-unmapped: seqs 2-4, 8 (4 events): meta; event 11: 2 calls"
+        );
+        assert_eq!(seqs_of(&renumber(line, |n| n - 1)), [2, 3, 4, 8, 11]);
     }
 }
