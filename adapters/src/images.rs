@@ -27,17 +27,45 @@ pub(crate) fn decode(data: &str, artifacts: &mut Vec<(ArtifactId, Vec<u8>)>) -> 
 /// Returns an artifact's bytes as base64, or notes the loss.
 pub(crate) fn encode(
     head: &RenderHead<'_>,
-    losses: &mut Vec<String>,
+    losses: &mut crate::loss::Losses,
     seq: u64,
     id: &ArtifactId,
 ) -> Option<String> {
     match (head.artifact)(id) {
         Some(bytes) => Some(base64::engine::general_purpose::STANDARD.encode(bytes)),
         None => {
-            losses.push(format!(
+            losses.line(format!(
                 "image-omitted: event {seq}: artifact {id} not provided; image written empty"
             ));
             None
         }
     }
+}
+
+/// Returns the text a render writes in place of an image the target cannot
+/// hold, naming its artifact, and adds the `image-omitted` line.
+pub(crate) fn placeholder(
+    losses: &mut crate::loss::Losses,
+    seq: u64,
+    id: &ArtifactId,
+    target: &str,
+    place: &str,
+) -> String {
+    losses.add(
+        "image-omitted",
+        seq,
+        format!("{place} image not written: {target} has no image form there; a placeholder names the artifact"),
+    );
+    format!("[image: {id}]")
+}
+
+/// Returns the media type of the `index`th image of an event payload
+/// (`images[index].media_type`, else `image.media_type`, else PNG).
+pub(crate) fn media_type(payload: &serde_json::Value, index: usize) -> String {
+    payload
+        .pointer(&format!("/images/{index}/media_type"))
+        .or_else(|| payload.pointer("/image/media_type"))
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("image/png")
+        .to_owned()
 }

@@ -23,6 +23,7 @@
 //! returns, never in `self`.
 
 pub mod claude;
+pub mod loss;
 pub mod registry;
 pub mod source;
 pub mod tools;
@@ -269,7 +270,9 @@ pub struct ChangeSet {
     /// `fork-parent-missing`, `subagent-meta-omitted`, `unparsed-line-omitted`,
     /// `tool-unmapped` (a call to a tool the target does not have, written
     /// under its own name), `argument-dropped`, `subagent-folded`,
-    /// `reasoning-opaque-dropped` (see [`tools`] and docs/handoff.md).
+    /// `reasoning-opaque-dropped`, `web-search-as-text` (see [`tools`] and
+    /// docs/handoff.md). Every source event and field not carried is
+    /// named with its seq ([`loss::Losses`]).
     pub losses: Vec<String>,
     /// Lines to append to shared index files, relative to the store root
     /// (created when missing). Each `bytes` is whole lines ending in `\n`;

@@ -320,12 +320,24 @@ pub fn translate(target: &AgentSpec, source: &Agent, name: &str, arguments: &Val
             .unwrap_or("command");
         let mut args = Map::new();
         args.insert(key.into(), json!(script));
+        // The call's other arguments have no place in a shell call.
+        let dropped: Vec<(String, String)> = match arguments {
+            Value::Object(m) => m
+                .iter()
+                .filter(|(k, _)| role_of(ToolKind::Edit, k) != Some(Role::Patch))
+                .map(|(k, v)| (k.clone(), text_of(v)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        if !dropped.is_empty() {
+            args.insert(NOTE_KEY.into(), json!(note_text(name, &dropped)));
+        }
         return Translated {
             name: shell.to_owned(),
             arguments: Value::Object(args),
             kind: ToolKind::Shell,
             mapped: true,
-            dropped: Vec::new(),
+            dropped,
         };
     }
     let mut out = Map::new();
@@ -369,15 +381,7 @@ pub fn translate(target: &AgentSpec, source: &Agent, name: &str, arguments: &Val
         out.insert(slot.strip_suffix(":s").unwrap_or(slot).into(), value);
     }
     if !dropped.is_empty() {
-        let note = dropped
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join("; ");
-        out.insert(
-            NOTE_KEY.into(),
-            json!(format!("[arguments of the original {name} call: {note}]")),
-        );
+        out.insert(NOTE_KEY.into(), json!(note_text(name, &dropped)));
     }
     Translated {
         name: tool.to_owned(),
@@ -646,6 +650,47 @@ pub fn opaque_reasoning_loss(
     })
 }
 
+/// Returns the text a render writes, as an assistant message the target
+/// model reads, for a web search another agent ran with a built-in tool
+/// that has no call/result pair to translate (a Codex `web_search_call`
+/// item: `payload.web_search`), and the loss line saying only the text
+/// survives (`web-search-as-text`). `None` for any other event.
+pub fn web_search_note(
+    event: &git_session_schema::Event,
+    target: &AgentSpec,
+) -> Option<(String, String)> {
+    let w = event.payload.get("web_search")?.as_object()?;
+    let field = |k: &str| w.get(k).and_then(Value::as_str);
+    let mut parts = Vec::new();
+    if let Some(q) = field("query") {
+        parts.push(format!("query {q:?}"));
+    }
+    if let Some(u) = field("url") {
+        parts.push(format!("url {u}"));
+    }
+    if let Some(p) = field("pattern") {
+        parts.push(format!("pattern {p:?}"));
+    }
+    if let Some(s) = field("status").filter(|s| *s != "completed") {
+        parts.push(format!("status {s}"));
+    }
+    let action = field("action").unwrap_or("search");
+    let what = if parts.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", parts.join(", "))
+    };
+    let note = format!(
+        "[{} ran a web search ({action}){what}; its results were not recorded]",
+        event.agent
+    );
+    let loss = format!(
+        "web-search-as-text: seq {}: {} web search ({action}) written as a note in the history; {} gets no call or results",
+        event.seq, event.agent, target.display
+    );
+    Some((note, loss))
+}
+
 /// Keeps a sub-agent's events out of another agent's main line.
 ///
 /// Claude Code's older files hold a sub-agent's records inside the main
@@ -716,6 +761,17 @@ fn patch_text(name: &str, arguments: &Value) -> Option<String> {
             .map(str::to_owned),
         _ => None,
     }
+}
+
+/// Returns the note a translated call carries for the arguments of the
+/// original call `name` that have no counterpart.
+fn note_text(name: &str, dropped: &[(String, String)]) -> String {
+    let note = dropped
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    format!("[arguments of the original {name} call: {note}]")
 }
 
 /// Returns a value as one line of text, bounded.

@@ -314,7 +314,13 @@ pub fn handoff_reporting(
     let mut before = |changes: &ChangeSet, files: &[(PathBuf, u64)]| -> OpResult<()> {
         // What the brief left out is in the context.compiled event; the
         // loss report is about the history the target received.
-        let mut losses = changes.losses.clone();
+        // The render saw the history renumbered after the brief; its loss
+        // lines name the session's seqs.
+        let mut losses: Vec<String> = changes
+            .losses
+            .iter()
+            .map(|l| git_session_adapters::loss::renumber(l, |n| n.saturating_sub(1)))
+            .collect();
         losses.extend(fold.borrow().losses());
         losses.extend(omitted.clone());
         let compiled_event = Event::new(

@@ -19,6 +19,7 @@ mod hooks;
 mod import_export;
 mod layout;
 mod lifecycle;
+mod loss;
 mod manpage;
 mod matrix;
 mod mcp;

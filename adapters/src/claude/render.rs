@@ -30,7 +30,7 @@
 //! It does not write `agent-<id>.meta.json`, `~/.claude.json` or
 //! `history.jsonl`: none is needed to resume.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use git_session_schema::{Agent, ArtifactId, Event, kinds};
 use serde_json::{Map, Value, json};
@@ -90,9 +90,7 @@ pub(super) fn render_to(
         open: None,
         open_line: None,
         foreign: Foreign::default(),
-        losses: Vec::new(),
-        skipped: BTreeMap::new(),
-        unmapped: BTreeMap::new(),
+        losses: crate::loss::Losses::default(),
         native_records: 0,
     };
     for event in events {
@@ -137,33 +135,13 @@ pub(super) fn render_to(
     if let Some(e) = w.out.failed.take() {
         return Err(RenderError::Sink(e));
     }
-    let Writer {
-        out,
-        mut losses,
-        skipped,
-        unmapped,
-        ..
-    } = w;
-    for (tool, n) in unmapped {
-        losses.push(format!(
-            "tool-unmapped: {n} call(s) to {tool}, which Claude Code does not have; written under its own name"
-        ));
-    }
+    let Writer { out, losses, .. } = w;
     if !out.wrote_message {
         return Err(RenderError::Empty(
             "no user or assistant message to write".to_owned(),
         ));
     }
-    for (kind, n) in skipped {
-        losses.push(format!(
-            "{}: {n} {kind} event(s) have no Claude Code record and were not written",
-            if kind.starts_with("message.thinking") {
-                "thinking-dropped"
-            } else {
-                "event-unmapped"
-            }
-        ));
-    }
+    let mut losses = losses.into_lines();
     losses.extend(out.id_losses);
     let inactive = out.branches.off_path(out.last_uuid.as_deref());
     if inactive > 0 {
@@ -308,11 +286,8 @@ struct Writer<'a, 's> {
     /// The capture line number of `open`.
     open_line: Option<u64>,
     foreign: Foreign,
-    losses: Vec<String>,
-    /// Foreign tool names Claude Code does not have, with their call counts.
-    unmapped: BTreeMap<String, usize>,
-    /// Events with no Claude form, counted by type for the loss report.
-    skipped: BTreeMap<String, usize>,
+    /// The loss report: every event and field not carried, by seq.
+    losses: crate::loss::Losses,
     native_records: usize,
 }
 
@@ -387,7 +362,7 @@ impl Writer<'_, '_> {
         if self.open.is_none() {
             // A block whose line was lost: write it like a foreign event
             // rather than drop it.
-            self.losses.push(format!(
+            self.losses.line(format!(
                 "block-relinked: event {}: content block without its record, written as a new message",
                 event.seq
             ));
@@ -530,17 +505,7 @@ impl Writer<'_, '_> {
             kinds::MESSAGE_USER => {
                 let text = p.get("text").and_then(Value::as_str).unwrap_or("");
                 let mut content = vec![json!({"type": "text", "text": text})];
-                for id in event.refs.iter().filter_map(|r| ArtifactId::from_ref(r)) {
-                    if let Some(data) =
-                        crate::images::encode(&self.head, &mut self.losses, event.seq, &id)
-                    {
-                        let media = p
-                            .pointer("/image/media_type")
-                            .cloned()
-                            .unwrap_or(json!("image/png"));
-                        content.push(json!({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}));
-                    }
-                }
+                content.extend(self.image_blocks(event));
                 self.flush_foreign();
                 self.answer_unanswered(&event.ts);
                 let content = if content.len() == 1 {
@@ -580,7 +545,11 @@ impl Writer<'_, '_> {
                 // arguments renamed; what has no counterpart is named.
                 let t = crate::tools::translate(&super::SPEC, &event.agent, name, &input);
                 if !t.mapped && !CLAUDE_TOOLS.contains(&name) {
-                    *self.unmapped.entry(name.to_owned()).or_default() += 1;
+                    self.losses.add(
+                        "tool-unmapped",
+                        event.seq,
+                        format!("a call to {name}, which Claude Code does not have; written under its own name"),
+                    );
                 }
                 self.losses.extend(
                     t.losses(event.seq, event.agent.as_str(), &super::SPEC)
@@ -620,9 +589,18 @@ impl Writer<'_, '_> {
                     Some(id) => {
                         self.flush_assistant();
                         self.foreign.unanswered.retain(|u| *u != id);
+                        // A result's images are image blocks of its content.
+                        let images = self.image_blocks(event);
+                        let content = if images.is_empty() {
+                            json!(output)
+                        } else {
+                            let mut c = vec![json!({"type": "text", "text": output})];
+                            c.extend(images);
+                            Value::Array(c)
+                        };
                         self.foreign
                             .results
-                            .push(json!({"type": "tool_result", "tool_use_id": id, "content": output, "is_error": is_error}));
+                            .push(json!({"type": "tool_result", "tool_use_id": id, "content": content, "is_error": is_error}));
                         self.foreign
                             .results_ts
                             .get_or_insert_with(|| event.ts.clone());
@@ -633,24 +611,66 @@ impl Writer<'_, '_> {
                         self.flush_foreign();
                         let text = format!("[tool result for {call_id}]\n{output}");
                         self.push_chain("user", &event.ts, json!(text));
-                        self.losses.push(format!(
+                        self.losses.line(format!(
                             "tool-result-orphaned: event {}: tool result without a written call, kept as text",
                             event.seq
                         ));
                     }
                 }
             }
-            kinds::MESSAGE_THINKING => {
-                *self
-                    .skipped
-                    .entry(format!("{} ({})", event.kind, event.agent))
-                    .or_default() += 1;
-            }
-            kind if DERIVED.contains(&kind) => {}
-            kind => {
-                *self.skipped.entry(kind.to_owned()).or_default() += 1;
+            kinds::MESSAGE_THINKING => self.losses.add(
+                "thinking-dropped",
+                event.seq,
+                format!(
+                    "message.thinking ({}) not written: Claude Code sends back only its own signed thinking",
+                    event.agent
+                ),
+            ),
+            // Claude's own derived events come back from the lines written.
+            kind if DERIVED.contains(&kind) && event.agent == Agent::Claude => {}
+            kind if DERIVED.contains(&kind) => self.losses.add(
+                "derived-event-folded",
+                event.seq,
+                format!("{kind} not written on its own: its tool call and result carry it"),
+            ),
+            _ => {
+                if let Some((note, loss)) = crate::tools::web_search_note(event, &super::SPEC) {
+                    self.flush_results();
+                    self.foreign
+                        .assistant
+                        .push(json!({"type": "text", "text": note}));
+                    self.foreign
+                        .assistant_ts
+                        .get_or_insert_with(|| event.ts.clone());
+                    self.losses.line(loss);
+                    return;
+                }
+                self.losses.add(
+                    "event-unmapped",
+                    event.seq,
+                    format!(
+                        "{} has no Claude Code record; not written",
+                        crate::loss::what(event)
+                    ),
+                );
             }
         }
+    }
+
+    /// Returns the image blocks of an event's image artifacts (`refs`),
+    /// each with its media type (`payload.images[]`, else `payload.image`).
+    fn image_blocks(&mut self, event: &Event) -> Vec<Value> {
+        let mut out = Vec::new();
+        let ids = event.refs.iter().filter_map(|r| ArtifactId::from_ref(r));
+        for (i, id) in ids.enumerate() {
+            let Some(data) = crate::images::encode(&self.head, &mut self.losses, event.seq, &id)
+            else {
+                continue;
+            };
+            let media = crate::images::media_type(&event.payload, i);
+            out.push(json!({"type": "image", "source": {"type": "base64", "media_type": media, "data": data}}));
+        }
+        out
     }
 
     /// Returns a tool id the API accepts and no earlier call used.

@@ -19,7 +19,8 @@
 //! | line | event |
 //! | --- | --- |
 //! | `session_meta` | `session.start` (`cwd`, `originator`, `cli_version`, `source`, `model_provider`, `forked_from_id`) |
-//! | `response_item` `message` user | `message.user` (`text`); a harness-injected element such as `<environment_context>` is `meta` with `injected: true` |
+//! | `response_item` `message` user | `message.user` (`text`; `input_image` parts with a base64 `data:` URL become artifacts in `refs`, described in `image`/`images`, and stay in the kept line too); a harness-injected element such as `<environment_context>` is `meta` with `injected: true` |
+//! | `response_item` `web_search_call` | `meta` with `web_search` (`action`, `query`, `url`, `pattern`, `status`): other agents get a note (docs/handoff.md) |
 //! | `response_item` `message` assistant | `message.assistant` (`text`, `phase`) |
 //! | `response_item` `message` developer/system, `additional_tools` | `meta` (`role`, `text`) |
 //! | `response_item` `reasoning` | `message.thinking` (`text` = summaries; `encrypted: true` when it has ciphertext, which stays only in `native`: it is bound to the Codex API) |

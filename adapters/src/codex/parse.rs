@@ -12,6 +12,8 @@ pub(super) struct Parser<'a> {
     pub(super) events: Vec<Event>,
     pub(super) warnings: Vec<Warning>,
     pub(super) source: &'a str,
+    /// Image bytes of `input_image` parts, by content id.
+    pub(super) artifacts: Vec<(git_session_schema::ArtifactId, Vec<u8>)>,
 }
 
 pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
@@ -32,6 +34,7 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
         events: Vec::new(),
         warnings,
         source: input.source,
+        artifacts: Vec::new(),
     };
     // A trailing piece without a newline is still a line: a whole file that
     // does not end in '\n' must parse the same as its incremental slices.
@@ -69,6 +72,7 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
         },
         events: p.events,
         warnings: p.warnings,
+        artifacts: p.artifacts,
         state,
         ..Default::default()
     }
@@ -260,9 +264,27 @@ impl Parser<'_> {
             mut body,
             then,
         } = mapped;
+        // Images stay in the line (L2 writes it back as it was) and are
+        // artifacts for everyone else.
+        let refs: Vec<String> = body
+            .get("images")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|i| i.get("artifact").and_then(Value::as_str))
+                    .filter_map(git_session_schema::ArtifactId::parse)
+                    .map(|id| id.to_ref())
+                    .collect()
+            })
+            .unwrap_or_default();
         // The line moves into the event: it is parsed once and never copied.
         body[NATIVE_KEY] = Value::Object(line);
         let seq = self.push((line_no, &ts), actor, kind, level, body, None);
+        if !refs.is_empty()
+            && let Some(e) = self.events.last_mut()
+        {
+            e.refs = refs;
+        }
         match then {
             Then::Nothing => {}
             Then::Call(call_id, mut call) => {
@@ -330,12 +352,15 @@ impl Parser<'_> {
             } => {
                 let text = content_text(content);
                 match role {
-                    "user" if !is_injected(&text) => Mapped::event(
-                        "user",
-                        kinds::MESSAGE_USER,
-                        Level::History,
-                        json!({ "text": text, "item_id": id }),
-                    ),
+                    "user" if !is_injected(&text) => {
+                        let images = self.images(content);
+                        let mut body = json!({ "text": text, "item_id": id });
+                        if let Some(first) = images.first() {
+                            body["image"] = first.clone();
+                            body["images"] = Value::Array(images);
+                        }
+                        Mapped::event("user", kinds::MESSAGE_USER, Level::History, body)
+                    }
                     "assistant" => Mapped::event(
                         ACTOR_AGENT,
                         kinds::MESSAGE_ASSISTANT,
@@ -427,9 +452,43 @@ impl Parser<'_> {
             }
             ResponseItem::Other => {
                 let kind = payload.get("type").and_then(Value::as_str).unwrap_or("?");
-                Mapped::meta(json!({ "codex": format!("response_item.{kind}") }))
+                let mut body = json!({ "codex": format!("response_item.{kind}") });
+                if kind == "web_search_call" {
+                    body["web_search"] = web_search(payload);
+                }
+                Mapped::meta(body)
             }
         }
+    }
+
+    /// Takes the `input_image` parts of a message's content into
+    /// artifacts: `{media_type, artifact}` per image whose `image_url` is a
+    /// base64 `data:` URL (another URL is kept as `url`).
+    fn images(&mut self, content: &Value) -> Vec<Value> {
+        let Some(parts) = content.as_array() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for part in parts {
+            if part.get("type").and_then(Value::as_str) != Some("input_image") {
+                continue;
+            }
+            let Some(url) = part.get("image_url").and_then(Value::as_str) else {
+                continue;
+            };
+            let data = url
+                .strip_prefix("data:")
+                .and_then(|rest| rest.split_once(";base64,"));
+            match data.and_then(|(media, b64)| {
+                crate::images::decode(b64, &mut self.artifacts).map(|id| (media, id))
+            }) {
+                Some((media, id)) => {
+                    out.push(json!({"media_type": media, "artifact": id.to_string()}))
+                }
+                None => out.push(json!({ "url": url })),
+            }
+        }
+        out
     }
 
     pub(super) fn tool_result(&mut self, line_no: u64, call_id: &str, output: &Value) -> Mapped {
@@ -509,6 +568,28 @@ impl Parser<'_> {
         };
         Mapped::meta(body)
     }
+}
+
+/// Returns what a `web_search_call` item did: `action` (`search`,
+/// `open_page`, `find_in_page`), `query`, `url`, `pattern`, `status`.
+fn web_search(payload: &Value) -> Value {
+    let action = payload.get("action");
+    let field = |k: &str| {
+        action
+            .and_then(|a| a.get(k))
+            .or_else(|| payload.get(k))
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    let mut out = json!({
+        "action": action.and_then(|a| a.get("type")).cloned().unwrap_or(Value::Null),
+        "query": field("query"),
+        "url": field("url"),
+        "pattern": field("pattern"),
+        "status": payload.get("status").cloned().unwrap_or(Value::Null),
+    });
+    strip_nulls(&mut out);
+    out
 }
 
 /// Maps a tool call line; its seq is remembered once it has one.

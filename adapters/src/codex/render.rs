@@ -124,7 +124,7 @@ pub(super) struct Writer<'a> {
     pub(super) buf: Vec<u8>,
     pub(super) remap: Remap<'a>,
     /// How often each kind of loss occurred.
-    pub(super) losses: BTreeMap<String, usize>,
+    pub(super) losses: crate::loss::Losses,
     /// Original ids of foreign tool calls without a result yet, to the ids
     /// written (Codex caps them at 64 chars); forgotten once answered.
     pub(super) call_ids: HashMap<String, String>,
@@ -162,7 +162,7 @@ pub(super) fn render(
             from_cwd: None,
             to_cwd: head.cwd,
         },
-        losses: BTreeMap::new(),
+        losses: crate::loss::Losses::default(),
         call_ids: HashMap::new(),
         used_ids: HashSet::new(),
         ordinal: None,
@@ -227,7 +227,7 @@ pub(super) fn is_derived(event: &Event) -> bool {
 
 impl Writer<'_> {
     fn loss(&mut self, what: impl Into<String>) {
-        *self.losses.entry(what.into()).or_default() += 1;
+        self.losses.once(what);
     }
 
     /// Takes a `session_meta` event: the header when it is this thread's.
@@ -553,11 +553,7 @@ impl Writer<'_> {
         let native_id = self.head.native_id;
         let mut changes = ChangeSet {
             resume_command: SPEC.resume_command(native_id),
-            losses: self
-                .losses
-                .iter()
-                .map(|(what, n)| format!("{what} ({n})"))
-                .collect(),
+            losses: std::mem::take(&mut self.losses).into_lines(),
             ..Default::default()
         };
         if let Some(title) = &self.head.header.title {
@@ -598,29 +594,44 @@ impl Writer<'_> {
         match event.kind.as_str() {
             kinds::MESSAGE_USER => {
                 let text = payload_text(p);
-                if has_non_text_parts(p) || !event.refs.is_empty() {
-                    // Images travel as artifacts; writing them as Codex
-                    // `input_image` parts is not done yet.
-                    self.loss("image-omitted: message.user image or file parts not written");
+                if has_non_text_parts(p) {
+                    self.losses.add(
+                        "image-omitted",
+                        event.seq,
+                        "message.user content parts other than text and image artifacts not written",
+                    );
                 }
-                if text.is_empty() {
-                    self.loss("message-empty: message.user without text not written");
+                // Images travel as artifacts: each becomes an `input_image`
+                // part with a data URL, as the client writes a pasted one.
+                let images = self.image_urls(event);
+                if text.is_empty() && images.is_empty() {
+                    self.losses.add(
+                        "message-empty",
+                        event.seq,
+                        "message.user without text or image not written",
+                    );
                     return Ok(());
                 }
-                if self.first_user_text.is_none() {
+                if self.first_user_text.is_none() && !text.is_empty() {
                     self.first_user_text = Some(text.clone());
+                }
+                let mut content = Vec::new();
+                if !text.is_empty() {
+                    content.push(json!({"type": "input_text", "text": text}));
+                }
+                for url in &images {
+                    content.push(json!({"type": "input_image", "image_url": url}));
                 }
                 self.push_line(
                     &event.ts,
                     "response_item",
-                    json!({"type": "message", "role": "user",
-                           "content": [{"type": "input_text", "text": text}]}),
+                    json!({"type": "message", "role": "user", "content": content}),
                 )?;
                 // The picker, `--last` and the title key on this UI event.
                 self.push_line(
                     &event.ts,
                     "event_msg",
-                    json!({"type": "user_message", "message": text, "images": [],
+                    json!({"type": "user_message", "message": text, "images": images,
                            "local_images": [], "text_elements": []}),
                 )?;
                 self.user_event_written = true;
@@ -628,7 +639,11 @@ impl Writer<'_> {
             kinds::MESSAGE_ASSISTANT => {
                 let text = payload_text(p);
                 if text.is_empty() {
-                    self.loss("message-empty: message.assistant without text not written");
+                    self.losses.add(
+                        "message-empty",
+                        event.seq,
+                        "message.assistant without text not written",
+                    );
                     return Ok(());
                 }
                 self.push_line(
@@ -675,7 +690,11 @@ impl Writer<'_> {
                 // A call is answered once; forgetting it keeps the map as small
                 // as the number of calls still open.
                 let Some(call_id) = original.and_then(|o| self.call_ids.remove(&o)) else {
-                    self.loss("tool-result-orphaned: tool.result without a written tool.call not written");
+                    self.losses.add(
+                        "tool-result-orphaned",
+                        event.seq,
+                        "tool.result without a written tool.call not written",
+                    );
                     return Ok(());
                 };
                 let output = ["output", "content", "text", "result"]
@@ -689,23 +708,86 @@ impl Writer<'_> {
                     Some(failure) => crate::tools::mark_failed(&output, failure, true),
                     None => output,
                 };
+                // A result's images go with its text as content items.
+                let images = self.image_urls(event);
+                let output = if images.is_empty() {
+                    json!(output)
+                } else {
+                    let mut items = vec![json!({"type": "input_text", "text": output})];
+                    items.extend(
+                        images
+                            .into_iter()
+                            .map(|u| json!({"type": "input_image", "image_url": u})),
+                    );
+                    Value::Array(items)
+                };
                 self.push_line(
                     &event.ts,
                     "response_item",
                     json!({"type": "function_call_output", "call_id": call_id, "output": output}),
                 )?;
             }
-            kinds::MESSAGE_THINKING => {
-                self.loss("thinking-dropped: message.thinking not written: Codex only sends its own reasoning back")
-            }
-            kinds::COMMAND_RUN | kinds::FILE_EDIT | kinds::FILE_READ => self.loss(format!(
-                "derived-event-folded: {} not written on its own: its tool.call and tool.result carry it",
-                event.kind
-            )),
+            kinds::MESSAGE_THINKING => self.losses.add(
+                "thinking-dropped",
+                event.seq,
+                format!(
+                    "message.thinking ({}) not written: Codex only sends its own reasoning back",
+                    event.agent
+                ),
+            ),
+            kinds::COMMAND_RUN
+            | kinds::FILE_EDIT
+            | kinds::FILE_READ
+            | kinds::TODO_ADD
+            | kinds::TODO_UPDATE => self.losses.add(
+                "derived-event-folded",
+                event.seq,
+                format!(
+                    "{} not written on its own: its tool.call and tool.result carry it",
+                    event.kind
+                ),
+            ),
             kinds::SESSION_START => {}
-            other => self.loss(format!("event-unmapped: {other} has no Codex form")),
+            _ => {
+                if let Some((note, loss)) = crate::tools::web_search_note(event, &super::SPEC) {
+                    self.push_line(
+                        &event.ts,
+                        "response_item",
+                        json!({"type": "message", "role": "assistant",
+                               "content": [{"type": "output_text", "text": note}]}),
+                    )?;
+                    self.losses.line(loss);
+                    return Ok(());
+                }
+                self.losses.add(
+                    "event-unmapped",
+                    event.seq,
+                    format!(
+                        "{} has no Codex form; not written",
+                        crate::loss::what(event)
+                    ),
+                );
+            }
         }
         Ok(())
+    }
+
+    /// Returns an event's image artifacts as `data:` URLs, in `refs` order;
+    /// a missing artifact is an `image-omitted` line.
+    fn image_urls(&mut self, event: &Event) -> Vec<String> {
+        let mut out = Vec::new();
+        let ids = event
+            .refs
+            .iter()
+            .filter_map(|r| git_session_schema::ArtifactId::from_ref(r));
+        for (i, id) in ids.enumerate() {
+            if let Some(data) = crate::images::encode(&self.head, &mut self.losses, event.seq, &id)
+            {
+                let media = crate::images::media_type(&event.payload, i);
+                out.push(format!("data:{media};base64,{data}"));
+            }
+        }
+        out
     }
 
     /// Returns a unique call id of at most 64 characters for `original`.

@@ -29,7 +29,7 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use git_session_schema::{Agent, Event, kinds};
+use git_session_schema::{Agent, ArtifactId, Event, kinds};
 use serde_json::{Map, Value, json};
 
 use super::NATIVE_KEY;
@@ -116,8 +116,7 @@ pub(super) fn render(
         turn_call_ids: HashSet::new(),
         renamed_from: None,
         foreign: 0,
-        unmapped: 0,
-        losses: Vec::new(),
+        losses: crate::loss::Losses::default(),
     };
     // A canonical fork starts with its parent's events; a seeded dsh fork
     // has its own header right after them, and dsh wants that one first.
@@ -203,8 +202,8 @@ struct Writer<'a, 'o> {
     /// Events from other agents written.
     foreign: u64,
     /// Events from other agents with no dsh record.
-    unmapped: u64,
-    losses: Vec<String>,
+    /// The loss report: every event and field not carried, by seq.
+    losses: crate::loss::Losses,
 }
 
 impl Writer<'_, '_> {
@@ -220,7 +219,7 @@ impl Writer<'_, '_> {
         }
         if event.origin.as_ref().is_some_and(|o| o.agent == Agent::Dsh) {
             if event.payload.get("unparsed").is_some() {
-                self.losses.push(format!(
+                self.losses.line(format!(
                     "unparsed-line-omitted: seq {}: a line of the captured log that was not a record is not written (dsh would refuse the log)",
                     event.seq
                 ));
@@ -274,7 +273,7 @@ impl Writer<'_, '_> {
             // dsh would refuse the whole log; kept, but marked skippable.
             record.insert("ignorable".into(), Value::Bool(true));
             record = ordered(record);
-            self.losses.push(format!(
+            self.losses.line(format!(
                 "event-unmapped: seq {seq}: dsh record type {kind:?} is unknown to dsh 0.2.1, written with ignorable: true"
             ));
         }
@@ -383,7 +382,7 @@ impl Writer<'_, '_> {
                 !wire::HEADER_KEYS.contains(&k.as_str()) && k.as_str() != wire::HEADER_KEY_PRESET
             })
         {
-            self.losses.push(format!(
+            self.losses.line(format!(
                 "event-unmapped: header key {k:?} left out: dsh does not list a session whose header has unknown keys"
             ));
         }
@@ -410,6 +409,22 @@ impl Writer<'_, '_> {
                 self.flush_draft()?;
                 self.close_turn(time, "completed")?;
                 self.open_turn(time)?;
+                // dsh keeps image bytes in its attachment store, which a
+                // render does not write: each image is named in the text.
+                let mut text = text.to_owned();
+                for id in event.refs.iter().filter_map(|r| ArtifactId::from_ref(r)) {
+                    let mark = crate::images::placeholder(
+                        &mut self.losses,
+                        event.seq,
+                        &id,
+                        "dsh",
+                        "message.user",
+                    );
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(&mark);
+                }
                 let message = json!({
                     "content": [{"type": "text", "text": text}],
                     "source": {"kind": "user"},
@@ -421,6 +436,15 @@ impl Writer<'_, '_> {
             }
             kinds::MESSAGE_ASSISTANT | kinds::MESSAGE_THINKING => {
                 if text.is_empty() {
+                    if event.kind == kinds::MESSAGE_THINKING
+                        && crate::tools::opaque_reasoning_loss(event, &super::SPEC).is_some()
+                    {
+                        self.losses.add(
+                            "thinking-dropped",
+                            event.seq,
+                            "reasoning with only a provider-bound part (no text) not written",
+                        );
+                    }
                     return Ok(());
                 }
                 self.reply(time, event.seq)?;
@@ -465,19 +489,66 @@ impl Writer<'_, '_> {
                     })
                     .cloned()
                 else {
-                    self.losses.push(format!(
+                    self.losses.line(format!(
                         "tool-result-orphaned: seq {}: result for call {original:?} has no call in the session; left out (dsh refuses a result without its call)",
                         event.seq
                     ));
                     return Ok(());
                 };
-                let output = p.get("output").and_then(Value::as_str).unwrap_or("");
+                let mut output = p
+                    .get("output")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                for id in event.refs.iter().filter_map(|r| ArtifactId::from_ref(r)) {
+                    let mark = crate::images::placeholder(
+                        &mut self.losses,
+                        event.seq,
+                        &id,
+                        "dsh",
+                        "tool.result",
+                    );
+                    output.push('\n');
+                    output.push_str(&mark);
+                }
                 let is_error = crate::tools::failure(p).is_some();
-                self.tool_result(time, &id, output, is_error, None, event.seq)?;
+                self.tool_result(time, &id, &output, is_error, None, event.seq)?;
                 self.foreign += 1;
             }
             kinds::SESSION_START => {}
-            _ => self.unmapped += 1,
+            kinds::COMMAND_RUN
+            | kinds::FILE_EDIT
+            | kinds::FILE_READ
+            | kinds::TODO_ADD
+            | kinds::TODO_UPDATE => self.losses.add(
+                "derived-event-folded",
+                event.seq,
+                format!(
+                    "{} not written on its own: its tool call and result carry it",
+                    event.kind
+                ),
+            ),
+            _ => {
+                if let Some((note, loss)) = crate::tools::web_search_note(event, &super::SPEC) {
+                    self.reply(time, event.seq)?;
+                    self.draft
+                        .as_mut()
+                        .expect("reply() opened a draft")
+                        .blocks
+                        .push(json!({"type": "text", "text": note}));
+                    self.losses.line(loss);
+                    self.foreign += 1;
+                    return Ok(());
+                }
+                self.losses.add(
+                    "event-unmapped",
+                    event.seq,
+                    format!(
+                        "{} has no dsh record; not written",
+                        crate::loss::what(event)
+                    ),
+                );
+            }
         }
         Ok(())
     }
@@ -518,7 +589,7 @@ impl Writer<'_, '_> {
         let mut id = base.clone();
         if self.turn_call_ids.contains(&id) {
             id = format!("{base}-gs{seq}");
-            self.losses.push(format!(
+            self.losses.line(format!(
                 "tool-id-renamed: call id {base:?} repeats in its turn; written as {id:?}"
             ));
         }
@@ -617,7 +688,7 @@ impl Writer<'_, '_> {
     /// Answers every open call the way dsh's own crash repair does.
     fn settle_calls(&mut self, time: u64) -> Result<(), RenderError> {
         for id in self.open_calls.clone() {
-            self.losses.push(format!(
+            self.losses.line(format!(
                 "tool-result-orphaned: call {id:?} has no result; written with dsh's TOOL_OUTCOME_UNKNOWN error result"
             ));
             let seq = self.next_seq;
@@ -783,17 +854,11 @@ impl Writer<'_, '_> {
             self.next_seq += 1;
             self.line(&r)?;
         }
-        if self.unmapped > 0 {
-            self.losses.push(format!(
-                "event-unmapped: {} events of other agents have no dsh record (meta, derived and agent-specific events)",
-                self.unmapped
-            ));
-        }
         self.cut()?;
         let lock = log_path(self.head.native_id, self.head.cwd).with_file_name(wire::LOCK_FILE);
         Ok(ChangeSet {
             resume_command: resume_command(self.head.native_id),
-            losses: self.losses,
+            losses: std::mem::take(&mut self.losses).into_lines(),
             notices: vec![PRIVACY_NOTE.to_owned()],
             locks: vec![lock],
             ..Default::default()

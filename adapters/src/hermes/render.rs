@@ -44,7 +44,8 @@ struct Writer<'a> {
     ids: HashMap<String, String>,
     /// Message rows in replay order, with their segment.
     messages: Vec<(usize, Map<String, Value>)>,
-    losses: Vec<String>,
+    /// The loss report: every event and field not carried, by seq.
+    losses: crate::loss::Losses,
     /// An assistant row still taking tool calls (foreign events).
     pending: Option<Map<String, Value>>,
     pending_calls: Vec<Value>,
@@ -77,7 +78,7 @@ pub fn render(
         segments: Vec::new(),
         ids: HashMap::new(),
         messages: Vec::new(),
-        losses: Vec::new(),
+        losses: crate::loss::Losses::default(),
         pending: None,
         pending_calls: Vec::new(),
         reasoning: None,
@@ -106,10 +107,7 @@ pub(super) fn valid_id(id: &str) -> bool {
 
 impl Writer<'_> {
     fn loss(&mut self, what: impl Into<String>) {
-        let what = what.into();
-        if !self.losses.contains(&what) {
-            self.losses.push(what);
-        }
+        self.losses.once(what);
     }
 
     fn event(&mut self, event: Event) -> Result<(), RenderError> {
@@ -375,30 +373,52 @@ impl Writer<'_> {
             kinds::MESSAGE_USER => {
                 self.flush();
                 let text = payload_text(p);
-                let image = p.get("image").or_else(|| {
-                    p.get("content")
-                        .and_then(Value::as_array)
-                        .and_then(|c| c.iter().find(|b| b.get("artifact").is_some()))
-                });
-                let content = match image {
-                    Some(img) => match self.image_part(img) {
-                        Some(part) => {
-                            let mut parts = Vec::new();
-                            if !text.is_empty() {
-                                parts.push(json!({"type": "text", "text": text}));
-                            }
-                            parts.push(part);
-                            format!("{}{}", wire::MULTIMODAL_PREFIX, Value::Array(parts))
-                        }
-                        None => {
-                            self.loss("image-omitted: message.user image not written (artifact missing)");
-                            text.clone()
-                        }
-                    },
-                    None => text.clone(),
+                // Every image artifact (`refs`, else the one `image` or
+                // content block naming one) is an `image_url` part of
+                // Hermes' multimodal content.
+                let mut images: Vec<Value> = event
+                    .refs
+                    .iter()
+                    .filter_map(|r| ArtifactId::from_ref(r))
+                    .enumerate()
+                    .map(|(i, id)| {
+                        json!({"artifact": id.to_string(), "media_type": crate::images::media_type(p, i)})
+                    })
+                    .collect();
+                if images.is_empty()
+                    && let Some(img) = p.get("image").or_else(|| {
+                        p.get("content")
+                            .and_then(Value::as_array)
+                            .and_then(|c| c.iter().find(|b| b.get("artifact").is_some()))
+                    })
+                {
+                    images.push(img.clone());
+                }
+                let mut parts = Vec::new();
+                for img in &images {
+                    match self.image_part(img) {
+                        Some(part) => parts.push(part),
+                        None => self.losses.add(
+                            "image-omitted",
+                            event.seq,
+                            "message.user image not written (artifact missing)",
+                        ),
+                    }
+                }
+                let content = if parts.is_empty() {
+                    text.clone()
+                } else {
+                    if !text.is_empty() {
+                        parts.insert(0, json!({"type": "text", "text": text}));
+                    }
+                    format!("{}{}", wire::MULTIMODAL_PREFIX, Value::Array(parts))
                 };
                 if content.is_empty() {
-                    self.loss("message-empty: message.user without text not written");
+                    self.losses.add(
+                        "message-empty",
+                        event.seq,
+                        "message.user without text not written",
+                    );
                     return Ok(());
                 }
                 if self.first_user.is_none() && !text.is_empty() {
@@ -443,7 +463,11 @@ impl Writer<'_> {
                 }
                 let text = payload_text(p);
                 if text.is_empty() {
-                    self.loss("message-empty: message.assistant without text not written");
+                    self.losses.add(
+                        "message-empty",
+                        event.seq,
+                        "message.assistant without text not written",
+                    );
                     return Ok(());
                 }
                 self.pending = Some(self.assistant_row(&text));
@@ -477,14 +501,30 @@ impl Writer<'_> {
                 self.flush();
                 let original = str_field(p, &["call_id", "tool_use_id", "id"]).map(str::to_owned);
                 let Some((id, name)) = original.and_then(|o| self.call_ids.remove(&o)) else {
-                    self.loss("tool-result-orphaned: tool.result without a written tool.call not written");
+                    self.losses.add(
+                        "tool-result-orphaned",
+                        event.seq,
+                        "tool.result without a written tool.call not written",
+                    );
                     return Ok(());
                 };
-                let output = ["output", "content", "text", "result"]
+                let mut output = ["output", "content", "text", "result"]
                     .iter()
                     .find_map(|k| p.get(*k))
                     .map(output_text)
                     .unwrap_or_default();
+                // A tool row holds text only: a result's image is named there.
+                for id in event.refs.iter().filter_map(|r| ArtifactId::from_ref(r)) {
+                    let mark = crate::images::placeholder(
+                        &mut self.losses,
+                        event.seq,
+                        &id,
+                        "Hermes",
+                        "tool.result",
+                    );
+                    output.push('\n');
+                    output.push_str(&mark);
+                }
                 // Hermes tools answer with JSON whose `error` and
                 // `exit_code` say a call failed; a failed foreign result
                 // is written that way so the model and a parse see it.
@@ -508,13 +548,35 @@ impl Writer<'_> {
                 row.insert("timestamp".into(), json!(self.ts()));
                 self.push_message(row);
             }
-            kinds::COMMAND_RUN | kinds::FILE_EDIT | kinds::FILE_READ | kinds::TODO_ADD
-            | kinds::TODO_UPDATE => self.loss(format!(
-                "derived-event-folded: {} not written on its own: its tool.call and tool.result carry it",
-                event.kind
-            )),
+            kinds::COMMAND_RUN
+            | kinds::FILE_EDIT
+            | kinds::FILE_READ
+            | kinds::TODO_ADD
+            | kinds::TODO_UPDATE => self.losses.add(
+                "derived-event-folded",
+                event.seq,
+                format!(
+                    "{} not written on its own: its tool.call and tool.result carry it",
+                    event.kind
+                ),
+            ),
             kinds::SESSION_START => {}
-            other => self.loss(format!("event-unmapped: {other} has no Hermes form")),
+            _ => {
+                if let Some((note, loss)) = crate::tools::web_search_note(event, &super::SPEC) {
+                    self.flush();
+                    self.pending = Some(self.assistant_row(&note));
+                    self.losses.line(loss);
+                    return Ok(());
+                }
+                self.losses.add(
+                    "event-unmapped",
+                    event.seq,
+                    format!(
+                        "{} has no Hermes form; not written",
+                        crate::loss::what(event)
+                    ),
+                );
+            }
         }
         Ok(())
     }
@@ -619,7 +681,7 @@ impl Writer<'_> {
         }
         Ok(ChangeSet {
             resume_command: super::SPEC.resume_command(self.head.native_id),
-            losses: self.losses,
+            losses: self.losses.into_lines(),
             rows,
             ..Default::default()
         })

@@ -161,7 +161,7 @@ pub fn render_session(
         messages: Vec::new(),
         parts: Vec::new(),
         index: HashMap::new(),
-        losses: Vec::new(),
+        losses: crate::loss::Losses::default(),
         synth: Synth::default(),
     };
     for event in events {
@@ -177,7 +177,8 @@ struct Renderer<'a> {
     parts: Vec<Row>,
     /// (table, id) -> index into `messages` / `parts`.
     index: HashMap<(Table, String), usize>,
-    losses: Vec<String>,
+    /// The loss report: every event and field not carried, by seq.
+    losses: crate::loss::Losses,
     synth: Synth,
 }
 
@@ -228,7 +229,7 @@ impl Renderer<'_> {
                         let part = json!({"type": "text", "text": t, "time": self.span(&event)});
                         self.assistant_part(&event, part);
                     }
-                    _ => self.losses.push(format!(
+                    _ => self.losses.line(format!(
                         "message-empty: event {} has no text OpenCode can show",
                         event.seq
                     )),
@@ -241,7 +242,7 @@ impl Renderer<'_> {
                     .and_then(Value::as_str)
                     .unwrap_or("");
                 if text.is_empty() {
-                    self.losses.push(format!(
+                    self.losses.line(format!(
                         "thinking-dropped: event {} carries only provider-bound reasoning",
                         event.seq
                     ));
@@ -255,19 +256,35 @@ impl Renderer<'_> {
             }
             kinds::TOOL_CALL => self.tool_call(&event),
             kinds::TOOL_RESULT => self.tool_result(&event),
-            kinds::SESSION_START
-            | kinds::META
-            | kinds::COMMAND_RUN
+            kinds::SESSION_START => {}
+            kinds::COMMAND_RUN
             | kinds::FILE_EDIT
             | kinds::FILE_READ
             | kinds::TODO_ADD
-            | kinds::TODO_UPDATE
-            | kinds::CHECKPOINT
-            | kinds::SESSION_FORK => {}
-            other => self.losses.push(format!(
-                "event-unmapped: event {} ({other}) has no OpenCode form",
-                event.seq
-            )),
+            | kinds::TODO_UPDATE => self.losses.add(
+                "derived-event-folded",
+                event.seq,
+                format!(
+                    "{} not written on its own: its tool call and result carry it",
+                    event.kind
+                ),
+            ),
+            _ => {
+                if let Some((note, loss)) = crate::tools::web_search_note(&event, &super::SPEC) {
+                    let part = json!({"type": "text", "text": note, "time": self.span(&event)});
+                    self.assistant_part(&event, part);
+                    self.losses.line(loss);
+                    return;
+                }
+                self.losses.add(
+                    "event-unmapped",
+                    event.seq,
+                    format!(
+                        "{} has no OpenCode form; not written",
+                        crate::loss::what(&event)
+                    ),
+                );
+            }
         }
     }
 
@@ -280,7 +297,7 @@ impl Renderer<'_> {
             }
             Table::Message | Table::Part => {
                 if row.data().is_err() {
-                    self.losses.push(format!(
+                    self.losses.line(format!(
                         "unparsed-line-omitted: {} row {} had unreadable data and is not written",
                         row.table.name(),
                         row.id()
@@ -335,7 +352,7 @@ impl Renderer<'_> {
                 let b64 = base64::engine::general_purpose::STANDARD.encode(bytes);
                 data.insert("url".into(), json!(format!("{head},{b64}")));
             }
-            None => self.losses.push(format!(
+            None => self.losses.line(format!(
                 "image-omitted: the bytes of file part {} are not in the log",
                 row.columns.get("id").and_then(Value::as_str).unwrap_or("")
             )),
@@ -412,41 +429,43 @@ impl Renderer<'_> {
                 i
             }
         };
-        if let Some(text) = event.payload.get("text").and_then(Value::as_str) {
+        let text = event.payload.get("text").and_then(Value::as_str);
+        if let Some(text) = text {
             if self.synth.first_text.is_none() && !text.trim().is_empty() {
                 self.synth.first_text = Some(text.to_owned());
             }
             self.push_part(message, ms, json!({"type": "text", "text": text}));
-        } else if let Some(image) = event.payload.get("image") {
-            let media = image
-                .get("media_type")
-                .and_then(Value::as_str)
-                .unwrap_or("image/png")
-                .to_owned();
-            let bytes = image
-                .get("artifact")
+        }
+        // Every image (a text's too) is a file part with a data URL.
+        let mut ids: Vec<ArtifactId> = event
+            .refs
+            .iter()
+            .filter_map(|r| ArtifactId::from_ref(r))
+            .collect();
+        if ids.is_empty()
+            && let Some(id) = event
+                .payload
+                .pointer("/image/artifact")
                 .and_then(Value::as_str)
                 .and_then(ArtifactId::parse)
-                .and_then(|id| (self.head.artifact)(&id));
-            match bytes {
-                Some(bytes) => {
-                    use base64::Engine as _;
-                    let b64 = base64::engine::general_purpose::STANDARD.encode(bytes);
-                    let part = json!({
-                        "type": "file",
-                        "mime": media,
-                        "filename": "image",
-                        "url": format!("data:{media};base64,{b64}"),
-                    });
-                    self.push_part(message, ms, part);
-                }
-                None => self.losses.push(format!(
-                    "image-omitted: event {} names an image whose bytes are not in the log",
-                    event.seq
-                )),
+        {
+            ids.push(id);
+        }
+        let images = !ids.is_empty();
+        for (i, id) in ids.into_iter().enumerate() {
+            let media = crate::images::media_type(&event.payload, i);
+            if let Some(b64) = crate::images::encode(&self.head, &mut self.losses, event.seq, &id) {
+                let part = json!({
+                    "type": "file",
+                    "mime": media,
+                    "filename": "image",
+                    "url": format!("data:{media};base64,{b64}"),
+                });
+                self.push_part(message, ms, part);
             }
-        } else {
-            self.losses.push(format!(
+        }
+        if text.is_none() && !images {
+            self.losses.line(format!(
                 "message-empty: user event {} has no text OpenCode can show",
                 event.seq
             ));
@@ -525,7 +544,7 @@ impl Renderer<'_> {
                            "time": {"start": ms, "end": ms}}),
                 );
             }
-            self.losses.push(format!(
+            self.losses.line(format!(
                 "tool-result-missing: call {call} has no result; written as interrupted"
             ));
         }
@@ -568,17 +587,29 @@ impl Renderer<'_> {
         let p = &event.payload;
         let call_id = p.get("call_id").and_then(Value::as_str).unwrap_or("");
         let Some(i) = self.synth.calls.remove(call_id) else {
-            self.losses.push(format!(
+            self.losses.line(format!(
                 "tool-result-orphaned: result event {} answers no call OpenCode has",
                 event.seq
             ));
             return;
         };
-        let output = match p.get("output") {
+        let mut output = match p.get("output") {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Null) | None => String::new(),
             Some(other) => other.to_string(),
         };
+        // A tool state holds text only: a result's image is named there.
+        for id in event.refs.iter().filter_map(|r| ArtifactId::from_ref(r)) {
+            let mark = crate::images::placeholder(
+                &mut self.losses,
+                event.seq,
+                &id,
+                "OpenCode",
+                "tool.result",
+            );
+            output.push('\n');
+            output.push_str(&mark);
+        }
         let error = crate::tools::failure(p).is_some();
         let end = self.ms(event);
         if let Some(Value::Object(d)) = self.parts[i].columns.get_mut("data") {
@@ -619,7 +650,7 @@ impl Renderer<'_> {
             if known.contains(p.text("message_id").unwrap_or("")) {
                 parts.push(p);
             } else {
-                self.losses.push(format!(
+                self.losses.line(format!(
                     "unparsed-line-omitted: part {} belongs to no message and is not written",
                     p.id()
                 ));
@@ -722,7 +753,7 @@ impl Renderer<'_> {
             session,
             messages,
             parts,
-            losses: self.losses,
+            losses: self.losses.into_lines(),
         })
     }
 }

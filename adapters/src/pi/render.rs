@@ -20,7 +20,7 @@
 //! as arrays (formats/pi.md, "Writer advice"). Thinking from another agent
 //! is not written: its signature is bound to that agent's model.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use git_session_schema::{Agent, ArtifactId, Event, kinds};
 use serde_json::{Map, Value, json};
@@ -89,9 +89,7 @@ pub(super) fn render_to(
         open: None,
         wrote_message: false,
         foreign: Foreign::default(),
-        losses: Vec::new(),
-        skipped: BTreeMap::new(),
-        unmapped: BTreeMap::new(),
+        losses: crate::loss::Losses::default(),
     };
     w.header(header_record.as_ref(), created.as_deref());
     if header_record.is_some() {
@@ -127,22 +125,7 @@ pub(super) fn render_to(
             "no user or assistant message to write".to_owned(),
         ));
     }
-    let mut losses = w.losses;
-    for (tool, n) in w.unmapped {
-        losses.push(format!(
-            "tool-unmapped: {n} call(s) to {tool}, which Pi does not have; written under its own name"
-        ));
-    }
-    for (kind, n) in w.skipped {
-        losses.push(format!(
-            "{}: {n} {kind} event(s) have no Pi entry and were not written",
-            if kind.starts_with(kinds::MESSAGE_THINKING) {
-                "thinking-dropped"
-            } else {
-                "event-unmapped"
-            }
-        ));
-    }
+    let losses = w.losses.into_lines();
     Ok(ChangeSet {
         resume_command: format!("pi --session {}", head.native_id),
         losses,
@@ -163,9 +146,8 @@ struct Writer<'a, 's> {
     open: Option<Map<String, Value>>,
     wrote_message: bool,
     foreign: Foreign,
-    losses: Vec<String>,
-    skipped: BTreeMap<String, usize>,
-    unmapped: BTreeMap<String, usize>,
+    /// The loss report: every event and field not carried, by seq.
+    losses: crate::loss::Losses,
 }
 
 /// Holds the state of writing events that have no Pi entry.
@@ -270,7 +252,7 @@ impl Writer<'_, '_> {
         if event.kind == kinds::SESSION_START {
             // A header in the middle of a log (a second file's, or a
             // session appended to): there is one header per file.
-            self.losses.push(format!(
+            self.losses.line(format!(
                 "event-unmapped: event {}: a second session header was not written",
                 event.seq
             ));
@@ -310,7 +292,7 @@ impl Writer<'_, '_> {
             });
         }
         if self.open.is_none() {
-            self.losses.push(format!(
+            self.losses.line(format!(
                 "block-relinked: event {}: content block without its entry, written as a new message",
                 event.seq
             ));
@@ -441,17 +423,7 @@ impl Writer<'_, '_> {
                 if let Some(text) = p.get("text").and_then(Value::as_str) {
                     content.push(json!({"type": "text", "text": text}));
                 }
-                for id in event.refs.iter().filter_map(|r| ArtifactId::from_ref(r)) {
-                    if let Some(data) =
-                        crate::images::encode(&self.head, &mut self.losses, event.seq, &id)
-                    {
-                        let media = p
-                            .pointer("/image/media_type")
-                            .cloned()
-                            .unwrap_or(json!("image/png"));
-                        content.push(json!({"type": "image", "data": data, "mimeType": media}));
-                    }
-                }
+                content.extend(self.image_items(&event));
                 if content.is_empty() {
                     content.push(json!({"type": "text", "text": ""}));
                 }
@@ -492,7 +464,13 @@ impl Writer<'_, '_> {
                 };
                 let t = crate::tools::translate(&super::SPEC, &event.agent, &name, &arguments);
                 if !t.mapped && !PI_TOOLS.contains(&name.as_str()) {
-                    *self.unmapped.entry(name.clone()).or_default() += 1;
+                    self.losses.add(
+                        "tool-unmapped",
+                        event.seq,
+                        format!(
+                            "a call to {name}, which Pi does not have; written under its own name"
+                        ),
+                    );
                 }
                 self.losses.extend(
                     t.losses(event.seq, event.agent.as_str(), &super::SPEC)
@@ -530,11 +508,16 @@ impl Writer<'_, '_> {
                 });
                 self.flush_assistant();
                 match open {
-                    Some((id, name)) => self.push_entry(
-                        &event.ts,
-                        json!({"role": "toolResult", "toolCallId": id, "toolName": name,
-                            "content": [{"type": "text", "text": output}], "isError": is_error}),
-                    ),
+                    Some((id, name)) => {
+                        // A result's images are image items of its content.
+                        let mut content = vec![json!({"type": "text", "text": output})];
+                        content.extend(self.image_items(&event));
+                        self.push_entry(
+                            &event.ts,
+                            json!({"role": "toolResult", "toolCallId": id, "toolName": name,
+                                "content": content, "isError": is_error}),
+                        )
+                    }
                     None => {
                         // A result without its call would be sent without
                         // the call it answers; keep it readable as text.
@@ -543,24 +526,63 @@ impl Writer<'_, '_> {
                             &event.ts,
                             json!({"role": "user", "content": [{"type": "text", "text": text}]}),
                         );
-                        self.losses.push(format!(
+                        self.losses.line(format!(
                             "tool-result-orphaned: event {}: tool result without a written call, kept as text",
                             event.seq
                         ));
                     }
                 }
             }
-            kinds::MESSAGE_THINKING => {
-                *self
-                    .skipped
-                    .entry(format!("{} ({})", event.kind, event.agent))
-                    .or_default() += 1;
-            }
-            kind if DERIVED.contains(&kind) => {}
-            kind => {
-                *self.skipped.entry(kind.to_owned()).or_default() += 1;
+            kinds::MESSAGE_THINKING => self.losses.add(
+                "thinking-dropped",
+                event.seq,
+                format!(
+                    "message.thinking ({}) not written: Pi sends back only its own signed thinking",
+                    event.agent
+                ),
+            ),
+            // Pi's own derived events come back from the entries written.
+            kind if DERIVED.contains(&kind) && event.agent == Agent::Pi => {}
+            kind if DERIVED.contains(&kind) => self.losses.add(
+                "derived-event-folded",
+                event.seq,
+                format!("{kind} not written on its own: its tool call and result carry it"),
+            ),
+            _ => {
+                if let Some((note, loss)) = crate::tools::web_search_note(&event, &super::SPEC) {
+                    if !self.foreign.unanswered.is_empty() {
+                        self.flush_assistant();
+                    }
+                    self.foreign
+                        .assistant
+                        .push(json!({"type": "text", "text": note}));
+                    self.foreign
+                        .assistant_ts
+                        .get_or_insert_with(|| event.ts.clone());
+                    self.losses.line(loss);
+                    return;
+                }
+                self.losses.add(
+                    "event-unmapped",
+                    event.seq,
+                    format!("{} has no Pi entry; not written", crate::loss::what(&event)),
+                );
             }
         }
+    }
+
+    /// Returns Pi image items for an event's image artifacts (`refs`).
+    fn image_items(&mut self, event: &Event) -> Vec<Value> {
+        let mut out = Vec::new();
+        let ids = event.refs.iter().filter_map(|r| ArtifactId::from_ref(r));
+        for (i, id) in ids.enumerate() {
+            if let Some(data) = crate::images::encode(&self.head, &mut self.losses, event.seq, &id)
+            {
+                let media = crate::images::media_type(&event.payload, i);
+                out.push(json!({"type": "image", "data": data, "mimeType": media}));
+            }
+        }
+        out
     }
 
     /// Returns the call id to write: the canonical one unless empty or
