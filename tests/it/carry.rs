@@ -107,7 +107,7 @@ fn a_failed_command_stays_failed_across_claude_codex_claude() {
     // Codex has no failure field: its own exec words say it.
     assert!(text.contains("Process exited with code 101"), "{text}");
     // Claude's Bash description has no place in exec_command: a note the
-    // model sees, and a loss line with the call's seq (after the brief).
+    // model sees, and a loss line naming the call's seq in the session.
     assert!(text.contains("description=Lint"), "{text}");
     let losses: Vec<&str> = report["losses"]
         .as_array()
@@ -118,7 +118,7 @@ fn a_failed_command_stays_failed_across_claude_codex_claude() {
     assert!(
         losses
             .iter()
-            .any(|l| l.starts_with("argument-dropped: seq 3: claude argument \"description\"")),
+            .any(|l| l.starts_with("argument-dropped: seq 2: claude argument \"description\"")),
         "{losses:?}"
     );
 

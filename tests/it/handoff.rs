@@ -130,26 +130,6 @@ fn handoff_writes_the_brief_first_and_records_an_unsigned_receipt() {
     assert!(!on_head.status.success());
 }
 
-fn keygen(dir: &Path, name: &str, passphrase: &str) -> PathBuf {
-    let key = dir.join(name);
-    let out = Command::new("ssh-keygen")
-        .args([
-            "-q",
-            "-t",
-            "ed25519",
-            "-N",
-            passphrase,
-            "-C",
-            "test@example.com",
-            "-f",
-        ])
-        .arg(&key)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    key
-}
-
 #[test]
 fn a_signed_receipt_verifies_here_and_with_ssh_keygen_and_tampering_fails() {
     let repo = Repo::new();

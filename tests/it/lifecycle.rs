@@ -456,6 +456,51 @@ fn the_lead_moves_with_each_handoff_and_a_non_owner_write_is_flagged() {
     );
 }
 
+#[test]
+fn a_signed_handoff_records_the_signer_as_the_lead_on_both_clones() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    captured_claude(&c.a);
+    let key = keygen(&c.a.outside(""), "id_lead", "");
+    c.a.git(&["config", "session.signingKey", key.to_str().unwrap()]);
+    let codex_home = c.a.outside("codex-home");
+    hand_off(&c, ROUNDTRIP, "codex", &codex_home);
+    let lead = |dir: &Path| -> serde_json::Value {
+        let status: serde_json::Value =
+            serde_json::from_str(&c.on(dir, &["status", "--json"])).unwrap();
+        status["leads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["session"] == ROUNDTRIP)
+            .cloned()
+            .unwrap_or_else(|| panic!("no lead for {ROUNDTRIP}: {status}"))
+    };
+    let here = lead(&a);
+    assert_eq!(here["owner"], "codex", "{here}");
+    assert_eq!(here["key"], "test@example.com", "{here}");
+    let status = c.on(&a, &["status"]);
+    assert!(
+        status.contains("led by codex") && status.contains("test@example.com"),
+        "{status}"
+    );
+    // The signed lead travels with the sessions.
+    c.on(&a, &["push", "--to", "origin"]);
+    c.on(&b, &["fetch"]);
+    let there = lead(&b);
+    assert_eq!(
+        (&there["owner"], &there["key"]),
+        (&here["owner"], &here["key"]),
+        "{there}"
+    );
+    // A later unsigned handoff names no key.
+    c.a.git(&["config", "--unset", "session.signingKey"]);
+    hand_off(&c, ROUNDTRIP, "pi", &c.a.outside("pi-home"));
+    let unsigned = lead(&a);
+    assert_eq!(unsigned["owner"], "pi", "{unsigned}");
+    assert!(unsigned["key"].is_null(), "{unsigned}");
+}
+
 fn typed(kind: &str, payload: serde_json::Value) -> serde_json::Value {
     let mut e = event(0);
     e["type"] = kind.into();

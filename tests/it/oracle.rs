@@ -534,7 +534,8 @@ fn hand(repo: &Repo, session: &str, to: &str, tag: &str) -> (PathBuf, String) {
 
 /// Returns whether a target's turn carries a source turn: the same text; a
 /// tool result that contains it; or a freeform tool call (raw input, like
-/// Codex's `exec`) that the target wrapped as `{"input": <raw>}`.
+/// Codex's `exec`) that the target wrapped as `{"input": <raw>}` or ran as
+/// the shell call the script makes.
 fn same_turn(kind: &str, want: &str, got: &str) -> bool {
     if got == want {
         return true;
@@ -549,9 +550,21 @@ fn same_turn(kind: &str, want: &str, got: &str) -> bool {
                     .iter()
                     .find_map(|k| v.get(*k).and_then(Value::as_str).map(str::to_owned))
             };
-            let same_command = serde_json::from_str::<Value>(want)
-                .ok()
-                .and_then(|w| command(&w))
+            // A Codex code-mode `exec` script arrives as the shell call it
+            // makes (the adapters' own reading of the script).
+            let want_v = serde_json::from_str::<Value>(want).ok().or_else(|| {
+                let claude = git_session_adapters::by_name("claude")?.spec();
+                let t = git_session_adapters::tools::translate(
+                    claude,
+                    &git_session_schema::Agent::Codex,
+                    git_session_adapters::tools::CODE_MODE_TOOL,
+                    &Value::String(want.to_owned()),
+                );
+                (t.name != git_session_adapters::tools::CODE_MODE_TOOL).then_some(t.arguments)
+            });
+            let same_command = want_v
+                .as_ref()
+                .and_then(command)
                 .zip(got_v.as_ref().and_then(command))
                 .is_some_and(|(w, g)| w == g);
             same_command

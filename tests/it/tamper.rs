@@ -5,39 +5,19 @@
 //! history rewritten with recomputed checksums and trailers) is asserted
 //! to pass unsigned: the limit is documented, not hidden.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use crate::support::*;
 
 const ID: &str = "s-tamper";
 
-fn keygen(dir: &Path, name: &str) -> PathBuf {
-    let key = dir.join(name);
-    let out = Command::new("ssh-keygen")
-        .args([
-            "-q",
-            "-t",
-            "ed25519",
-            "-N",
-            "",
-            "-C",
-            "test@example.com",
-            "-f",
-        ])
-        .arg(&key)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    key
-}
-
 /// A repository with session `ID` in three batches; with `signed`, every
 /// batch is signed and signatures are required.
 fn setup(signed: bool) -> Repo {
     let repo = Repo::new();
     if signed {
-        let key = keygen(&repo.outside(""), "id_signing");
+        let key = keygen(&repo.outside(""), "id_signing", "");
         let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
         let allowed = repo.outside("allowed_signers");
         std::fs::write(
@@ -176,7 +156,7 @@ fn an_edited_event_with_recomputed_checksums_needs_a_signature_to_be_seen() {
 #[test]
 fn a_rewrite_signed_by_another_key_is_caught() {
     let repo = setup(true);
-    let other = keygen(&repo.outside(""), "id_attacker");
+    let other = keygen(&repo.outside(""), "id_attacker", "");
     rewrite_history_signed_by(&repo, &other);
     caught(&repo, "which the allowed-signers file does not list");
 }
@@ -391,7 +371,7 @@ fn a_stripped_or_missing_receipt_is_caught_with_an_allowed_signers_file() {
     const SESSION: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
     let repo = Repo::new();
     captured_claude(&repo);
-    let key = keygen(&repo.outside(""), "id_receipts");
+    let key = keygen(&repo.outside(""), "id_receipts", "");
     let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
     let allowed = repo.outside("allowed_signers");
     std::fs::write(
@@ -459,7 +439,7 @@ fn a_receipt_is_verified_over_its_stored_bytes() {
     const SESSION: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
     let repo = Repo::new();
     captured_claude(&repo);
-    let key = keygen(&repo.outside(""), "id_receipts");
+    let key = keygen(&repo.outside(""), "id_receipts", "");
     let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
     let allowed = repo.outside("allowed_signers");
     std::fs::write(&allowed, format!("test@example.com {public}")).unwrap();

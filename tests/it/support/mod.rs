@@ -330,3 +330,25 @@ pub fn run(repo: &Repo, args: &[&str]) -> (String, String, i32) {
         out.status.code().unwrap_or(-1),
     )
 }
+
+/// Makes an ed25519 SSH key `name` in `dir` (with `passphrase`, empty for
+/// none) and returns the private key's path.
+pub fn keygen(dir: &Path, name: &str, passphrase: &str) -> PathBuf {
+    let key = dir.join(name);
+    let out = std::process::Command::new("ssh-keygen")
+        .args([
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            passphrase,
+            "-C",
+            "test@example.com",
+            "-f",
+        ])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    key
+}
