@@ -20,8 +20,11 @@ use crate::store::Reconciled;
 /// writer publishes the full blobs with `git session push --artifacts ID`;
 /// `git session fetch --artifacts ID` brings them, checking each against its
 /// head (size from the object header before reading it, then its SHA-256)
-/// and refusing any that does not match. Readers that need a missing full
-/// blob (`resume`, `handoff`, `export`) name the command to run.
+/// and refusing any that does not match. When two clones both published
+/// full artifacts of one session, fetching merges the remote's (every
+/// entry checked) with this clone's, so the next `push --artifacts` goes
+/// through. Readers that need a missing full blob (`resume`, `handoff`,
+/// `export`) name the command to run.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Remote name or URL (default: session.remote, else origin).
@@ -98,6 +101,8 @@ fn fetch_artifacts(
                 "present": report.present,
                 "refused": report.refused.iter().map(|(a, why)| serde_json::json!({"artifact": a.to_string(), "reason": why})).collect::<Vec<_>>(),
                 "missing": report.missing.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+                "merged": report.merged,
+                "unmerged": report.unmerged,
             }),
         )?;
     } else {
@@ -109,6 +114,15 @@ fn fetch_artifacts(
         }
         for art in &report.missing {
             writeln!(out, "missing   {art}: {remote} does not have its full blob")?;
+        }
+        if report.merged {
+            writeln!(
+                out,
+                "merged    {remote}'s full artifacts of {id} with this clone's: git session push --artifacts {id} publishes both"
+            )?;
+        }
+        if let Some(why) = &report.unmerged {
+            writeln!(out, "diverged  {}", escape_line(why))?;
         }
     }
     if !report.refused.is_empty() {

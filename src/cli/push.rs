@@ -69,7 +69,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 "{remote} refused refs/session-artifacts/{id} ({reason}): it holds full artifacts of {id} this clone lacks"
             ))
             .hint(format!(
-                "another clone published full artifacts of {id} there first; git session fetch --artifacts {id} {remote} brings those, and this clone's stay here"
+                "another clone published full artifacts of {id} there first; git session fetch --artifacts {id} {remote} brings those and merges them with this clone's, then push --artifacts again"
             ))),
         };
     }

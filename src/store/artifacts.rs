@@ -98,6 +98,11 @@ pub struct ArtifactsFetched {
     pub refused: Vec<(ArtifactId, String)>,
     /// Heads whose full blob the remote does not have.
     pub missing: Vec<ArtifactId>,
+    /// The remote's ref had diverged from this clone's and the two were
+    /// merged (the next `push --artifacts` is a fast-forward).
+    pub merged: bool,
+    /// Why the remote's ref, diverged from this clone's, was not merged.
+    pub unmerged: Option<String>,
 }
 
 impl Store {
@@ -174,7 +179,21 @@ impl Store {
         time: i64,
         blobs: &[(ArtifactId, ObjectId)],
     ) -> StoreResult<()> {
-        if blobs.is_empty() {
+        self.add_full_artifacts_after(id, time, blobs, None)
+    }
+
+    /// [`Self::add_full_artifacts`], with `other` (another clone's tip of
+    /// the ref, every entry of it checked) as a second parent, so that
+    /// the next push of the ref is a fast-forward on the remote it came
+    /// from: the two clones' full artifacts are merged, none is dropped.
+    fn add_full_artifacts_after(
+        &self,
+        id: &SessionId,
+        time: i64,
+        blobs: &[(ArtifactId, ObjectId)],
+        other: Option<ObjectId>,
+    ) -> StoreResult<()> {
+        if blobs.is_empty() && other.is_none() {
             return Ok(());
         }
         let name = refs::artifacts_ref(id);
@@ -188,7 +207,7 @@ impl Store {
                 entries.push((art.hex().to_owned(), *blob));
             }
         }
-        if entries.len() == before && tip.is_some() {
+        if entries.len() == before && tip.is_some() && other.is_none() {
             return Ok(());
         }
         entries.sort();
@@ -209,7 +228,7 @@ impl Store {
         let sig = self.signature(time);
         let commit = gix::objs::Commit {
             tree,
-            parents: tip.into_iter().collect(),
+            parents: tip.into_iter().chain(other).collect(),
             author: sig.clone(),
             committer: sig,
             encoding: None,
@@ -421,7 +440,11 @@ impl Store {
                 wanted.push((art, line, sealed));
             }
         }
-        if wanted.is_empty() {
+        // With nothing wanted, the remote's ref still matters when this
+        // clone has one: the two may have diverged (each captured new
+        // artifacts), and merging them is what lets the next push through.
+        let local = self.full_artifacts(&refs::artifacts_ref(id))?;
+        if wanted.is_empty() && local.is_none() {
             return Ok(report);
         }
         let tracking = format!(
@@ -486,8 +509,67 @@ impl Store {
             }
         }
         let _lock = super::lock::SessionLock::acquire(&self.state_dir, id)?;
-        self.add_full_artifacts(id, time, &adopt)?;
+        // The remote's tip joins this clone's history only when every
+        // entry of it was checked here: adopted just now, or the same
+        // blob under the same name as this clone's.
+        let local = self.full_artifacts(&refs::artifacts_ref(id))?;
+        let checked = entries.iter().all(|(n, blob)| {
+            adopt.iter().any(|(a, b)| a.hex() == n && b == blob)
+                || local
+                    .as_ref()
+                    .is_some_and(|(_, e)| e.iter().any(|(ln, lb)| ln == n && lb == blob))
+        });
+        let local_tip = local.as_ref().map(|(t, _)| *t);
+        let behind = match local_tip {
+            Some(t) => t == fetched || self.is_ancestor(fetched, t)?,
+            None => false,
+        };
+        if !checked || behind {
+            if !checked && !behind {
+                report.unmerged = Some(format!(
+                    "{tracking} holds artifacts no head here names or that did not check; run git session fetch first, then fetch --artifacts {id} again"
+                ));
+            }
+            self.add_full_artifacts(id, time, &adopt)?;
+            return Ok(report);
+        }
+        // This clone has nothing the remote lacks: take its tip as it is.
+        let ours_in_theirs = local.as_ref().is_none_or(|(t, e)| {
+            e.iter().all(|l| entries.contains(l)) && self.is_ancestor(*t, fetched).unwrap_or(false)
+        });
+        if ours_in_theirs {
+            let expected = match local_tip {
+                Some(t) => PreviousValue::MustExistAndMatch(Target::Object(t)),
+                None => PreviousValue::MustNotExist,
+            };
+            self.repo
+                .reference(
+                    refs::artifacts_ref(id).as_str(),
+                    fetched,
+                    expected,
+                    "git session: full artifacts (fetched)",
+                )
+                .map_err(git)?;
+            return Ok(report);
+        }
+        report.merged = true;
+        self.add_full_artifacts_after(id, time, &adopt, Some(fetched))?;
         Ok(report)
+    }
+
+    /// Says whether commit `ancestor` is `of` or reachable from it.
+    fn is_ancestor(&self, ancestor: ObjectId, of: ObjectId) -> StoreResult<bool> {
+        if ancestor == of {
+            return Ok(true);
+        }
+        // Artifact refs grow by one commit per capture or fetch; the walk
+        // is bounded all the same (a hostile remote's history is not).
+        for info in self.repo.rev_walk([of]).all().map_err(git)?.take(100_000) {
+            if info.map_err(git)?.id == ancestor {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Says whether the full blob of head `line` is here (not checked).

@@ -745,6 +745,84 @@ fn a_session_with_a_50_mb_artifact_pushes_the_head_only_and_fetches_the_rest_on_
 }
 
 #[test]
+fn full_artifacts_published_by_both_clones_are_merged_and_both_push() {
+    use base64::Engine;
+    use sha2::Digest;
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    for dir in [&a, &b] {
+        c.git(dir, &["config", "session.syncArtifacts", "head"]);
+    }
+    let first = noise(300_000, 21);
+    let art_a = import_with_artifact(&c, "s-both", &first);
+    c.on(&a, &["push"]);
+    c.on(&a, &["push", "--artifacts", "s-both"]);
+    // Clone B goes on in the session with an artifact of its own, before
+    // it has A's full blobs: its artifacts ref starts apart from A's.
+    c.on(&b, &["fetch"]);
+    let second = noise(300_000, 22);
+    let art_b = format!("sha256:{:x}", sha2::Sha256::digest(&second));
+    let mut image = event(0);
+    image["type"] = serde_json::json!("message.user");
+    image["actor"] = serde_json::json!("user");
+    image["payload"] = serde_json::json!({"image": {"media_type": "image/png", "artifact": art_b}});
+    image["refs"] = serde_json::json!([format!("artifact:{art_b}")]);
+    let lines = [
+        serde_json::json!({"artifact": {"id": art_b, "base64": base64::engine::general_purpose::STANDARD.encode(&second)}}),
+        image,
+    ];
+    let file = c.a.outside("more.jsonl");
+    std::fs::write(
+        &file,
+        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
+    )
+    .unwrap();
+    c.on(&b, &["append", "s-both", file.to_str().unwrap()]);
+    c.on(&b, &["push"]);
+    let err = fails_on(&c, &b, &["push", "--artifacts", "s-both"]);
+    assert!(
+        err.contains("refused refs/session-artifacts/s-both") && err.contains("merges them"),
+        "{err}"
+    );
+    // Fetching brings A's blob and merges the two refs; the push goes.
+    let fetched = c.on(&b, &["fetch", "--artifacts", "s-both"]);
+    assert!(
+        fetched.contains(&format!("fetched   {art_a}")) && fetched.contains("merged    "),
+        "{fetched}"
+    );
+    c.on(&b, &["push", "--artifacts", "s-both"]);
+    // A takes B's merge as it is (a fast-forward, no new commit) and
+    // reads both artifacts whole.
+    c.on(&a, &["fetch"]);
+    let on_a = c.on(&a, &["fetch", "--artifacts", "s-both", "--json"]);
+    let on_a: serde_json::Value = serde_json::from_str(&on_a).unwrap();
+    assert_eq!(on_a["merged"], false, "{on_a}");
+    assert_eq!(on_a["adopted"].as_array().unwrap().len(), 1, "{on_a}");
+    let tip = |dir: &Path| c.git(dir, &["rev-parse", "refs/session-artifacts/s-both"]);
+    assert_eq!(tip(&a), tip(&b));
+    let exported_a = c.on(&a, &["export", "s-both", "--canonical"]);
+    let exported_b = c.on(&b, &["export", "s-both", "--canonical"]);
+    assert!(
+        exported_a == exported_b,
+        "the clones read different artifacts"
+    );
+    for art in [&art_a, &art_b] {
+        assert!(exported_a.contains(art.as_str()), "{art} missing");
+    }
+    c.on(&a, &["verify", "s-both"]);
+    c.on(&b, &["verify", "s-both"]);
+    // Nothing left to merge: fetching again changes nothing.
+    let again = c.on(&b, &["fetch", "--artifacts", "s-both", "--json"]);
+    let again: serde_json::Value = serde_json::from_str(&again).unwrap();
+    assert_eq!(
+        (again["present"].as_u64(), &again["merged"]),
+        (Some(2), &serde_json::json!(false)),
+        "{again}"
+    );
+    assert_eq!(tip(&a), tip(&b));
+}
+
+#[test]
 fn a_forged_full_artifact_is_refused_before_it_is_adopted() {
     let c = Clones::new();
     let (a, b) = (c.a.root.clone(), c.b.clone());
