@@ -259,13 +259,6 @@ fn print_text(
     Ok(())
 }
 
-/// Payload keys under which adapters keep an agent's own record.
-const NATIVE_KEYS: [&str; 3] = [
-    git_session_adapters::claude::NATIVE_KEY,
-    git_session_adapters::pi::NATIVE_KEY,
-    git_session_adapters::codex::NATIVE_KEY,
-];
-
 /// Remembers the command of recent tool calls, so a result (which names
 /// only its call) can show what ran. Bounded: a session with millions of
 /// calls keeps the last [`Calls::KEEP`].
@@ -468,7 +461,7 @@ pub(super) fn summary(event: &Event, calls: &Calls) -> String {
             // Without the agent's own record, which can be long.
             let shown: serde_json::Map<String, Value> = m
                 .iter()
-                .filter(|(k, _)| !NATIVE_KEYS.contains(&k.as_str()))
+                .filter(|(k, _)| !git_session_adapters::registry::is_native_key(k))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             Value::Object(shown).to_string()
