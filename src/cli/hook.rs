@@ -161,3 +161,19 @@ fn session_start(
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_notify_payload_is_cut_on_a_char_boundary() {
+        let limit = PAYLOAD_LIMIT as usize;
+        // Byte `limit` falls inside a two-byte character.
+        let payload = format!("x{}", "é".repeat(limit));
+        let cut = bounded(&payload);
+        assert_eq!(cut.len(), limit - 1);
+        assert!(payload.starts_with(cut));
+        assert_eq!(bounded("{\"cwd\": \"/\"}"), "{\"cwd\": \"/\"}");
+    }
+}
