@@ -6,6 +6,8 @@
 //! code that touches git; it redacts what it writes with `security`) →
 //! `git_session_schema` (pure data). See `docs/ARCHITECTURE.md`.
 
+#[cfg(test)]
+mod agent_names;
 pub mod cli;
 pub mod clock;
 pub mod config;

@@ -52,6 +52,142 @@ pub struct AgentSpec {
     /// The command that resumes a native session, `{id}` standing for the
     /// native session id (e.g. `claude --resume {id}`).
     pub resume: &'static str,
+    /// The payload key under which the adapter keeps the agent's own
+    /// record of an event (`show` leaves it out of the event's fields).
+    pub native_key: &'static str,
+    /// Where git-session plugs into the agent: MCP server registration
+    /// (`init --mcp`), capture hooks (`init --agent-hooks`), a skill.
+    pub integration: Integration,
+}
+
+/// Where git-session plugs into an agent's own configuration, in data: the
+/// root crate edits the files in the format named here, and knows no agent.
+#[derive(Clone, Copy, Debug)]
+pub struct Integration {
+    /// Where and how the agent registers MCP servers, if it does.
+    pub mcp: Option<McpConfig>,
+    /// Where and how the agent runs hooks, if git-session can capture
+    /// through them.
+    pub hooks: Option<HookConfig>,
+    /// The project directory of a skill the agent loads (installed with
+    /// the hooks), e.g. `.claude/skills/git-session`.
+    pub skill: Option<&'static str>,
+}
+
+impl Integration {
+    /// No integration: `init --mcp` and `--agent-hooks` pass the agent by.
+    pub const NONE: Integration = Integration {
+        mcp: None,
+        hooks: None,
+        skill: None,
+    };
+}
+
+/// Which directory an agent's configuration file is relative to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigDir {
+    /// The repository's work tree (project configuration).
+    Project,
+    /// The agent's store root ([`Adapter::store_root`]: the default store
+    /// or the directory its environment variable names).
+    Store,
+}
+
+/// One configuration file of an agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConfigFile {
+    /// What `path` is relative to.
+    pub dir: ConfigDir,
+    /// The file, `/`-separated.
+    pub path: &'static str,
+}
+
+/// How an agent registers an MCP server, and where.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum McpConfig {
+    /// A JSON object whose `mcpServers` maps server names to
+    /// `{"type": "stdio", "command", "args"}` (e.g. a `.mcp.json`).
+    JsonServers(ConfigFile),
+    /// A TOML table `[mcp_servers.<name>]` with `command` and `args`.
+    TomlServers(ConfigFile),
+}
+
+impl McpConfig {
+    /// Returns the file the registration goes into.
+    pub fn file(&self) -> &ConfigFile {
+        match self {
+            McpConfig::JsonServers(f) | McpConfig::TomlServers(f) => f,
+        }
+    }
+}
+
+/// How an agent runs hooks, and where they are configured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookConfig {
+    /// A JSON settings object whose `hooks.<event>` arrays hold groups
+    /// `{"matcher"?, "hooks": [{"type": "command", "command"}]}`. The agent
+    /// passes a hook its JSON payload (with `cwd`, and for a session start
+    /// `source` and `session_id`) on stdin, and adds what a session-start
+    /// hook prints as `hookSpecificOutput.additionalContext` to the context.
+    JsonEvents {
+        /// The settings file.
+        file: ConfigFile,
+        /// The hooks, in the order they are listed.
+        hooks: &'static [Hook],
+    },
+    /// One program, a top-level `notify = [program, args...]` of a TOML
+    /// file, that the agent runs with its JSON payload (with `cwd`) as the
+    /// last argument.
+    TomlNotify {
+        /// The configuration file.
+        file: ConfigFile,
+        /// The hook the program runs.
+        hook: Hook,
+    },
+}
+
+impl HookConfig {
+    /// Returns the file the hooks go into.
+    pub fn file(&self) -> &ConfigFile {
+        match self {
+            HookConfig::JsonEvents { file, .. } | HookConfig::TomlNotify { file, .. } => file,
+        }
+    }
+
+    /// Returns the hooks, in order.
+    pub fn hooks(&self) -> &[Hook] {
+        match self {
+            HookConfig::JsonEvents { hooks, .. } => hooks,
+            HookConfig::TomlNotify { hook, .. } => std::slice::from_ref(hook),
+        }
+    }
+}
+
+/// One hook git-session installs into an agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hook {
+    /// The agent's event that runs it (e.g. `Stop`; `notify` for a notify
+    /// program).
+    pub event: &'static str,
+    /// The name `git session hook <name>` runs it by, conventionally
+    /// `<agent>-<event>`. Installed configurations call it: never rename.
+    pub name: &'static str,
+    /// What it does.
+    pub action: HookAction,
+}
+
+/// What an agent hook does when it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookAction {
+    /// Captures the agent's sessions, silently.
+    Capture,
+    /// Prints the brief of the latest other agent's session on the branch
+    /// for a new session: only for payloads whose `source` is `matcher`,
+    /// which is also the hook's matcher. Installed only with `--brief`.
+    Brief {
+        /// The session source the hook is for (e.g. `startup`).
+        matcher: &'static str,
+    },
 }
 
 impl AgentSpec {
@@ -147,6 +283,22 @@ pub fn by_name(name: &str) -> Option<&'static dyn Adapter> {
     ADAPTERS.iter().copied().find(|a| a.spec().name() == name)
 }
 
+/// Returns the agent hook `git session hook <name>` runs: its adapter,
+/// how the agent runs it, and the hook.
+pub fn hook(name: &str) -> Option<(&'static dyn Adapter, &'static HookConfig, &'static Hook)> {
+    ADAPTERS.iter().copied().find_map(|a| {
+        let config = a.spec().integration.hooks.as_ref()?;
+        let hook = config.hooks().iter().find(|h| h.name == name)?;
+        Some((a, config, hook))
+    })
+}
+
+/// Returns whether `key` is the payload key under which some adapter
+/// keeps an agent's own record.
+pub fn is_native_key(key: &str) -> bool {
+    ADAPTERS.iter().any(|a| a.spec().native_key == key)
+}
+
 /// Returns the command-line names of every agent with an adapter.
 pub fn names() -> Vec<&'static str> {
     ADAPTERS.iter().map(|a| a.spec().agent.as_str()).collect()
@@ -181,5 +333,25 @@ mod tests {
             assert!(a.spec().resume.contains("{id}"));
         }
         assert!(by_name("foo").is_none());
+    }
+
+    #[test]
+    fn hook_names_are_unique_and_lead_to_their_agent() {
+        let mut seen = Vec::new();
+        for a in ADAPTERS {
+            let Some(config) = &a.spec().integration.hooks else {
+                continue;
+            };
+            assert!(!config.hooks().is_empty(), "{} has no hooks", a.agent());
+            for h in config.hooks() {
+                assert!(!seen.contains(&h.name), "hook {} twice", h.name);
+                seen.push(h.name);
+                assert!(h.name.starts_with(&format!("{}-", a.spec().name())));
+                let (found, c, same) = hook(h.name).expect("found by name");
+                assert_eq!((found.agent(), c, same), (a.agent(), config, h));
+            }
+        }
+        assert!(hook("post-commit").is_none());
+        assert!(hook("").is_none());
     }
 }

@@ -110,6 +110,36 @@ pub fn marked_failed(text: &str) -> bool {
     text.starts_with(FAILED_PREFIX) || exit_code_in(text).is_some_and(|c| c != 0)
 }
 
+/// Returns the head of a tool's output for a one-line preview: an exec
+/// envelope (Codex: "Chunk ID", "Wall time", "Process exited with code
+/// N", "Output:") becomes `exit N` and the first output line; any other
+/// output its first non-blank line.
+pub fn output_head(output: &str) -> String {
+    let mut exit = None;
+    let mut body = output;
+    if output.contains("\nOutput:\n")
+        || output.ends_with("\nOutput:")
+        || output.starts_with("Output:")
+    {
+        for line in output.lines() {
+            if let Some(code) = line.strip_prefix("Process exited with code ") {
+                exit = Some(code.trim().to_owned());
+            }
+        }
+        body = output.split_once("Output:").map_or("", |(_, b)| b);
+    }
+    let first = body
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    match exit {
+        Some(code) if first.is_empty() => format!("exit {code}"),
+        Some(code) => format!("exit {code}: {first}"),
+        None => first.to_owned(),
+    }
+}
+
 /// The argument under which a translated call carries, as text the target
 /// model sees, the source arguments the target's tool has no place for.
 pub const NOTE_KEY: &str = "note";
@@ -795,6 +825,18 @@ fn text_of(value: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_output_head_is_its_exit_code_and_first_line() {
+        let codex = "Chunk ID: 1f\nWall time: 0.1 seconds\nProcess exited with code 2\nOutput:\n\n  no such file\nmore\n";
+        assert_eq!(output_head(codex), "exit 2: no such file");
+        assert_eq!(
+            output_head("Process exited with code 0\nOutput:\n"),
+            "exit 0"
+        );
+        assert_eq!(output_head("\n  plain text \nsecond"), "plain text");
+        assert_eq!(output_head(""), "");
+    }
 
     #[test]
     fn failure_is_read_from_the_flag_the_code_or_the_text() {

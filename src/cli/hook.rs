@@ -3,6 +3,7 @@
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
+use git_session_adapters::registry::{self, Hook, HookAction, HookConfig};
 use git_session_schema::Agent;
 
 use super::Env;
@@ -40,40 +41,49 @@ fn payload_cwd(payload: &str) -> Option<PathBuf> {
     (cwd.is_absolute() && cwd.is_dir()).then_some(cwd)
 }
 
+/// Returns at most [`PAYLOAD_LIMIT`] bytes of `payload`, cut at a char
+/// boundary.
+fn bounded(payload: &str) -> &str {
+    let mut end = payload.len().min(PAYLOAD_LIMIT as usize);
+    while !payload.is_char_boundary(end) {
+        end -= 1;
+    }
+    &payload[..end]
+}
+
 /// Runs the hook; never returns an error, by design.
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) {
-    let agent_hook = match args.name.as_str() {
-        "post-commit" => None,
-        "claude-stop" | "claude-session-end" => {
-            let mut payload = String::new();
-            let _ = std::io::stdin()
-                .take(PAYLOAD_LIMIT)
-                .read_to_string(&mut payload);
-            Some((Agent::parse("claude"), payload_cwd(&payload)))
-        }
-        "claude-session-start" => {
-            let mut payload = String::new();
-            let _ = std::io::stdin()
-                .take(PAYLOAD_LIMIT)
-                .read_to_string(&mut payload);
-            session_start(&payload, env, out);
-            return;
-        }
-        "codex-notify" => {
-            let payload = args.rest.last().map(String::as_str).unwrap_or("");
-            let payload = &payload[..payload.len().min(PAYLOAD_LIMIT as usize)];
-            Some((Agent::parse("codex"), payload_cwd(payload)))
-        }
-        _ => {
-            if let Ok(store) = env.store() {
-                ops::hook::log(
-                    store.state_dir(),
-                    &env.clock,
-                    &format!("unknown hook {:?}", args.name),
-                );
+    let agent_hook = if args.name == "post-commit" {
+        None
+    } else if let Some((adapter, config, hook)) = registry::hook(&args.name) {
+        let payload = match config {
+            HookConfig::JsonEvents { .. } => {
+                let mut payload = String::new();
+                let _ = std::io::stdin()
+                    .take(PAYLOAD_LIMIT)
+                    .read_to_string(&mut payload);
+                payload
             }
-            return;
+            HookConfig::TomlNotify { .. } => {
+                bounded(args.rest.last().map(String::as_str).unwrap_or("")).to_owned()
+            }
+        };
+        match hook.action {
+            HookAction::Capture => Some((adapter.agent(), payload_cwd(&payload))),
+            HookAction::Brief { matcher } => {
+                session_start(&adapter.agent(), hook, matcher, &payload, env, out);
+                return;
+            }
         }
+    } else {
+        if let Ok(store) = env.store() {
+            ops::hook::log(
+                store.state_dir(),
+                &env.clock,
+                &format!("unknown hook {:?}", args.name),
+            );
+        }
+        return;
     };
     let cwd = agent_hook
         .as_ref()
@@ -110,13 +120,20 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) {
     ops::hook::run(&store, &clock, &args.name, &request);
 }
 
-/// Claude Code's SessionStart hook: prints the brief as the hook's
-/// additional context, or nothing (no session to brief from, not a new
-/// session, any failure: logged).
-fn session_start(payload: &str, env: &Env, out: &mut dyn Write) {
+/// A session-start hook of `agent` (JSON events): prints the brief as the
+/// hook's additional context, or nothing (no session to brief from, not a
+/// new session, any failure: logged).
+fn session_start(
+    agent: &Agent,
+    hook: &Hook,
+    matcher: &str,
+    payload: &str,
+    env: &Env,
+    out: &mut dyn Write,
+) {
     let v: serde_json::Value = serde_json::from_str(payload).unwrap_or_default();
     // Only new sessions: a resumed or compacted one has its own history.
-    if v["source"].as_str().is_some_and(|s| s != "startup") {
+    if v["source"].as_str().is_some_and(|s| s != matcher) {
         return;
     }
     let here = Env {
@@ -128,15 +145,10 @@ fn session_start(payload: &str, env: &Env, out: &mut dyn Write) {
         return;
     };
     let starting = v["session_id"].as_str();
-    match ops::hook::session_start_brief(
-        &store,
-        &Agent::parse("claude"),
-        starting,
-        ops::hook::BRIEF_BUDGET,
-    ) {
+    match ops::hook::session_start_brief(&store, agent, starting, ops::hook::BRIEF_BUDGET) {
         Ok(Some(brief)) => {
             let reply = serde_json::json!({"hookSpecificOutput": {
-                "hookEventName": "SessionStart",
+                "hookEventName": hook.event,
                 "additionalContext": brief.text,
             }});
             let _ = writeln!(out, "{reply}");
@@ -145,7 +157,23 @@ fn session_start(payload: &str, env: &Env, out: &mut dyn Write) {
         Err(e) => ops::hook::log(
             store.state_dir(),
             &env.clock,
-            &format!("claude-session-start: no brief: {e}"),
+            &format!("{}: no brief: {e}", hook.name),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_notify_payload_is_cut_on_a_char_boundary() {
+        let limit = PAYLOAD_LIMIT as usize;
+        // Byte `limit` falls inside a two-byte character.
+        let payload = format!("x{}", "é".repeat(limit));
+        let cut = bounded(&payload);
+        assert_eq!(cut.len(), limit - 1);
+        assert!(payload.starts_with(cut));
+        assert_eq!(bounded("{\"cwd\": \"/\"}"), "{\"cwd\": \"/\"}");
     }
 }

@@ -259,13 +259,6 @@ fn print_text(
     Ok(())
 }
 
-/// Payload keys under which adapters keep an agent's own record.
-const NATIVE_KEYS: [&str; 3] = [
-    git_session_adapters::claude::NATIVE_KEY,
-    git_session_adapters::pi::NATIVE_KEY,
-    git_session_adapters::codex::NATIVE_KEY,
-];
-
 /// Remembers the command of recent tool calls, so a result (which names
 /// only its call) can show what ran. Bounded: a session with millions of
 /// calls keeps the last [`Calls::KEEP`].
@@ -350,35 +343,6 @@ pub(super) fn output_text(p: &Value) -> Option<String> {
     }
 }
 
-/// Returns the head of a tool's output: Codex's exec envelope ("Chunk
-/// ID", "Wall time", "Process exited with code N", "Output:") becomes
-/// `exit N` and the first output line.
-fn output_head(output: &str) -> String {
-    let mut exit = None;
-    let mut body = output;
-    if output.contains("\nOutput:\n")
-        || output.ends_with("\nOutput:")
-        || output.starts_with("Output:")
-    {
-        for line in output.lines() {
-            if let Some(code) = line.strip_prefix("Process exited with code ") {
-                exit = Some(code.trim().to_owned());
-            }
-        }
-        body = output.split_once("Output:").map_or("", |(_, b)| b);
-    }
-    let first = body
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
-    match exit {
-        Some(code) if first.is_empty() => format!("exit {code}"),
-        Some(code) => format!("exit {code}: {first}"),
-        None => first.to_owned(),
-    }
-}
-
 /// Returns a one-line preview of an event.
 pub(super) fn summary(event: &Event, calls: &Calls) -> String {
     let payload = &event.payload;
@@ -397,7 +361,7 @@ pub(super) fn summary(event: &Event, calls: &Calls) -> String {
                         .and_then(Value::as_str)
                         .map(str::to_owned)
                 });
-            let head = output_text(payload).map(|o| output_head(&o));
+            let head = output_text(payload).map(|o| git_session_adapters::tools::output_head(&o));
             let error = payload.get("is_error").and_then(Value::as_bool) == Some(true);
             let parts: Vec<String> = [call, head.filter(|h| !h.is_empty())]
                 .into_iter()
@@ -468,7 +432,7 @@ pub(super) fn summary(event: &Event, calls: &Calls) -> String {
             // Without the agent's own record, which can be long.
             let shown: serde_json::Map<String, Value> = m
                 .iter()
-                .filter(|(k, _)| !NATIVE_KEYS.contains(&k.as_str()))
+                .filter(|(k, _)| !git_session_adapters::registry::is_native_key(k))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             Value::Object(shown).to_string()

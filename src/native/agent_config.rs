@@ -2,26 +2,85 @@
 //! (`init --mcp`) and the capture hooks (`init --agent-hooks`) where each
 //! agent reads them, and taking them out again.
 //!
+//! Which file an agent reads, in which format, and which hooks it has, is
+//! the agent's registry row ([`git_session_adapters::registry::Integration`]);
+//! this module edits each format and knows no agent:
+//!
+//! * MCP servers: a JSON `mcpServers` object ([`McpConfig::JsonServers`])
+//!   or a TOML `[mcp_servers.git-session]` table ([`McpConfig::TomlServers`]).
+//! * Hooks: JSON `hooks.<event>` arrays ([`HookConfig::JsonEvents`]) or a
+//!   TOML top-level `notify` program ([`HookConfig::TomlNotify`]).
+//! * A skill file in the project, for agents that load skills.
+//! * Any agent: an `AGENTS.md` section in the repository.
+//!
 //! Every edit is ours alone and found again: in TOML between marker
 //! comments, in JSON by the marker the entry carries (JSON has no
 //! comments). What the user wrote is kept as it was; a file that does not
 //! parse is refused, naming it, and left untouched. Files are replaced
 //! atomically (temporary file, rename); a change that is already there
 //! writes nothing.
-//!
-//! * Claude Code: the project's `.mcp.json` (`mcpServers.git-session`) and
-//!   `.claude/settings.local.json` (`hooks.Stop`, `hooks.SessionEnd`, and
-//!   with the brief `hooks.SessionStart`), plus
-//!   a skill under `.claude/skills/git-session/`.
-//! * Codex CLI: `$CODEX_HOME/config.toml` (`[mcp_servers.git-session]`,
-//!   and a top-level `notify`).
-//! * Any agent: an `AGENTS.md` section in the repository.
 
 use std::path::{Path, PathBuf};
 
+use git_session_adapters::registry::{
+    ConfigDir, ConfigFile, Hook, HookAction, HookConfig, McpConfig,
+};
 use serde_json::{Value, json};
 
 use super::{NativeError, NativeResult};
+
+/// Returns where `file` is: in `project` (`None` when there is no work
+/// tree, and then nowhere) or under the agent's store root `store`.
+pub fn locate(
+    file: &ConfigFile,
+    project: Option<&Path>,
+    store: &dyn Fn() -> PathBuf,
+) -> Option<PathBuf> {
+    let dir = match file.dir {
+        ConfigDir::Project => project?.to_owned(),
+        ConfigDir::Store => store(),
+    };
+    Some(file.path.split('/').fold(dir, |p, part| p.join(part)))
+}
+
+/// Registers (or, with `install` false, removes) the MCP server in the
+/// file at `path`, in the format `config` names.
+pub fn mcp(config: &McpConfig, path: &Path, binary: &Path, install: bool) -> NativeResult<Change> {
+    match config {
+        McpConfig::JsonServers(_) => json_mcp(path, binary, install),
+        McpConfig::TomlServers(_) => toml_mcp(path, binary, install),
+    }
+}
+
+/// Installs (or removes) an agent's capture hooks in the file at `path`,
+/// in the format `config` names; `agent` is the agent's product name, for
+/// messages. With `brief`, hooks that print the brief are installed too;
+/// without it, ours are taken out.
+pub fn hooks(
+    config: &HookConfig,
+    path: &Path,
+    agent: &str,
+    binary: &Path,
+    install: bool,
+    brief: bool,
+) -> NativeResult<Change> {
+    match config {
+        HookConfig::JsonEvents { hooks, .. } => json_hooks(path, hooks, binary, install, brief),
+        HookConfig::TomlNotify { hook, .. } => toml_notify(path, hook, agent, binary, install),
+    }
+}
+
+/// Says whether our hooks are in the file at `path` (in `config`'s
+/// format).
+pub fn hooks_installed(config: &HookConfig, path: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    match config {
+        HookConfig::JsonEvents { .. } => text.contains(MARK),
+        HookConfig::TomlNotify { .. } => text.lines().any(|l| l.trim_end() == TOML_NOTIFY.0),
+    }
+}
 
 /// What an install or removal did to one file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -116,17 +175,15 @@ fn write_json(path: &Path, map: &serde_json::Map<String, Value>) -> NativeResult
     write_text(path, &text)
 }
 
-/// Registers (or, with `install` false, removes) the MCP server in a
-/// Claude Code project's `.mcp.json`.
-pub fn claude_mcp(project: &Path, binary: &Path, install: bool) -> NativeResult<(PathBuf, Change)> {
-    let path = project.join(".mcp.json");
-    let existing = read_json(&path)?;
+/// Registers (or removes) the MCP server in a JSON file's `mcpServers`.
+fn json_mcp(path: &Path, binary: &Path, install: bool) -> NativeResult<Change> {
+    let existing = read_json(path)?;
     let ours = json!({"type": "stdio", "command": binary.to_string_lossy(), "args": ["mcp"]});
     let mut map = existing.clone().unwrap_or_default();
     let servers = map.entry("mcpServers").or_insert_with(|| json!({}));
     let Some(servers) = servers.as_object_mut() else {
         return Err(bad(
-            &path,
+            path,
             "mcpServers is not an object; fix it, then run init again",
         ));
     };
@@ -153,74 +210,68 @@ pub fn claude_mcp(project: &Path, binary: &Path, install: bool) -> NativeResult<
     match change {
         Change::Already | Change::Absent => {}
         Change::Removed if map.is_empty() => {
-            std::fs::remove_file(&path).map_err(NativeError::io(&path))?
+            std::fs::remove_file(path).map_err(NativeError::io(path))?
         }
-        _ => write_json(&path, &map)?,
+        _ => write_json(path, &map)?,
     }
-    Ok((path, change))
+    Ok(change)
 }
 
-/// The command a Claude Code hook runs: never fails, never prints.
-fn claude_command(binary: &Path, name: &str) -> String {
+/// The command a hook of ours runs: a capture hook never fails and never
+/// prints; a brief hook prints the brief (the agent adds a session-start
+/// hook's output to the context) and never fails.
+fn hook_command(binary: &Path, hook: &Hook) -> String {
+    let quiet = match hook.action {
+        HookAction::Capture => ">/dev/null 2>&1",
+        HookAction::Brief { .. } => "2>/dev/null",
+    };
     format!(
-        "{} hook {name} >/dev/null 2>&1 || true {MARK}",
-        quote(binary)
+        "{} hook {} {quiet} || true {MARK}",
+        quote(binary),
+        hook.name
     )
 }
 
-/// The command Claude Code's `SessionStart` hook runs: prints the brief
-/// (Claude Code adds a hook's output to the context), never fails.
-fn claude_brief_command(binary: &Path) -> String {
-    format!(
-        "{} hook claude-session-start 2>/dev/null || true {MARK}",
-        quote(binary)
-    )
-}
-
-/// Installs (or removes) capture in a Claude Code project's
-/// `.claude/settings.local.json`: `Stop` and `SessionEnd` hooks, and with
-/// `brief` a `SessionStart` hook (new sessions only) that hands the agent
-/// the brief of the latest other agent's session on this branch. Without
-/// `brief`, a `SessionStart` hook of ours is taken out.
-pub fn claude_hooks(
-    project: &Path,
+/// Installs (or removes) `ours` in a JSON settings file's `hooks.<event>`
+/// arrays, beside the user's: capture hooks, and with `brief` the hooks
+/// that print the brief (for the sessions their matcher names). Without
+/// `brief`, a brief hook of ours is taken out.
+fn json_hooks(
+    path: &Path,
+    ours: &[Hook],
     binary: &Path,
     install: bool,
     brief: bool,
-) -> NativeResult<(PathBuf, Change)> {
-    let path = project.join(".claude/settings.local.json");
-    let mut map = read_json(&path)?.unwrap_or_default();
+) -> NativeResult<Change> {
+    let mut map = read_json(path)?.unwrap_or_default();
     let before = Value::Object(map.clone());
     let hooks = map.entry("hooks").or_insert_with(|| json!({}));
     let Some(hooks) = hooks.as_object_mut() else {
         return Err(bad(
-            &path,
+            path,
             "hooks is not an object; fix it, then run init again",
         ));
     };
     let mut had_ours = false;
-    for (event, name) in [
-        ("Stop", "claude-stop"),
-        ("SessionEnd", "claude-session-end"),
-        ("SessionStart", "claude-session-start"),
-    ] {
+    for hook in ours {
+        let event = hook.event;
         let groups = hooks.entry(event).or_insert_with(|| json!([]));
         let Some(groups) = groups.as_array_mut() else {
             return Err(bad(
-                &path,
+                path,
                 format!("hooks.{event} is not an array; fix it, then run init again"),
             ));
         };
         let is_ours = |g: &Value| g.to_string().contains(MARK);
         had_ours |= groups.iter().any(is_ours);
         groups.retain(|g| !is_ours(g));
-        if install && event != "SessionStart" {
-            groups.push(
-                json!({"hooks": [{"type": "command", "command": claude_command(binary, name)}]}),
-            );
-        } else if install && brief {
-            groups.push(json!({"matcher": "startup",
-                "hooks": [{"type": "command", "command": claude_brief_command(binary)}]}));
+        let command = json!([{"type": "command", "command": hook_command(binary, hook)}]);
+        match hook.action {
+            HookAction::Capture if install => groups.push(json!({"hooks": command})),
+            HookAction::Brief { matcher } if install && brief => {
+                groups.push(json!({"matcher": matcher, "hooks": command}))
+            }
+            _ => {}
         }
         if groups.is_empty() {
             hooks.remove(event);
@@ -238,15 +289,14 @@ pub fn claude_hooks(
         (false, false, _) => Change::Absent,
     };
     if before != after {
-        write_json(&path, &map)?;
+        write_json(path, &map)?;
     }
-    Ok((path, change))
+    Ok(change)
 }
 
-/// Writes (or removes) the git-session skill Claude Code loads from the
-/// project: when to call which MCP tool.
-pub fn claude_skill(project: &Path, install: bool) -> NativeResult<(PathBuf, Change)> {
-    let dir = project.join(".claude/skills/git-session");
+/// Writes (or removes) the git-session skill (`SKILL.md`) in `dir`, where
+/// an agent loads it from the project: when to call which MCP tool.
+pub fn skill(dir: &Path, install: bool) -> NativeResult<(PathBuf, Change)> {
     let path = dir.join("SKILL.md");
     let existing = read_text(&path)?;
     if !install {
@@ -254,7 +304,7 @@ pub fn claude_skill(project: &Path, install: bool) -> NativeResult<(PathBuf, Cha
             return Ok((path, Change::Absent));
         }
         std::fs::remove_file(&path).map_err(NativeError::io(&path))?;
-        let _ = std::fs::remove_dir(&dir);
+        let _ = std::fs::remove_dir(dir);
         return Ok((path, Change::Removed));
     }
     let text = format!(
@@ -370,10 +420,10 @@ fn toml_string(s: &str) -> String {
     serde_json::to_string(s).expect("a string serializes")
 }
 
-/// Edits one marked block of a Codex `config.toml`: at the top (`top`, for
-/// top-level keys) or the end (tables). `conflict` says whether the rest
+/// Edits one marked block of a TOML configuration file: at the top
+/// (`top`, for top-level keys) or the end (tables). `conflict` says whether the rest
 /// of the file already sets what the block would.
-fn codex_block(
+fn toml_block(
     path: &Path,
     markers: (&str, &str),
     body: Option<String>,
@@ -417,72 +467,96 @@ fn codex_block(
     })
 }
 
-/// Registers (or removes) the MCP server in Codex's `config.toml`.
-pub fn codex_mcp(
-    codex_home: &Path,
-    binary: &Path,
-    install: bool,
-) -> NativeResult<(PathBuf, Change)> {
-    let path = codex_home.join("config.toml");
+/// Registers (or removes) the MCP server as a TOML `[mcp_servers]` table.
+fn toml_mcp(path: &Path, binary: &Path, install: bool) -> NativeResult<Change> {
     let body = install.then(|| {
         format!(
             "[mcp_servers.git-session]\ncommand = {}\nargs = [\"mcp\"]\n",
             toml_string(&binary.to_string_lossy())
         )
     });
-    let change = codex_block(&path, TOML_MCP, body, false, &|t| {
+    toml_block(path, TOML_MCP, body, false, &|t| {
         t.get("mcp_servers")
             .and_then(|m| m.get("git-session"))
             .map(|_| {
                 "already has [mcp_servers.git-session] of its own; remove it or leave it as it is"
                     .into()
             })
-    })?;
-    Ok((path, change))
+    })
 }
 
-/// Installs (or removes) capture as Codex's `notify` program.
-pub fn codex_notify(
-    codex_home: &Path,
+/// Installs (or removes) `hook` as the TOML file's top-level `notify`
+/// program; `agent` names the agent in messages.
+fn toml_notify(
+    path: &Path,
+    hook: &Hook,
+    agent: &str,
     binary: &Path,
     install: bool,
-) -> NativeResult<(PathBuf, Change)> {
-    let path = codex_home.join("config.toml");
+) -> NativeResult<Change> {
+    let name = hook.name;
     let body = install.then(|| {
         format!(
-            "notify = [{}, \"hook\", \"codex-notify\"]\n",
-            toml_string(&binary.to_string_lossy())
+            "notify = [{}, \"hook\", {}]\n",
+            toml_string(&binary.to_string_lossy()),
+            toml_string(name)
         )
     });
-    let change = codex_block(&path, TOML_NOTIFY, body, true, &|t| {
+    toml_block(path, TOML_NOTIFY, body, true, &|t| {
         t.get("notify").map(|n| {
             format!(
-                "already sets notify = {n:?}; Codex runs one notify program: add `git-session hook codex-notify \"$1\"` to yours"
+                "already sets notify = {n:?}; {agent} runs one notify program: add `git-session hook {name} \"$1\"` to yours"
             )
         })
-    })?;
-    Ok((path, change))
-}
-
-/// Says which agent hooks are installed: Claude Code's (in the project's
-/// settings) and Codex's notify (in its config).
-pub fn hooks_installed(project: Option<&Path>, codex_home: &Path) -> Vec<(String, PathBuf, bool)> {
-    let mut out = Vec::new();
-    if let Some(project) = project {
-        let path = project.join(".claude/settings.local.json");
-        let on = std::fs::read_to_string(&path).is_ok_and(|t| t.contains(MARK));
-        out.push(("claude".to_owned(), path, on));
-    }
-    let path = codex_home.join("config.toml");
-    let on = std::fs::read_to_string(&path)
-        .is_ok_and(|t| t.lines().any(|l| l.trim_end() == TOML_NOTIFY.0));
-    out.push(("codex".to_owned(), path, on));
-    out
+    })
 }
 
 #[cfg(test)]
 mod tests {
+    use git_session_adapters::registry::{self, Integration};
+
     use super::*;
+
+    fn integration(agent: &str) -> Integration {
+        registry::by_name(agent).unwrap().spec().integration
+    }
+
+    /// Where `file` is with both the project and the store root in `dir`.
+    fn at(file: &ConfigFile, dir: &Path) -> PathBuf {
+        locate(file, Some(dir), &|| dir.to_owned()).unwrap()
+    }
+
+    fn claude_mcp(project: &Path, bin: &Path, install: bool) -> NativeResult<(PathBuf, Change)> {
+        let config = integration("claude").mcp.unwrap();
+        let path = at(config.file(), project);
+        assert_eq!(path, project.join(".mcp.json"));
+        mcp(&config, &path, bin, install).map(|c| (path, c))
+    }
+
+    fn codex_mcp(home: &Path, bin: &Path, install: bool) -> NativeResult<(PathBuf, Change)> {
+        let config = integration("codex").mcp.unwrap();
+        let path = at(config.file(), home);
+        assert_eq!(path, home.join("config.toml"));
+        mcp(&config, &path, bin, install).map(|c| (path, c))
+    }
+
+    fn claude_hooks(
+        project: &Path,
+        bin: &Path,
+        install: bool,
+        brief: bool,
+    ) -> NativeResult<(PathBuf, Change)> {
+        let config = integration("claude").hooks.unwrap();
+        let path = at(config.file(), project);
+        assert_eq!(path, project.join(".claude/settings.local.json"));
+        hooks(&config, &path, "Claude Code", bin, install, brief).map(|c| (path, c))
+    }
+
+    fn codex_notify(home: &Path, bin: &Path, install: bool) -> NativeResult<(PathBuf, Change)> {
+        let config = integration("codex").hooks.unwrap();
+        let path = at(config.file(), home);
+        hooks(&config, &path, "Codex CLI", bin, install, false).map(|c| (path, c))
+    }
 
     #[test]
     fn codex_blocks_keep_the_users_config_and_come_out_again() {
@@ -610,6 +684,42 @@ mod tests {
         assert_eq!(
             std::fs::read_to_string(dir.path().join("AGENTS.md")).unwrap(),
             "# Mine\n"
+        );
+    }
+
+    #[test]
+    fn the_files_written_are_exactly_these() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = Path::new("/opt/it's/gs");
+        let command = |rest: &str| format!("'/opt/it'\\''s/gs' hook {rest} || true {MARK}");
+        claude_hooks(dir.path(), bin, true, true).unwrap();
+        let settings = std::fs::read_to_string(dir.path().join(".claude/settings.local.json"));
+        let group = |matcher: &str, command: String| {
+            format!(
+                "      {{\n{matcher}        \"hooks\": [\n          {{\n            \"type\": \"command\",\n            \"command\": {}\n          }}\n        ]\n      }}\n",
+                serde_json::to_string(&command).unwrap()
+            )
+        };
+        let expected = format!(
+            "{{\n  \"hooks\": {{\n    \"Stop\": [\n{}    ],\n    \"SessionEnd\": [\n{}    ],\n    \"SessionStart\": [\n{}    ]\n  }}\n}}\n",
+            group("", command("claude-stop >/dev/null 2>&1")),
+            group("", command("claude-session-end >/dev/null 2>&1")),
+            group(
+                "        \"matcher\": \"startup\",\n",
+                command("claude-session-start 2>/dev/null")
+            ),
+        );
+        assert_eq!(settings.unwrap(), expected);
+        claude_mcp(dir.path(), bin, true).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(".mcp.json")).unwrap(),
+            "{\n  \"mcpServers\": {\n    \"git-session\": {\n      \"type\": \"stdio\",\n      \"command\": \"/opt/it's/gs\",\n      \"args\": [\n        \"mcp\"\n      ]\n    }\n  }\n}\n"
+        );
+        codex_notify(dir.path(), bin, true).unwrap();
+        codex_mcp(dir.path(), bin, true).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("config.toml")).unwrap(),
+            "# >>> git-session notify >>>\nnotify = [\"/opt/it's/gs\", \"hook\", \"codex-notify\"]\n# <<< git-session notify <<<\n# >>> git-session mcp >>>\n[mcp_servers.git-session]\ncommand = \"/opt/it's/gs\"\nargs = [\"mcp\"]\n# <<< git-session mcp <<<\n"
         );
     }
 }

@@ -3,6 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use git_session_adapters::Adapter;
+use git_session_adapters::registry::{self, ConfigDir, ConfigFile, HookAction, HookConfig};
+
 use super::{OpError, OpResult};
 use crate::hooks;
 use crate::store::Store;
@@ -118,18 +121,20 @@ fn hook_error(e: hooks::HookError) -> OpError {
 
 /// Which agent integrations to install or remove.
 pub struct AgentSetup<'a> {
-    /// Register the MCP server with these agents (claude, codex).
+    /// Register the MCP server with these agents (those whose registry row
+    /// declares where: `integration.mcp`).
     pub mcp: Vec<git_session_schema::Agent>,
-    /// Install capture into the agents' hooks, the Claude Code skill and
-    /// the AGENTS.md section.
+    /// Install capture into the hooks of every agent that has them
+    /// (`integration.hooks`), its skill, and the AGENTS.md section.
     pub hooks: bool,
-    /// With `hooks`: also Claude Code's session-start hook that hands a
-    /// new session the brief of the latest other agent's session on this
-    /// branch (off by default).
+    /// With `hooks`: also the session-start hooks that hand a new session
+    /// the brief of the latest other agent's session on this branch (off by
+    /// default).
     pub brief: bool,
-    /// The user's home (Codex's config lives under it).
+    /// The user's home (agents' stores, and configuration in them, live
+    /// under it).
     pub home: PathBuf,
-    /// Looks up an environment variable (CODEX_HOME).
+    /// Looks up an environment variable (those that move agents' stores).
     pub env: &'a dyn Fn(&str) -> Option<String>,
     /// Remove instead of install.
     pub remove: bool,
@@ -150,41 +155,71 @@ pub fn agent_setup(
         message: "this repository has no work tree; agent configuration goes into one".into(),
         hint: Some("run it in a checkout".into()),
     })?;
-    let codex_home =
-        git_session_adapters::registry::adapter(&git_session_schema::Agent::parse("codex"))
-            .map(|a| a.store_root(setup.env, &setup.home))
-            .unwrap_or_else(|| setup.home.join(".codex"));
+    let locate = |adapter: &dyn Adapter, file: &ConfigFile| {
+        ac::locate(file, Some(&project), &|| {
+            adapter.store_root(setup.env, &setup.home)
+        })
+        .expect("the project is known")
+    };
     let mut out = Vec::new();
     for agent in &setup.mcp {
-        let (path, change) = match agent.as_str() {
-            "claude" => ac::claude_mcp(&project, binary, install)?,
-            "codex" => ac::codex_mcp(&codex_home, binary, install)?,
-            other => {
-                return Err(OpError::Conflict {
-                    message: format!("registering the MCP server with {other} is not supported"),
-                    hint: Some(format!(
-                        "add a stdio MCP server to {other}'s configuration by hand: command {} with argument mcp, run in this repository",
-                        binary.display()
-                    )),
-                });
-            }
+        let found = registry::adapter(agent).and_then(|a| Some((a, a.spec().integration.mcp?)));
+        let Some((adapter, config)) = found else {
+            return Err(OpError::Conflict {
+                message: format!("registering the MCP server with {agent} is not supported"),
+                hint: Some(format!(
+                    "add a stdio MCP server to {agent}'s configuration by hand: command {} with argument mcp, run in this repository",
+                    binary.display()
+                )),
+            });
         };
+        let path = locate(adapter, config.file());
+        let change = ac::mcp(&config, &path, binary, install)?;
         out.push((format!("{agent} mcp server"), path, change));
     }
     if setup.hooks {
-        let (p, c) = ac::claude_hooks(&project, binary, install, setup.brief)?;
-        let what = if setup.brief && install {
-            "claude hooks (Stop, SessionEnd, SessionStart brief)"
-        } else {
-            "claude hooks (Stop, SessionEnd)"
-        };
-        out.push((what.into(), p, c));
-        let (p, c) = ac::claude_skill(&project, install)?;
-        out.push(("claude skill".into(), p, c));
-        let (p, c) = ac::codex_notify(&codex_home, binary, install)?;
-        out.push(("codex notify".into(), p, c));
+        for adapter in registry::ADAPTERS {
+            let spec = adapter.spec();
+            let name = spec.name();
+            if let Some(config) = &spec.integration.hooks {
+                let path = locate(*adapter, config.file());
+                let change = ac::hooks(config, &path, spec.display, binary, install, setup.brief)?;
+                out.push((
+                    hooks_label(name, config, install && setup.brief),
+                    path,
+                    change,
+                ));
+            }
+            if let Some(dir) = spec.integration.skill {
+                let file = ConfigFile {
+                    dir: ConfigDir::Project,
+                    path: dir,
+                };
+                let (p, c) = ac::skill(&locate(*adapter, &file), install)?;
+                out.push((format!("{name} skill"), p, c));
+            }
+        }
         let (p, c) = ac::agents_md(&project, install)?;
         out.push(("AGENTS.md section".into(), p, c));
     }
     Ok(out)
+}
+
+/// Names an agent's hooks for the report: `<agent> hooks (Stop,
+/// SessionEnd)` (with `brief`, also the brief's event), or `<agent>
+/// notify` for a notify program.
+fn hooks_label(agent: &str, config: &HookConfig, brief: bool) -> String {
+    match config {
+        HookConfig::JsonEvents { hooks, .. } => {
+            let events: Vec<String> = hooks
+                .iter()
+                .filter_map(|h| match h.action {
+                    HookAction::Capture => Some(h.event.to_owned()),
+                    HookAction::Brief { .. } => brief.then(|| format!("{} brief", h.event)),
+                })
+                .collect();
+            format!("{agent} hooks ({})", events.join(", "))
+        }
+        HookConfig::TomlNotify { hook, .. } => format!("{agent} {}", hook.event),
+    }
 }

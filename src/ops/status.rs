@@ -180,15 +180,32 @@ pub fn status(store: &Store, request: &StatusRequest<'_>) -> OpResult<Status> {
         remote_url,
         unpushed,
         git_hooks,
-        agent_hooks: crate::native::agent_config::hooks_installed(
-            store.work_dir().as_deref(),
-            &git_session_adapters::registry::adapter(&Agent::parse("codex"))
-                .map(|a| a.store_root(request.env, &request.home))
-                .unwrap_or_else(|| request.home.join(".codex")),
-        ),
+        agent_hooks: agent_hooks(store.work_dir().as_deref(), request),
         watch: super::watch::running(store),
         hook_log: super::hook::recent(store.state_dir(), request.log_lines),
     })
+}
+
+/// Says, for every agent with hooks, whether ours are installed in its
+/// configuration (agents whose hooks live in the project only with a work
+/// tree).
+fn agent_hooks(
+    project: Option<&Path>,
+    request: &StatusRequest<'_>,
+) -> Vec<(String, PathBuf, bool)> {
+    use crate::native::agent_config as ac;
+    let mut out = Vec::new();
+    for adapter in git_session_adapters::registry::ADAPTERS {
+        let Some(config) = &adapter.spec().integration.hooks else {
+            continue;
+        };
+        let store = || adapter.store_root(request.env, &request.home);
+        if let Some(path) = ac::locate(config.file(), project, &store) {
+            let on = ac::hooks_installed(config, &path);
+            out.push((adapter.spec().name().to_owned(), path, on));
+        }
+    }
+    out
 }
 
 fn agent_status(store: &Store, adapter: &dyn Adapter, agent: &Agent, root: &Path) -> AgentStatus {

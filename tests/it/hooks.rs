@@ -618,3 +618,71 @@ fn real_claude_code_starts_with_the_brief_of_the_latest_codex_session() {
         .expect("the second run asked the model");
     assert!(last.contains(CODEX), "{last}");
 }
+
+/// `init --mcp` and `--agent-hooks` follow each agent's registry row: an
+/// agent whose row declares no MCP configuration is refused, saying how to
+/// register the server by hand, with nothing written; a configuration in
+/// the agent's store follows the variable that moves it (`CODEX_HOME`),
+/// and so does `status`.
+#[test]
+fn agent_setup_follows_each_agents_registry_row() {
+    use git_session_adapters::registry::{ADAPTERS, ConfigDir};
+    let repo = Repo::new();
+    let without: Vec<&str> = ADAPTERS
+        .iter()
+        .filter(|a| a.spec().integration.mcp.is_none())
+        .map(|a| a.spec().name())
+        .collect();
+    assert!(!without.is_empty());
+    for name in without {
+        let err = repo.fails(&["init", "--mcp", name], 1);
+        assert!(
+            err.contains(&format!(
+                "registering the MCP server with {name} is not supported"
+            )) && err.contains("by hand"),
+            "{err}"
+        );
+    }
+    assert!(!repo.root.join(".mcp.json").exists());
+    assert!(!repo.home.join(".codex").exists());
+
+    let moved = repo.outside("codex-home");
+    repo.session()
+        .env("CODEX_HOME", &moved)
+        .args(["init", "--mcp", "codex", "--agent-hooks"])
+        .assert()
+        .success();
+    let config = std::fs::read_to_string(moved.join("config.toml")).unwrap();
+    assert!(
+        config.contains("[mcp_servers.git-session]") && config.contains("\"codex-notify\"]"),
+        "{config}"
+    );
+    assert!(!repo.home.join(".codex/config.toml").exists());
+    let out = repo
+        .session()
+        .env("CODEX_HOME", &moved)
+        .args(["status", "--json"])
+        .output()
+        .unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hooks = status["agent_hooks"].as_array().unwrap();
+    // One row per agent with hooks, in registry order, all installed.
+    let with_hooks: Vec<_> = ADAPTERS
+        .iter()
+        .filter_map(|a| Some((a.spec().name(), a.spec().integration.hooks?)))
+        .collect();
+    assert_eq!(hooks.len(), with_hooks.len(), "{status}");
+    for (row, (name, config)) in hooks.iter().zip(&with_hooks) {
+        assert_eq!(row[0], *name, "{status}");
+        let dir = match config.file().dir {
+            ConfigDir::Project => repo.root.clone(),
+            ConfigDir::Store => moved.clone(),
+        };
+        assert_eq!(
+            Path::new(row[1].as_str().unwrap()),
+            dir.join(config.file().path),
+            "{status}"
+        );
+        assert_eq!(row[2], true, "{status}");
+    }
+}

@@ -62,6 +62,8 @@ static SPEC: LazyLock<AgentSpec> = LazyLock::new(|| AgentSpec {
     arguments: &[],
     tokenizer: TokenizerFamily::ClaudeEstimate,
     resume: "testdb resume {id}",
+    native_key: "native",
+    integration: git_session_adapters::registry::Integration::NONE,
 });
 
 /// The id rule both test adapters share: letters, digits and `-`.
@@ -530,6 +532,8 @@ static FRAMED_SPEC: LazyLock<AgentSpec> = LazyLock::new(|| AgentSpec {
     arguments: &[],
     tokenizer: TokenizerFamily::ClaudeEstimate,
     resume: "testzst resume {id}",
+    native_key: "native",
+    integration: git_session_adapters::registry::Integration::NONE,
 });
 
 /// Maps a `{"type":"header","id","cwd"}` line to session facts and every

@@ -73,7 +73,10 @@ use std::path::{Path, PathBuf};
 
 use git_session_schema::{Agent, Event};
 
-use crate::registry::{AgentSpec, TokenizerFamily, ToolKind};
+use crate::registry::{
+    AgentSpec, ConfigDir, ConfigFile, Hook, HookAction, HookConfig, Integration, McpConfig,
+    TokenizerFamily, ToolKind,
+};
 use crate::source::Source;
 use crate::{Adapter, ChangeSet, FileSink, ParseInput, Parsed, RenderError, RenderHead};
 
@@ -135,6 +138,37 @@ pub static SPEC: AgentSpec = AgentSpec {
     ],
     tokenizer: TokenizerFamily::ClaudeEstimate,
     resume: "claude --resume {id}",
+    native_key: NATIVE_KEY,
+    integration: Integration {
+        mcp: Some(McpConfig::JsonServers(ConfigFile {
+            dir: ConfigDir::Project,
+            path: ".mcp.json",
+        })),
+        hooks: Some(HookConfig::JsonEvents {
+            file: ConfigFile {
+                dir: ConfigDir::Project,
+                path: ".claude/settings.local.json",
+            },
+            hooks: &[
+                Hook {
+                    event: "Stop",
+                    name: "claude-stop",
+                    action: HookAction::Capture,
+                },
+                Hook {
+                    event: "SessionEnd",
+                    name: "claude-session-end",
+                    action: HookAction::Capture,
+                },
+                Hook {
+                    event: "SessionStart",
+                    name: "claude-session-start",
+                    action: HookAction::Brief { matcher: "startup" },
+                },
+            ],
+        }),
+        skill: Some(".claude/skills/git-session"),
+    },
 };
 
 impl Adapter for Claude {

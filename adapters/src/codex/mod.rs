@@ -140,7 +140,10 @@ use git_session_schema::{Agent, Event, Level, Origin, kinds};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::registry::{AgentSpec, TokenizerFamily, ToolKind};
+use crate::registry::{
+    AgentSpec, ConfigDir, ConfigFile, Hook, HookAction, HookConfig, Integration, McpConfig,
+    TokenizerFamily, ToolKind,
+};
 use crate::source::Source;
 use crate::{
     Adapter, ChangeSet, FileSink, FileWrite, NativeParent, NativeSession, ParseInput, Parsed,
@@ -227,6 +230,13 @@ struct Call {
     reported: bool,
 }
 
+/// Codex's configuration file, in its home (`$CODEX_HOME`): MCP servers
+/// and the notify program.
+const CONFIG: ConfigFile = ConfigFile {
+    dir: ConfigDir::Store,
+    path: "config.toml",
+};
+
 /// Codex CLI's row of the registry.
 pub static SPEC: AgentSpec = AgentSpec {
     agent: Agent::Codex,
@@ -263,6 +273,19 @@ pub static SPEC: AgentSpec = AgentSpec {
     ],
     tokenizer: TokenizerFamily::O200kBase,
     resume: "codex resume {id}",
+    native_key: NATIVE_KEY,
+    integration: Integration {
+        mcp: Some(McpConfig::TomlServers(CONFIG)),
+        hooks: Some(HookConfig::TomlNotify {
+            file: CONFIG,
+            hook: Hook {
+                event: "notify",
+                name: "codex-notify",
+                action: HookAction::Capture,
+            },
+        }),
+        skill: None,
+    },
 };
 
 impl Adapter for Codex {

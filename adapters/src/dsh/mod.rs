@@ -65,7 +65,7 @@ use std::path::{Path, PathBuf};
 use git_session_schema::{Agent, Event};
 use serde_json::Value;
 
-use crate::registry::{AgentSpec, TokenizerFamily, ToolKind};
+use crate::registry::{AgentSpec, Integration, TokenizerFamily, ToolKind};
 use crate::source::{Corrupt, Source};
 use crate::{Adapter, ChangeSet, FileSink, ParseInput, Parsed, RenderError, RenderHead};
 
@@ -157,6 +157,8 @@ pub static SPEC: AgentSpec = AgentSpec {
     tokenizer: TokenizerFamily::ClaudeEstimate,
     // dsh refuses to start without DSH_HOME; `{root}` is the store root.
     resume: "DSH_HOME={root} dsh headless --session-id {id} \"<prompt>\"  (interactive: DSH_HOME={root} dsh tui --resume {id})",
+    native_key: NATIVE_KEY,
+    integration: Integration::NONE,
 };
 
 impl Adapter for Dsh {

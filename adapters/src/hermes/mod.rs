@@ -88,7 +88,7 @@ use std::path::{Path, PathBuf};
 use git_session_schema::{Agent, Event};
 use serde_json::{Map, Value};
 
-use crate::registry::{AgentSpec, TokenizerFamily, ToolKind};
+use crate::registry::{AgentSpec, Integration, TokenizerFamily, ToolKind};
 use crate::source::{self, Database, Incremental, Position, SchemaVersion, Source};
 use crate::{Adapter, ChangeSet, FileSink, ParseInput, Parsed, RenderError, RenderHead, Warning};
 
@@ -367,6 +367,8 @@ pub static SPEC: AgentSpec = AgentSpec {
     ],
     tokenizer: TokenizerFamily::ClaudeEstimate,
     resume: "hermes chat --resume {id}",
+    native_key: NATIVE_KEY,
+    integration: Integration::NONE,
 };
 
 /// Applies the documented L2 remaps to a row (see [`Hermes::l2_remap`]).

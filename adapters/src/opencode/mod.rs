@@ -48,7 +48,7 @@ use std::path::{Path, PathBuf};
 use git_session_schema::{Agent, Event};
 use serde_json::{Value, json};
 
-use crate::registry::{AgentSpec, TokenizerFamily, ToolKind};
+use crate::registry::{AgentSpec, Integration, TokenizerFamily, ToolKind};
 use crate::source::{Database, Incremental, Project, Records, Source, Table as SqlTable};
 use crate::{
     Adapter, ChangeSet, FileSink, NativeImport, ParseInput, Parsed, RenderError, RenderHead,
@@ -227,6 +227,8 @@ pub static SPEC: AgentSpec = AgentSpec {
     ],
     tokenizer: TokenizerFamily::ClaudeEstimate,
     resume: "opencode --session {id}   # or: opencode run --session {id} <prompt>",
+    native_key: NATIVE_KEY,
+    integration: Integration::NONE,
 };
 
 /// Adapts OpenCode (`opencode`).

@@ -64,7 +64,7 @@ use serde_json::Value;
 
 use crate::{
     Adapter, AgentSpec, ChangeSet, ExtraDir, FileSink, ParseInput, Parsed, Records, RenderError,
-    RenderHead, Source, TokenizerFamily, ToolKind,
+    RenderHead, Source, TokenizerFamily, ToolKind, registry::Integration,
 };
 
 /// The payload key under which events keep Pi's own entry data.
@@ -100,6 +100,8 @@ pub static SPEC: AgentSpec = AgentSpec {
     ],
     tokenizer: TokenizerFamily::ClaudeEstimate,
     resume: "pi --session {id}",
+    native_key: NATIVE_KEY,
+    integration: Integration::NONE,
 };
 
 impl Adapter for Pi {
