@@ -777,3 +777,50 @@ fn an_interrupted_handoff_leaves_both_or_neither_after_the_next_command() {
         assert_eq!(native(&home), 1, "{to} {point}");
     }
 }
+
+/// A session handed to Hermes twice into one home: Hermes' `sessions.title`
+/// is unique, so the second handoff gets the next title of the lineage
+/// (`<title> #2`, Hermes' own rule), and the real client resumes it with
+/// every turn the first one has.
+#[test]
+fn a_second_handoff_to_hermes_gets_the_next_title_and_resumes_in_full() {
+    use crate::oracle::{resume_check, turns};
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let home = repo.outside("hermes-home");
+    crate::hermes::init_hermes_home(&home);
+    let hand = || -> String {
+        let out = repo.ok(&[
+            "handoff",
+            ROUNDTRIP,
+            "--to",
+            "hermes",
+            "--home",
+            home.to_str().unwrap(),
+            "--json",
+        ]);
+        let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        report["native_id"].as_str().unwrap().to_owned()
+    };
+    let first = hand();
+    let second = hand();
+    assert_ne!(first, second);
+    let db = rusqlite::Connection::open(home.join(".hermes/state.db")).unwrap();
+    let title = |id: &str| -> String {
+        db.query_row("SELECT title FROM sessions WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .unwrap()
+    };
+    let base = title(&first);
+    assert!(!base.is_empty());
+    assert_eq!(title(&second), format!("{base} #2"));
+    drop(db);
+    let roots = [repo.root.as_path()];
+    let second_turns = turns(&resume_check("hermes", &home, &second, &repo.root), &roots);
+    let first_turns = turns(&resume_check("hermes", &home, &first, &repo.root), &roots);
+    // The brief (first turn) is compiled anew; the history after it is the same.
+    assert!(first_turns.len() > 2, "{first_turns:#?}");
+    assert_eq!(second_turns.len(), first_turns.len(), "{second_turns:#?}");
+    assert_eq!(second_turns[1..], first_turns[1..]);
+}

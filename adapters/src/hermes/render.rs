@@ -666,6 +666,10 @@ impl Writer<'_> {
                 key: vec!["id".into()],
                 columns: std::mem::take(row),
                 session_row: true,
+                // Titles are unique: a second handoff of one session (the
+                // same first prompt) is written as `<title> #2`, as Hermes
+                // names its own duplicates.
+                numbered: vec!["title".into()],
                 ..Default::default()
             });
         }
