@@ -49,8 +49,10 @@ struct Writer<'a> {
     /// An assistant row still taking tool calls (foreign events).
     pending: Option<Map<String, Value>>,
     pending_calls: Vec<Value>,
-    /// Reasoning waiting for the next assistant row (foreign events).
+    /// Reasoning waiting for the next assistant row (foreign events), and
+    /// the seqs of its events.
     reasoning: Option<String>,
+    reasoning_seqs: Vec<u64>,
     /// Foreign call ids -> written call ids, until answered.
     call_ids: HashMap<String, (String, String)>,
     used_call_ids: HashSet<String>,
@@ -82,6 +84,7 @@ pub fn render(
         pending: None,
         pending_calls: Vec::new(),
         reasoning: None,
+        reasoning_seqs: Vec::new(),
         call_ids: HashMap::new(),
         used_call_ids: HashSet::new(),
         model: None,
@@ -364,7 +367,22 @@ impl Writer<'_> {
         if let Some(r) = self.reasoning.take() {
             row.insert("reasoning".into(), json!(r));
         }
+        self.reasoning_seqs.clear();
         row
+    }
+
+    /// Reports the reasoning no assistant row took: Hermes keeps reasoning
+    /// on the assistant message it led to, and none followed it (a user
+    /// message came next, or the session ended).
+    fn drop_reasoning(&mut self) {
+        self.reasoning = None;
+        for seq in std::mem::take(&mut self.reasoning_seqs) {
+            self.losses.add(
+                "thinking-dropped",
+                seq,
+                "message.thinking with no assistant message after it not written (Hermes keeps reasoning on the assistant row it led to)",
+            );
+        }
     }
 
     fn foreign(&mut self, event: &Event) -> Result<(), RenderError> {
@@ -372,6 +390,7 @@ impl Writer<'_> {
         match event.kind.as_str() {
             kinds::MESSAGE_USER => {
                 self.flush();
+                self.drop_reasoning();
                 let text = payload_text(p);
                 // Every image artifact (`refs`, else the one `image` or
                 // content block naming one) is an `image_url` part of
@@ -454,6 +473,7 @@ impl Writer<'_> {
                         Some(r) => format!("{r}\n{text}"),
                         None => text,
                     });
+                    self.reasoning_seqs.push(event.seq);
                 }
             }
             kinds::MESSAGE_ASSISTANT => {
@@ -623,6 +643,7 @@ impl Writer<'_> {
 
     fn finish(mut self) -> Result<ChangeSet, RenderError> {
         self.flush();
+        self.drop_reasoning();
         if self.messages.is_empty() {
             return Err(RenderError::Empty(
                 "no user, assistant or tool message to write".into(),
