@@ -49,10 +49,12 @@ struct Writer<'a> {
     /// An assistant row still taking tool calls (foreign events).
     pending: Option<Map<String, Value>>,
     pending_calls: Vec<Value>,
-    /// Reasoning waiting for the next assistant row (foreign events), and
-    /// the seqs of its events.
+    /// Reasoning waiting for the next assistant row (foreign events), the
+    /// seqs of its events, and their `reasoning-opaque-dropped` lines (said
+    /// once the text is written).
     reasoning: Option<String>,
     reasoning_seqs: Vec<u64>,
+    reasoning_opaque: Vec<String>,
     /// Foreign call ids -> written call ids, until answered.
     call_ids: HashMap<String, (String, String)>,
     used_call_ids: HashSet<String>,
@@ -85,6 +87,7 @@ pub fn render(
         pending_calls: Vec::new(),
         reasoning: None,
         reasoning_seqs: Vec::new(),
+        reasoning_opaque: Vec::new(),
         call_ids: HashMap::new(),
         used_call_ids: HashSet::new(),
         model: None,
@@ -368,6 +371,9 @@ impl Writer<'_> {
             row.insert("reasoning".into(), json!(r));
         }
         self.reasoning_seqs.clear();
+        for line in std::mem::take(&mut self.reasoning_opaque) {
+            self.loss(line);
+        }
         row
     }
 
@@ -376,6 +382,7 @@ impl Writer<'_> {
     /// message came next, or the session ended).
     fn drop_reasoning(&mut self) {
         self.reasoning = None;
+        self.reasoning_opaque.clear();
         for seq in std::mem::take(&mut self.reasoning_seqs) {
             self.losses.add(
                 "thinking-dropped",
@@ -464,10 +471,13 @@ impl Writer<'_> {
             }
             kinds::MESSAGE_THINKING => {
                 let text = payload_text(p);
-                if let Some(line) = crate::tools::opaque_reasoning_loss(event, &super::SPEC) {
-                    self.loss(line);
-                }
-                if !text.is_empty() {
+                let opaque = crate::tools::opaque_reasoning_loss(event, &super::SPEC);
+                if text.is_empty() {
+                    if let Some(line) = opaque {
+                        self.loss(line);
+                    }
+                } else {
+                    self.reasoning_opaque.extend(opaque);
                     // Shown to the user; not sent back to the model.
                     self.reasoning = Some(match self.reasoning.take() {
                         Some(r) => format!("{r}\n{text}"),
