@@ -349,6 +349,14 @@ pub struct RowWrite {
     /// session is written for (an agent that keys sessions by project,
     /// e.g. OpenCode's `project_id` = the root commit hash).
     pub repo: Vec<(String, RepoFact)>,
+    /// Columns the table keeps unique (when not NULL) whose value the write
+    /// may number: when another row of the table already holds it, the row
+    /// is written with the next value of its lineage, `<base> #N`, N one
+    /// more than the highest number in use (the unnumbered value counts as
+    /// 1; a value's own ` #N` suffix is not part of its base). This is
+    /// Hermes' rule for `sessions.title` (`get_next_title_in_lineage`), so a
+    /// session handed off twice reads `title`, `title #2` in its lists.
+    pub numbered: Vec<String>,
 }
 
 /// Names a fact about the repository a session is written for, which only

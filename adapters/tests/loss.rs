@@ -352,7 +352,13 @@ fn session(rng: &mut Rng, source: Agent) -> Session {
             _ => g.other(),
         }
     }
-    g.assistant();
+    // Most sessions end with a reply; some with reasoning that no
+    // assistant message follows.
+    if g.rng.chance(80) {
+        g.assistant();
+    } else {
+        g.thinking();
+    }
     Session {
         events: g.events,
         artifacts: g.artifacts,

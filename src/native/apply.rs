@@ -506,9 +506,10 @@ fn session_state(
     };
     let same = session.columns.iter().all(|(name, v)| {
         !cols.contains(name)
-            || existing
-                .get(name)
-                .is_some_and(|have| same_value(have, &to_sql(v, name, session, root)))
+            || existing.get(name).is_some_and(|have| {
+                same_value(have, &to_sql(v, name, session, root))
+                    || (session.numbered.contains(name) && same_lineage(have, v))
+            })
     });
     if same {
         Ok(SessionState::Present)
@@ -648,7 +649,16 @@ fn write_database(
         for (name, v) in &row.columns {
             if cols.contains(name) {
                 names.push(quote_ident(name));
-                values.push(to_sql(v, name, row, root));
+                let value = match v {
+                    Value::String(s) if row.numbered.contains(name) => {
+                        match next_in_lineage(&tx, &row.table, name, s).map_err(sql)? {
+                            Some(next) => rusqlite::types::Value::Text(next),
+                            None => to_sql(v, name, row, root),
+                        }
+                    }
+                    _ => to_sql(v, name, row, root),
+                };
+                values.push(value);
             }
         }
         for (column, label) in &row.refs {
@@ -685,6 +695,71 @@ fn write_database(
         backup: Some(backup),
         skipped,
     })
+}
+
+/// Splits a value of a numbered column into its base and number:
+/// `"name #3"` is `("name", Some(3))` (see [`RowWrite::numbered`]).
+fn lineage(value: &str) -> (&str, Option<u64>) {
+    match value.rsplit_once(" #") {
+        Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => {
+            (base, n.parse().ok())
+        }
+        _ => (value, None),
+    }
+}
+
+/// Whether `have` (in the database) is `want` numbered by an earlier write:
+/// the same value, or `<base of want> #N`.
+fn same_lineage(have: &rusqlite::types::Value, want: &Value) -> bool {
+    let (rusqlite::types::Value::Text(have), Value::String(want)) = (have, want) else {
+        return false;
+    };
+    have == want || {
+        let (base, n) = lineage(have);
+        n.is_some() && base == lineage(want).0
+    }
+}
+
+/// Returns the value to write in place of `value` in the unique `column`
+/// when another row holds it: the next of its lineage, `<base> #N`, N one
+/// more than the highest number in use (the unnumbered base counts as 1).
+/// `None` when `value` is free.
+fn next_in_lineage(
+    conn: &rusqlite::Connection,
+    table: &str,
+    column: &str,
+    value: &str,
+) -> rusqlite::Result<Option<String>> {
+    let (table, column) = (quote_ident(table), quote_ident(column));
+    let taken: bool = conn
+        .prepare_cached(&format!(
+            "SELECT EXISTS (SELECT 1 FROM {table} WHERE {column} = ?1)"
+        ))?
+        .query_row([value], |r| r.get(0))?;
+    if !taken {
+        return Ok(None);
+    }
+    let base = lineage(value).0;
+    let escaped = base
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT {column} FROM {table} WHERE {column} = ?1 OR {column} LIKE ?2 ESCAPE '\\'"
+    ))?;
+    let mut highest = 1;
+    let mut rows = stmt.query(rusqlite::params![base, format!("{escaped} #%")])?;
+    while let Some(r) = rows.next()? {
+        let Some(have) = r.get::<_, Option<String>>(0)? else {
+            continue;
+        };
+        if let (b, Some(n)) = lineage(&have)
+            && b == base
+        {
+            highest = highest.max(n);
+        }
+    }
+    Ok(Some(format!("{base} #{}", highest.saturating_add(1))))
 }
 
 /// Maps a JSON column value to SQLite (see [`RowWrite`]).

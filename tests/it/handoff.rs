@@ -757,3 +757,139 @@ fn an_interrupted_handoff_leaves_both_or_neither_after_the_next_command() {
         assert_eq!(native(&home), 1, "{to} {point}");
     }
 }
+
+/// A session handed to Hermes twice into one home: Hermes' `sessions.title`
+/// is unique, so the second handoff gets the next title of the lineage
+/// (`<title> #2`, Hermes' own rule), and the real client resumes it with
+/// every turn the first one has.
+#[test]
+fn a_second_handoff_to_hermes_gets_the_next_title_and_resumes_in_full() {
+    use crate::oracle::{resume_check, turns};
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let home = repo.outside("hermes-home");
+    crate::hermes::init_hermes_home(&home);
+    let hand = || -> String {
+        let out = repo.ok(&[
+            "handoff",
+            ROUNDTRIP,
+            "--to",
+            "hermes",
+            "--home",
+            home.to_str().unwrap(),
+            "--json",
+        ]);
+        let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        report["native_id"].as_str().unwrap().to_owned()
+    };
+    let first = hand();
+    let second = hand();
+    assert_ne!(first, second);
+    let db = rusqlite::Connection::open(home.join(".hermes/state.db")).unwrap();
+    let title = |id: &str| -> String {
+        db.query_row("SELECT title FROM sessions WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .unwrap()
+    };
+    let base = title(&first);
+    assert!(!base.is_empty());
+    assert_eq!(title(&second), format!("{base} #2"));
+    drop(db);
+    let roots = [repo.root.as_path()];
+    let second_turns = turns(&resume_check("hermes", &home, &second, &repo.root), &roots);
+    let first_turns = turns(&resume_check("hermes", &home, &first, &repo.root), &roots);
+    // The brief (first turn) is compiled anew; the history after it is the same.
+    assert!(first_turns.len() > 2, "{first_turns:#?}");
+    assert_eq!(second_turns.len(), first_turns.len(), "{second_turns:#?}");
+    assert_eq!(second_turns[1..], first_turns[1..]);
+}
+
+/// The public moredip session in Claude Code's older layout (the
+/// sub-agent's records inline, `isSidechain: true`) handed to Codex: the
+/// real client's main line holds the brief and the parent's turns only,
+/// the same turns as the same session in the newer layout (the sub-agent
+/// in its own `subagents/` file), and none of the sub-agent's.
+#[test]
+fn inline_sub_agent_records_stay_off_the_targets_main_line() {
+    use crate::oracle::{resume_check, turns};
+    use serde_json::json;
+    const SESSION: &str = "4b2030ed-5563-49ea-b703-6a002f2d3cc8";
+    const OLD_CWD: &str = "/Users/pete/git/moredip/session-share";
+    // The sub-agent's own web search, which only its records hold.
+    const SUBAGENT_QUERY: &str = "most popular Thai curry color green red yellow massaman ranking";
+    let main_line = |inline: bool| -> (Vec<String>, Vec<String>) {
+        let repo = Repo::new();
+        let source = repo.outside("source");
+        let cwd = repo.root.to_str().unwrap();
+        if inline {
+            let dir = source
+                .join(".claude/projects")
+                .join(git_session_adapters::claude::project_dir_name(cwd));
+            std::fs::create_dir_all(&dir).unwrap();
+            let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("adapters/tests/data/claude-inline-sidechain.jsonl");
+            let body = std::fs::read_to_string(file).unwrap();
+            assert!(body.contains("\"isSidechain\":true"));
+            std::fs::write(
+                dir.join(format!("{SESSION}.jsonl")),
+                body.replace(OLD_CWD, cwd),
+            )
+            .unwrap();
+        } else {
+            copy_tree(
+                &fixtures().join("claude/public-moredip-subagent/native"),
+                &source.join(".claude"),
+                OLD_CWD,
+                cwd,
+            );
+        }
+        repo.ok(&["import", "--home", source.to_str().unwrap()]);
+        let home = repo.outside("codex-home");
+        let out = repo.ok(&[
+            "handoff",
+            SESSION,
+            "--to",
+            "codex",
+            "--home",
+            home.to_str().unwrap(),
+            "--json",
+        ]);
+        let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        let native = report["native_id"].as_str().unwrap();
+        let losses: Vec<String> = report["losses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l.as_str().unwrap().to_owned())
+            .collect();
+        let check = resume_check("codex", &home, native, &repo.root);
+        let conversation = Value::Array(
+            check["turns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|t| t["injected"] != true && t["kind"] != "thinking")
+                .cloned()
+                .collect(),
+        );
+        let roots = [repo.root.as_path()];
+        (turns(&json!({ "turns": conversation }), &roots), losses)
+    };
+    let (inline, losses) = main_line(true);
+    let (own_file, _) = main_line(false);
+    assert!(
+        losses
+            .iter()
+            .any(|l| l.starts_with("subagent-folded: ") && l.contains("of sub-agent a2018e5")),
+        "{losses:?}"
+    );
+    assert!(
+        inline.iter().all(|t| !t.contains(SUBAGENT_QUERY)),
+        "the sub-agent's search is on the main line: {inline:#?}"
+    );
+    // The brief, the prompt, the Task call, its result (the sub-agent's
+    // answer) and the reply: the parent's turns, whatever the layout.
+    assert_eq!(inline.len(), 5, "{inline:#?}");
+    assert_eq!(inline[1..], own_file[1..]);
+}

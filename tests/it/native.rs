@@ -856,6 +856,69 @@ fn rows_go_in_one_transaction_after_one_backup_and_assigned_keys_link_up() {
     assert_eq!(kept.len(), apply::KEEP_BACKUPS, "{kept:?}");
 }
 
+/// A unique column the change set numbers (Hermes' `sessions.title`): a
+/// taken value is written as the next of its lineage, `<base> #N`; LIKE's
+/// wildcards in the base match only themselves; writing the same change
+/// set again finds the numbered row the same session.
+#[test]
+fn a_taken_unique_value_is_written_as_the_next_of_its_lineage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("store");
+    std::fs::create_dir_all(&root).unwrap();
+    let db = root.join("state.db");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE sessions(id TEXT PRIMARY KEY, cwd TEXT, title TEXT);
+             CREATE UNIQUE INDEX title_unique ON sessions(title) WHERE title IS NOT NULL;
+             CREATE TABLE messages(id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT,
+                                   role TEXT, content TEXT, parent_id INTEGER);
+             INSERT INTO sessions VALUES ('other', '/w', 'aXb #7');",
+        )
+        .unwrap();
+    let backups_dir = tmp.path().join("backups");
+    let numbered = |id: &str, title: &str| {
+        let mut changes = session_rows(id, title);
+        changes.rows[0].numbered = vec!["title".into()];
+        changes
+    };
+    let write = |id: &str, title: &str| {
+        let backups = Backups {
+            dir: &backups_dir,
+            now_ms: 1,
+        };
+        apply::check_rows(&root, &numbered(id, title)).unwrap();
+        apply::apply_rows(&root, &numbered(id, title), &backups).unwrap()
+    };
+    let title = |id: &str| -> String {
+        rusqlite::Connection::open(&db)
+            .unwrap()
+            .query_row("SELECT title FROM sessions WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .unwrap()
+    };
+    write("s1", "a_b");
+    write("s2", "a_b");
+    write("s3", "a_b #2");
+    write("s4", "c");
+    assert_eq!(
+        [title("s1"), title("s2"), title("s3"), title("s4")],
+        ["a_b", "a_b #2", "a_b #3", "c"].map(String::from)
+    );
+    // Again: the session is there under its numbered title; nothing written.
+    let again = write("s2", "a_b");
+    assert_eq!((again.inserted, again.present.len()), (0, 1));
+    // Without the numbering the unique index refuses the row, and nothing
+    // of the change set is written.
+    let backups = Backups {
+        dir: &backups_dir,
+        now_ms: 2,
+    };
+    let err = apply::apply_rows(&root, &session_rows("s5", "a_b"), &backups).unwrap_err();
+    assert!(err.to_string().contains("UNIQUE"), "{err}");
+}
+
 #[test]
 fn a_failing_row_rolls_the_whole_database_back() {
     let tmp = tempfile::tempdir().unwrap();

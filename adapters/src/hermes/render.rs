@@ -49,8 +49,12 @@ struct Writer<'a> {
     /// An assistant row still taking tool calls (foreign events).
     pending: Option<Map<String, Value>>,
     pending_calls: Vec<Value>,
-    /// Reasoning waiting for the next assistant row (foreign events).
+    /// Reasoning waiting for the next assistant row (foreign events), the
+    /// seqs of its events, and their `reasoning-opaque-dropped` lines (said
+    /// once the text is written).
     reasoning: Option<String>,
+    reasoning_seqs: Vec<u64>,
+    reasoning_opaque: Vec<String>,
     /// Foreign call ids -> written call ids, until answered.
     call_ids: HashMap<String, (String, String)>,
     used_call_ids: HashSet<String>,
@@ -82,6 +86,8 @@ pub fn render(
         pending: None,
         pending_calls: Vec::new(),
         reasoning: None,
+        reasoning_seqs: Vec::new(),
+        reasoning_opaque: Vec::new(),
         call_ids: HashMap::new(),
         used_call_ids: HashSet::new(),
         model: None,
@@ -364,7 +370,26 @@ impl Writer<'_> {
         if let Some(r) = self.reasoning.take() {
             row.insert("reasoning".into(), json!(r));
         }
+        self.reasoning_seqs.clear();
+        for line in std::mem::take(&mut self.reasoning_opaque) {
+            self.loss(line);
+        }
         row
+    }
+
+    /// Reports the reasoning no assistant row took: Hermes keeps reasoning
+    /// on the assistant message it led to, and none followed it (a user
+    /// message came next, or the session ended).
+    fn drop_reasoning(&mut self) {
+        self.reasoning = None;
+        self.reasoning_opaque.clear();
+        for seq in std::mem::take(&mut self.reasoning_seqs) {
+            self.losses.add(
+                "thinking-dropped",
+                seq,
+                "message.thinking with no assistant message after it not written (Hermes keeps reasoning on the assistant row it led to)",
+            );
+        }
     }
 
     fn foreign(&mut self, event: &Event) -> Result<(), RenderError> {
@@ -372,6 +397,7 @@ impl Writer<'_> {
         match event.kind.as_str() {
             kinds::MESSAGE_USER => {
                 self.flush();
+                self.drop_reasoning();
                 let text = payload_text(p);
                 // Every image artifact (`refs`, else the one `image` or
                 // content block naming one) is an `image_url` part of
@@ -445,15 +471,19 @@ impl Writer<'_> {
             }
             kinds::MESSAGE_THINKING => {
                 let text = payload_text(p);
-                if let Some(line) = crate::tools::opaque_reasoning_loss(event, &super::SPEC) {
-                    self.loss(line);
-                }
-                if !text.is_empty() {
+                let opaque = crate::tools::opaque_reasoning_loss(event, &super::SPEC);
+                if text.is_empty() {
+                    if let Some(line) = opaque {
+                        self.loss(line);
+                    }
+                } else {
+                    self.reasoning_opaque.extend(opaque);
                     // Shown to the user; not sent back to the model.
                     self.reasoning = Some(match self.reasoning.take() {
                         Some(r) => format!("{r}\n{text}"),
                         None => text,
                     });
+                    self.reasoning_seqs.push(event.seq);
                 }
             }
             kinds::MESSAGE_ASSISTANT => {
@@ -623,6 +653,7 @@ impl Writer<'_> {
 
     fn finish(mut self) -> Result<ChangeSet, RenderError> {
         self.flush();
+        self.drop_reasoning();
         if self.messages.is_empty() {
             return Err(RenderError::Empty(
                 "no user, assistant or tool message to write".into(),
@@ -666,6 +697,10 @@ impl Writer<'_> {
                 key: vec!["id".into()],
                 columns: std::mem::take(row),
                 session_row: true,
+                // Titles are unique: a second handoff of one session (the
+                // same first prompt) is written as `<title> #2`, as Hermes
+                // names its own duplicates.
+                numbered: vec!["title".into()],
                 ..Default::default()
             });
         }

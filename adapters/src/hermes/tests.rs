@@ -722,3 +722,58 @@ fn a_brief_and_the_first_user_message_stay_two_turns() {
         ]
     );
 }
+
+/// Hermes keeps reasoning on the assistant row it led to: reasoning a user
+/// message or the end follows is not written, and says so with its seq
+/// (not as `reasoning-opaque-dropped`, which would say its text arrived);
+/// reasoning an assistant message follows lands on that row.
+#[test]
+fn reasoning_no_assistant_message_follows_is_reported_as_dropped() {
+    let header = SessionHeader::new(SessionId::new("c1").unwrap(), Agent::Claude, NOW);
+    let ev = |seq: u64, kind: &str, payload: Value| {
+        Event::new(
+            seq,
+            NOW,
+            Agent::Claude,
+            "x",
+            kind,
+            git_session_schema::Level::History,
+            payload,
+        )
+    };
+    let events = vec![
+        ev(0, kinds::MESSAGE_USER, json!({"text": "first"})),
+        ev(
+            1,
+            kinds::MESSAGE_THINKING,
+            json!({"text": "LOST-BEFORE-USER", "opaque": {"signature": "s"}}),
+        ),
+        ev(2, kinds::MESSAGE_USER, json!({"text": "second"})),
+        ev(3, kinds::MESSAGE_THINKING, json!({"text": "KEPT"})),
+        ev(4, kinds::MESSAGE_ASSISTANT, json!({"text": "reply"})),
+        ev(5, kinds::MESSAGE_THINKING, json!({"text": "LOST-AT-END"})),
+    ];
+    let changes = render_with(&header, &events, &[], "h1").unwrap();
+    let messages: Vec<&Map<String, Value>> = rows(&changes)
+        .into_iter()
+        .filter(|(t, _)| *t == "messages")
+        .map(|(_, r)| r)
+        .collect();
+    let reasoning: Vec<&Value> = messages.iter().filter_map(|r| r.get("reasoning")).collect();
+    assert_eq!(reasoning, [&json!("KEPT")]);
+    let dropped: Vec<&String> = changes
+        .losses
+        .iter()
+        .filter(|l| l.starts_with("thinking-dropped: "))
+        .collect();
+    assert_eq!(dropped.len(), 1, "{:?}", changes.losses);
+    assert!(dropped[0].contains("seqs 1, 5 (2 events)"), "{dropped:?}");
+    assert!(
+        !changes
+            .losses
+            .iter()
+            .any(|l| l.starts_with("reasoning-opaque-dropped")),
+        "{:?}",
+        changes.losses
+    );
+}
