@@ -83,16 +83,47 @@ pub struct Status {
     pub remote_url: Option<String>,
     /// Sessions with batches the remote lacks.
     pub unpushed: Vec<Unpushed>,
-    /// Git hooks: name and whether installed.
-    pub git_hooks: Vec<(String, bool)>,
-    /// Agent hooks: agent, config file, whether installed.
-    pub agent_hooks: Vec<(String, PathBuf, bool)>,
+    /// Git hooks and whether each is installed.
+    pub git_hooks: Vec<GitHook>,
+    /// Agent hooks and whether each is installed.
+    pub agent_hooks: Vec<AgentHook>,
     /// The running `git session watch`, if any: its pid.
     pub watch: Option<u32>,
     /// The last lines of the hook log.
     pub hook_log: Vec<String>,
     /// Sessions whose lead a handoff moved to another agent.
     pub leads: Vec<Lead>,
+}
+
+/// One git hook git-session installs.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct GitHook {
+    /// The hook's name (`post-commit`).
+    pub hook: String,
+    /// Whether git-session's block is in it.
+    pub installed: bool,
+}
+
+/// One agent's capture hook (`init --agent-hooks`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct AgentHook {
+    /// The agent.
+    pub agent: String,
+    /// The agent config file the hook lives in.
+    pub file: PathBuf,
+    /// Whether git-session's entry is in it.
+    pub installed: bool,
+}
+
+/// Appends to a led session by an agent that does not lead it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ForeignAppend {
+    /// The agent that appended.
+    pub agent: String,
+    /// The first seq it appended.
+    pub first: u64,
+    /// The last seq it appended.
+    pub last: u64,
 }
 
 /// Who leads a session a handoff moved, and what others appended since.
@@ -106,8 +137,8 @@ pub struct Lead {
     pub key: Option<String>,
     /// The `handoff` event that moved the lead.
     pub handoff_seq: Option<u64>,
-    /// Appends by agents that do not lead, since: agent, first and last seq.
-    pub foreign: Vec<(String, u64, u64)>,
+    /// Appends by agents that do not lead, since.
+    pub foreign: Vec<ForeignAppend>,
 }
 
 /// Computes the status.
@@ -149,7 +180,10 @@ pub fn status(store: &Store, request: &StatusRequest<'_>) -> OpResult<Status> {
     let dir = store.hooks_dir();
     let git_hooks = crate::hooks::HOOKS
         .iter()
-        .map(|h| ((*h).to_owned(), crate::hooks::is_installed(&dir, h)))
+        .map(|h| GitHook {
+            hook: (*h).to_owned(),
+            installed: crate::hooks::is_installed(&dir, h),
+        })
         .collect();
     let mut leads = Vec::new();
     for id in store.meta_ids()? {
@@ -164,7 +198,11 @@ pub fn status(store: &Store, request: &StatusRequest<'_>) -> OpResult<Status> {
                 foreign: meta
                     .foreign
                     .into_iter()
-                    .map(|f| (f.agent, f.first, f.last))
+                    .map(|f| ForeignAppend {
+                        agent: f.agent,
+                        first: f.first,
+                        last: f.last,
+                    })
                     .collect(),
             });
         }
@@ -185,7 +223,14 @@ pub fn status(store: &Store, request: &StatusRequest<'_>) -> OpResult<Status> {
             &git_session_adapters::registry::adapter(&Agent::parse("codex"))
                 .map(|a| a.store_root(request.env, &request.home))
                 .unwrap_or_else(|| request.home.join(".codex")),
-        ),
+        )
+        .into_iter()
+        .map(|(agent, file, installed)| AgentHook {
+            agent,
+            file,
+            installed,
+        })
+        .collect(),
         watch: super::watch::running(store),
         hook_log: super::hook::recent(store.state_dir(), request.log_lines),
     })

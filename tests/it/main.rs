@@ -17,6 +17,7 @@ mod handoff;
 mod hermes;
 mod hooks;
 mod import_export;
+mod jsondoc;
 mod layout;
 mod lifecycle;
 mod loss;
