@@ -151,7 +151,9 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 "  {:<width$}  {}{}",
                 u.session,
                 count(u.batches as u64, "batch"),
-                if u.diverged {
+                if u.replaced {
+                    " (purged here: git session sync or push replaces the remote's copy)"
+                } else if u.diverged {
                     " (diverged from the remote: git session sync forks it)"
                 } else if !u.on_remote {
                     " (not on the remote)"

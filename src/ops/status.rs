@@ -62,6 +62,9 @@ pub struct Unpushed {
     /// The remote's copy is not an ancestor of ours (a divergence the
     /// next `git session sync` turns into a fork).
     pub diverged: bool,
+    /// The local history is a purge of the remote's copy: the next push
+    /// or sync replaces the remote's copy (never true with `diverged`).
+    pub replaced: bool,
 }
 
 /// The whole status.
@@ -174,6 +177,7 @@ pub fn status(store: &Store, request: &StatusRequest<'_>) -> OpResult<Status> {
                 batches: store.batches(id).map(|b| b.len()).unwrap_or(0),
                 on_remote: false,
                 diverged: false,
+                replaced: false,
             })
             .collect(),
     };
@@ -293,6 +297,13 @@ type Listed = [(
 fn unpushed(store: &Store, remote: &str, listed: &Listed) -> OpResult<Vec<Unpushed>> {
     let theirs: HashMap<SessionId, gix::ObjectId> =
         store.tracking_sessions(remote)?.into_iter().collect();
+    // Histories a purge here replaced: push and sync replace them, as
+    // `purge` says, rather than fork them.
+    let purged: std::collections::HashSet<SessionId> = store
+        .purged_on_remote(remote)?
+        .into_iter()
+        .map(|(id, _, _)| id)
+        .collect();
     let mut out = Vec::new();
     for (id, s) in listed {
         let Ok(s) = s else { continue };
@@ -308,11 +319,13 @@ fn unpushed(store: &Store, remote: &str, listed: &Listed) -> OpResult<Vec<Unpush
                 None => (batches.len(), true),
             },
         };
+        let replaced = diverged && purged.contains(id);
         out.push(Unpushed {
             session: id.to_string(),
             batches: count,
             on_remote: their_tip.is_some(),
-            diverged,
+            diverged: diverged && !replaced,
+            replaced,
         });
     }
     Ok(out)

@@ -261,7 +261,8 @@ fn status_json_is_the_documented_shape() {
     );
     assert_eq!(
         s["unpushed"][0],
-        json!({"session": ROUNDTRIP, "batches": 1, "on_remote": false, "diverged": false})
+        json!({"session": ROUNDTRIP, "batches": 1, "on_remote": false, "diverged": false,
+               "replaced": false})
     );
     // A handoff moves the lead: `leads` has a row.
     let home = repo.outside("codex-home");
