@@ -218,6 +218,25 @@ fn codex_repo() -> (Repo, String) {
     (repo, "01a22641-1298-70e1-90e6-4b6faeb436bb".to_owned())
 }
 
+/// A `--seq` range says how many meta events it hid in that range, and a
+/// range of nothing but meta says so instead of printing a header alone.
+#[test]
+fn show_seq_ranges_say_what_they_hide() {
+    let (repo, id) = codex_repo();
+    let only_meta = repo.ok(&["show", &id, "--seq", "1..6"]);
+    snapshot(&repo, "show-only-meta.txt", &only_meta);
+    let some = repo.ok(&["show", &id, "--seq", "12..16"]);
+    assert!(
+        some.contains("events   25 (seq 12..16: 1 meta event hidden: --all shows them)\n"),
+        "{some}"
+    );
+    assert_eq!(
+        some.lines().filter(|l| l.starts_with("    1")).count(),
+        4,
+        "{some}"
+    );
+}
+
 #[test]
 fn show_hides_meta_and_says_what_tools_ran() {
     let (repo, id) = codex_repo();
