@@ -199,7 +199,9 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     // Columns as wide as the longest id and agent name printed.
     let id_width = report.sessions.iter().map(|s| s.id.as_str().len()).max();
     let agent_width = report.sessions.iter().map(|s| s.agent.as_str().len()).max();
-    for s in &report.sessions {
+    // The per-session report is a status report too: `-q` prints nothing
+    // on success (`--json` is the form for scripts).
+    for s in report.sessions.iter().filter(|_| !super::ui::is_quiet()) {
         let verb = if s.created { "new" } else { "+" };
         writeln!(
             out,

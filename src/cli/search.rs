@@ -108,10 +108,10 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         }
     }
     super::status(format!(
-        "{} hits in {} events of {} sessions{}",
-        report.hits.len(),
-        report.events,
-        report.sessions,
+        "{} in {} of {}{}",
+        super::count(report.hits.len() as u64, "hit"),
+        super::count(report.events as u64, "event"),
+        super::count(report.sessions as u64, "session"),
         if report.truncated {
             " (stopped at --max)"
         } else {

@@ -9,6 +9,7 @@ mod cli;
 mod completions;
 mod concurrency;
 mod conformance;
+mod conventions;
 mod discovery;
 mod dsh;
 mod encryption;
