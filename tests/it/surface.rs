@@ -861,3 +861,23 @@ fn progress_shows_on_a_terminal_only() {
         text(&out.stderr)
     );
 }
+
+/// Capturing the native session a handoff wrote says it is a fork of the
+/// session handed off, not "new 0 events".
+#[test]
+fn import_says_a_written_back_session_is_a_fork() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let home = repo.outside("handoff-home");
+    let h = home.to_str().unwrap();
+    let id = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
+    repo.ok(&["handoff", id, "--to", "codex", "--home", h]);
+    let said = repo.ok(&["import", "--home", h, "--agent", "codex"]);
+    let line = said.lines().next().unwrap_or_default();
+    assert!(
+        line.contains(&format!(
+            "codex  new fork of {id} at seq 36, 0 events of its own (37 in all)"
+        )),
+        "{said}"
+    );
+}
