@@ -135,6 +135,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 "backups": super::resume::paths(&o.backups),
                 "losses": o.losses,
                 "warnings": o.skipped_rows,
+                "notices": o.notices,
                 "cwd": o.cwd.display().to_string(),
                 "command": line,
             }),
