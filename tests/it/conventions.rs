@@ -120,8 +120,15 @@ fn quiet_prints_nothing_on_success() {
             "-o",
             exported.to_str().unwrap(),
         ],
+        vec!["rm", "q-fork"],
+        vec!["purge", ROUNDTRIP, "--match", "hello"],
     ];
     for step in &steps {
+        if step[0] == "rm" {
+            // fork prints the new id: data, so -q keeps it.
+            let id = repo.ok(&["-q", "fork", ROUNDTRIP, "--at", "3", "--id", "q-fork"]);
+            assert_eq!(id, "q-fork\n");
+        }
         let mut args = vec!["-q"];
         args.extend(step);
         let (out, err, code) = run(&repo, &args);
@@ -132,7 +139,7 @@ fn quiet_prints_nothing_on_success() {
             "git session {args:?}"
         );
         // Without -q each of them says something.
-        if step[0] != "export" && step[0] != "title" {
+        if !["export", "title", "rm", "purge"].contains(&step[0]) {
             let (out, err, _) = run(&repo, step);
             assert!(
                 !format!("{out}{err}").is_empty(),
