@@ -881,3 +881,28 @@ fn import_says_a_written_back_session_is_a_fork() {
         "{said}"
     );
 }
+
+/// doctor and status agree on the remote: one that exists but was not
+/// chosen is fetched from and pushed nowhere.
+#[test]
+fn doctor_and_status_agree_on_an_unchosen_remote() {
+    let repo = Repo::new();
+    let remote = repo.outside("unchosen.git");
+    repo.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
+    repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    let doctor = repo.ok(&["doctor"]);
+    assert!(
+        doctor.contains("remote     origin: sessions are fetched from it, pushed nowhere until `git session push --to NAME`\n"),
+        "{doctor}"
+    );
+    assert!(repo.ok(&["status"]).contains("remote     none chosen: sessions are pushed nowhere until `git session push --to NAME` (fetch from origin)"));
+    repo.git(&["config", "session.remote", "origin"]);
+    assert!(
+        repo.ok(&["doctor"])
+            .contains("remote     origin (chosen for sessions)\n")
+    );
+    assert!(
+        repo.ok(&["status"])
+            .contains("remote     origin (chosen for sessions")
+    );
+}
