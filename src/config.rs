@@ -12,12 +12,86 @@ use crate::sign::KeySource;
 use crate::store::Store;
 
 fn get(store: &Store, key: &str) -> Option<String> {
-    store
-        .repo()
-        .config_snapshot()
-        .string(key)
-        .map(|v| v.to_string())
+    let cli = std::env::var("GIT_CONFIG_PARAMETERS").ok();
+    cli.as_deref()
+        .and_then(|p| command_line_value(p, key))
+        .or_else(|| {
+            store
+                .repo()
+                .config_snapshot()
+                .string(key)
+                .map(|v| v.to_string())
+        })
         .filter(|v| !v.is_empty())
+}
+
+/// Returns the value `git -c KEY=VALUE session …` gave `key`: git passes
+/// `-c` settings to subcommands in `GIT_CONFIG_PARAMETERS` as shell-quoted
+/// `'key'='value'` (or, before git 2.31, `'key=value'`) words, which gix
+/// does not read. The last setting wins; a key without `=` is true.
+/// Section and variable names compare case-insensitively, a subsection
+/// exactly, as git compares them.
+fn command_line_value(params: &str, key: &str) -> Option<String> {
+    let same = |a: &str, b: &str| {
+        let split = |k: &str| -> Option<(String, String, String)> {
+            let (section, rest) = k.split_once('.')?;
+            let (sub, var) = rest.rsplit_once('.').unwrap_or(("", rest));
+            Some((
+                section.to_ascii_lowercase(),
+                sub.to_owned(),
+                var.to_ascii_lowercase(),
+            ))
+        };
+        split(a).is_some_and(|x| Some(x) == split(b))
+    };
+    let mut words: Vec<(String, bool)> = Vec::new(); // (text, followed by '=')
+    let mut chars = params.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\'' {
+            continue;
+        }
+        let mut word = String::new();
+        loop {
+            match chars.next() {
+                None => return None,
+                Some('\'') => {
+                    // `'\''` is an escaped quote inside a word.
+                    if chars.peek() == Some(&'\\') {
+                        chars.next();
+                        chars.next();
+                        word.push('\'');
+                        if chars.next() != Some('\'') {
+                            return None;
+                        }
+                        continue;
+                    }
+                    break;
+                }
+                Some(ch) => word.push(ch),
+            }
+        }
+        let eq = chars.peek() == Some(&'=');
+        if eq {
+            chars.next();
+        }
+        words.push((word, eq));
+    }
+    let mut found = None;
+    let mut it = words.into_iter();
+    while let Some((word, eq)) = it.next() {
+        let (k, v) = if eq {
+            (word, it.next().map(|(v, _)| v).unwrap_or_default())
+        } else {
+            match word.split_once('=') {
+                Some((k, v)) => (k.to_owned(), v.to_owned()),
+                None => (word, "true".to_owned()),
+            }
+        };
+        if same(&k, key) {
+            found = Some(v);
+        }
+    }
+    found
 }
 
 /// Returns the remote sessions are fetched from by default and init adds
@@ -131,4 +205,34 @@ pub fn color_ui(store: &Store) -> Option<String> {
 /// Returns git's `core.pager`.
 pub fn core_pager(store: &Store) -> Option<String> {
     get(store, "core.pager")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::command_line_value;
+
+    #[test]
+    fn git_dash_c_settings_are_read_as_git_passes_them() {
+        // git 2.31+: key and value quoted apart; older: one word.
+        let p = "'color.ui'='never' 'core.pager=less -R' 'Session.Origin.requireSigned'";
+        assert_eq!(command_line_value(p, "color.ui").as_deref(), Some("never"));
+        assert_eq!(command_line_value(p, "COLOR.UI").as_deref(), Some("never"));
+        assert_eq!(
+            command_line_value(p, "core.pager").as_deref(),
+            Some("less -R")
+        );
+        assert_eq!(
+            command_line_value(p, "session.Origin.requiresigned").as_deref(),
+            Some("true")
+        );
+        assert_eq!(command_line_value(p, "session.origin.requireSigned"), None);
+        assert_eq!(command_line_value(p, "user.email"), None);
+        // The last one wins; a quote inside a value is '\''.
+        let p = r"'color.ui'='always' 'user.name'='O'\''Brien' 'color.ui'='auto'";
+        assert_eq!(command_line_value(p, "color.ui").as_deref(), Some("auto"));
+        assert_eq!(
+            command_line_value(p, "user.name").as_deref(),
+            Some("O'Brien")
+        );
+    }
 }

@@ -143,7 +143,19 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         writeln!(out, "hook       {}: {state} in {}", h.name, dir.display())?;
     }
     if has_remote {
-        writeln!(out, "remote     {remote}")?;
+        // As status says it: fetching works, pushing waits for a choice.
+        match crate::config::chosen_remote(&store).0 {
+            Some(_) => writeln!(
+                out,
+                "remote     {} (chosen for sessions)",
+                escape_line(&remote)
+            )?,
+            None => writeln!(
+                out,
+                "remote     {}: sessions are fetched from it, pushed nowhere until `git session push --to NAME`",
+                escape_line(&remote)
+            )?,
+        }
     } else {
         writeln!(
             out,

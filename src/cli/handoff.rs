@@ -101,9 +101,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             "loss report ({}):",
             super::count(o.losses.len() as u64, "item")
         ));
-        for loss in &o.losses {
-            status(format!("  {loss}"));
-        }
+        super::resume::say_losses(&o.losses, "  ");
     }
     super::resume::say_backups(&o.backups);
     for skipped in &o.skipped_rows {
@@ -137,6 +135,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 "backups": super::resume::paths(&o.backups),
                 "losses": o.losses,
                 "warnings": o.skipped_rows,
+                "notices": o.notices,
                 "cwd": o.cwd.display().to_string(),
                 "command": line,
             }),

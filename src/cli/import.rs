@@ -199,14 +199,31 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     // Columns as wide as the longest id and agent name printed.
     let id_width = report.sessions.iter().map(|s| s.id.as_str().len()).max();
     let agent_width = report.sessions.iter().map(|s| s.agent.as_str().len()).max();
-    for s in &report.sessions {
-        let verb = if s.created { "new" } else { "+" };
+    // The per-session report is a status report too: `-q` prints nothing
+    // on success (`--json` is the form for scripts).
+    for s in report.sessions.iter().filter(|_| !super::ui::is_quiet()) {
+        // A native session a write-back started (resume --fork, handoff)
+        // is captured as a fork: say so, not "new 0 events".
+        let fork = s
+            .created
+            .then(|| store.header(&s.id).ok())
+            .flatten()
+            .and_then(|h| h.lineage);
+        let what = match &fork {
+            Some(l) => format!(
+                "new fork of {} at seq {}, {} of its own",
+                crate::cli::escape(l.parent_session.as_str()),
+                l.fork_seq,
+                count(s.appended, "event")
+            ),
+            None if s.created => format!("new {}", count(s.appended, "event")),
+            None => format!("+ {}", count(s.appended, "event")),
+        };
         writeln!(
             out,
-            "{:<iw$}  {:<aw$}  {verb} {} ({} in all)",
+            "{:<iw$}  {:<aw$}  {what} ({} in all)",
             s.id.as_str(),
             s.agent.as_str(),
-            count(s.appended, "event"),
             s.events,
             iw = id_width.unwrap_or(0),
             aw = agent_width.unwrap_or(0),

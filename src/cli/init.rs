@@ -99,9 +99,35 @@ fn agent_setup(
 
 pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandError> {
     let store = env.store()?;
-    agent_setup(&args, env, &store, out)?;
+    // What init did is a report, not data: `-q` prints nothing on
+    // success, as `git init -q` does; warnings still go to stderr.
+    let quiet = super::ui::is_quiet();
+    let mut warned = Vec::new();
+    let result = if quiet {
+        run_reporting(&args, env, &store, &mut std::io::sink(), &mut warned)
+    } else {
+        run_reporting(&args, env, &store, &mut *out, &mut warned)
+    };
+    for w in warned {
+        if quiet {
+            writeln!(std::io::stderr(), "{w}")?;
+        } else {
+            writeln!(out, "{w}")?;
+        }
+    }
+    result
+}
+
+fn run_reporting(
+    args: &Args,
+    env: &Env,
+    store: &crate::store::Store,
+    out: &mut dyn Write,
+    warnings: &mut Vec<String>,
+) -> Result<(), CommandError> {
+    agent_setup(args, env, store, out)?;
     if args.uninstall {
-        let undone = ops::init::uninstall(&store)?;
+        let undone = ops::init::uninstall(store)?;
         for path in &undone.hooks {
             writeln!(out, "Removed the git-session block from {}", path.display())?;
         }
@@ -121,7 +147,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     }
     let binary = std::env::current_exe()
         .map_err(|e| CommandError::failure(format!("cannot locate git-session itself: {e}")))?;
-    let r = ops::init::init(&store, &binary)?;
+    let r = ops::init::init(store, &binary)?;
     let verb = if r.created {
         "Initialized"
     } else {
@@ -150,10 +176,9 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     }
     for (path, why) in &r.hooks_unreachable {
         let hook = path.file_name().unwrap_or_default().to_string_lossy();
-        writeln!(
-            out,
+        warnings.push(format!(
             "warning: the {hook} hook never reaches the git-session block: {why}; move the block above that line"
-        )?;
+        ));
     }
     match &r.chosen_remote {
         Some(r) => writeln!(

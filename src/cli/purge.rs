@@ -54,14 +54,16 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     if done.header {
         places.push("the header".to_owned());
     }
-    writeln!(
-        out,
-        "purged {id}: {} replaced in {} (was {}, now {})",
-        done.replaced,
-        places.join(" and "),
-        short(&done.old_tip),
-        short(&done.new_tip)
-    )?;
+    if !super::ui::is_quiet() {
+        writeln!(
+            out,
+            "purged {id}: {} replaced in {} (was {}, now {})",
+            done.replaced,
+            places.join(" and "),
+            short(&done.old_tip),
+            short(&done.new_tip)
+        )?;
+    }
     for fork in &done.forks {
         writeln!(
             out,

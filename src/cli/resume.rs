@@ -72,9 +72,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         status(format!("recorded as fork {}", outcome.session));
     }
     say_backups(&outcome.backups);
-    for loss in &outcome.losses {
-        status(format!("not carried over: {loss}"));
-    }
+    say_losses(&outcome.losses, "not carried over: ");
     for skipped in &outcome.skipped_rows {
         status(format!("warning: {skipped}"));
     }
@@ -104,6 +102,32 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     status("Continue with:");
     writeln!(out, "{line}")?;
     Ok(())
+}
+
+/// Prints a write-back's loss report, each line after `prefix`. Meta
+/// events the target has no form for (agent bookkeeping such as Claude's
+/// attachments or Codex's token counts, never conversation) are one
+/// summary line unless `-v` asks for each; every other loss is listed.
+/// `--json` always has every line.
+pub(crate) fn say_losses(losses: &[String], prefix: &str) {
+    let is_meta = |l: &String| {
+        git_session_adapters::loss::code_of(l) == "event-unmapped" && l.contains(": meta (")
+    };
+    let verbose = super::ui::is_verbose();
+    let mut meta = 0usize;
+    for loss in losses {
+        if is_meta(loss) && !verbose {
+            meta += git_session_adapters::loss::seqs_of(loss).len().max(1);
+        } else {
+            status(format!("{prefix}{loss}"));
+        }
+    }
+    if meta > 0 {
+        status(format!(
+            "{prefix}{} of agent bookkeeping the target has no form for (-v lists them)",
+            super::count(meta as u64, "meta event")
+        ));
+    }
 }
 
 /// Says, once per write-back, where the copy of each agent database made

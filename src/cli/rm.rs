@@ -36,7 +36,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             out,
             &serde_json::json!({"id": id, "tip": tip.to_string(), "tombstone": true}),
         )?;
-    } else {
+    } else if !super::ui::is_quiet() {
         writeln!(out, "removed {id} (was at {})", short(&tip))?;
     }
     status("The tombstone goes to the remote with the next git session push or sync");

@@ -45,7 +45,7 @@ pub struct Args {
     /// Stop after this many hits.
     #[arg(long, value_name = "N")]
     max: Option<usize>,
-    /// Print a JSON array of hits (session, agent, seq, type, ts, snippet, match).
+    /// Print a JSON array of hits (docs/json.md).
     #[arg(long)]
     json: bool,
 }
@@ -78,8 +78,19 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     };
     let report = ops::search::search(&store, &request)?;
     if args.json {
-        serde_json::to_writer_pretty(&mut *out, &report.hits).map_err(std::io::Error::from)?;
-        writeln!(out)?;
+        // Times as everywhere in --json: RFC 3339 (null for an event without one).
+        let hits: Vec<serde_json::Value> = report
+            .hits
+            .iter()
+            .map(|h| {
+                let mut row = serde_json::to_value(h).unwrap_or_default();
+                row["ts"] = (h.ts != 0)
+                    .then(|| super::format_time(h.ts))
+                    .map_or(serde_json::Value::Null, serde_json::Value::from);
+                row
+            })
+            .collect();
+        super::print_json(out, &serde_json::Value::Array(hits))?;
     } else {
         for h in &report.hits {
             writeln!(
@@ -97,10 +108,10 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         }
     }
     super::status(format!(
-        "{} hits in {} events of {} sessions{}",
-        report.hits.len(),
-        report.events,
-        report.sessions,
+        "{} in {} of {}{}",
+        super::count(report.hits.len() as u64, "hit"),
+        super::count(report.events as u64, "event"),
+        super::count(report.sessions as u64, "session"),
         if report.truncated {
             " (stopped at --max)"
         } else {

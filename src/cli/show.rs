@@ -204,10 +204,17 @@ fn print_text(
         writeln!(out, "cwd      {}", escape_line(c))?;
     }
     writeln!(out, "created  {}", escape_line(&h.created))?;
+    // The range asked for, as the hidden count only covers it.
+    let range = match args.seq {
+        Some((a, Some(z))) if a == z => format!("seq {a}: "),
+        Some((a, Some(z))) => format!("seq {a}..{z}: "),
+        Some((a, None)) => format!("seq {a}..: "),
+        None => String::new(),
+    };
     if hidden > 0 {
         writeln!(
             out,
-            "events   {} ({} hidden: --all shows them)",
+            "events   {} ({range}{} hidden: --all shows them)",
             stat.events,
             super::count(hidden, "meta event")
         )?;
@@ -252,6 +259,14 @@ fn print_text(
     writeln!(out)?;
     if let Some(lines) = tree_lines {
         return tree(lines, out);
+    }
+    if shown.is_empty() && hidden > 0 {
+        // Say so rather than print a header alone (Claude Code writes
+        // long runs of meta records between turns).
+        writeln!(
+            out,
+            "({range}only meta events; --all shows them, --type message the conversation)",
+        )?;
     }
     for line in shown {
         writeln!(out, "{}", line.trim_end())?;

@@ -118,11 +118,13 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             l.session,
             escape_line(&l.owner)
         )?;
-        for (agent, first, last) in &l.foreign {
+        for f in &l.foreign {
             writeln!(
                 out,
-                "  warning  {} appended seq {first}..{last} but does not lead it ({} does): two agents may both think they lead",
-                escape_line(agent),
+                "  warning  {} appended seq {}..{} but does not lead it ({} does): two agents may both think they lead",
+                escape_line(&f.agent),
+                f.first,
+                f.last,
                 escape_line(&l.owner)
             )?;
         }
@@ -149,7 +151,9 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 "  {:<width$}  {}{}",
                 u.session,
                 count(u.batches as u64, "batch"),
-                if u.diverged {
+                if u.replaced {
+                    " (purged here: git session sync or push replaces the remote's copy)"
+                } else if u.diverged {
                     " (diverged from the remote: git session sync forks it)"
                 } else if !u.on_remote {
                     " (not on the remote)"
@@ -159,27 +163,29 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             )?;
         }
     }
-    for (hook, installed) in &s.git_hooks {
+    for h in &s.git_hooks {
         writeln!(
             out,
-            "git hook   {hook}: {}",
-            if *installed {
+            "git hook   {}: {}",
+            h.hook,
+            if h.installed {
                 "installed"
             } else {
                 "not installed (git session init)"
             }
         )?;
     }
-    for (agent, file, installed) in &s.agent_hooks {
+    for h in &s.agent_hooks {
         writeln!(
             out,
-            "agent hook {agent}: {} ({})",
-            if *installed {
+            "agent hook {}: {} ({})",
+            h.agent,
+            if h.installed {
                 "installed"
             } else {
                 "not installed (git session init --agent-hooks)"
             },
-            file.display()
+            h.file.display()
         )?;
     }
     match s.watch {

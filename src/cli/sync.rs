@@ -47,6 +47,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         let mut doc = super::fetch::fetch_json(&report.fetched);
         doc["remote"] = remote.as_str().into();
         doc["rounds"] = report.rounds.into();
+        doc["replaced"] = report.replaced.iter().map(|id| id.to_string()).collect();
         doc["not_pushed"] = report
             .held
             .iter()
@@ -58,6 +59,13 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     super::fetch::print_removed(out, &report.fetched.removed)?;
     super::fetch::print_meta(out, &report.fetched.meta)?;
     super::fetch::print_quarantine(out, &report.fetched.quarantined)?;
+    for id in &report.replaced {
+        writeln!(
+            out,
+            "replaced   {id}: the purged history replaced the old one on {}",
+            super::escape_line(&remote)
+        )?;
+    }
     for r in &report.held {
         writeln!(
             out,
@@ -66,8 +74,12 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         )?;
     }
     status(format!(
-        "Synced with {remote} ({} changed here{})",
+        "Synced with {remote} ({} changed here{}{})",
         report.fetched.changed.len(),
+        match report.replaced.len() {
+            0 => String::new(),
+            n => format!(", {n} replaced there"),
+        },
         match report.fetched.quarantined.len() {
             0 => String::new(),
             n => format!(", {n} quarantined"),

@@ -57,12 +57,18 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             short(&commit)
         ));
     }
-    let line = |out: &mut dyn Write, b: &CommitBatch| -> std::io::Result<()> {
+    // Each row says how it relates to the commit, so stdout alone (the
+    // headings are status lines) never lists a pending batch as one that
+    // led to it.
+    let line = |out: &mut dyn Write, b: &CommitBatch, pending: bool| -> std::io::Result<()> {
         let range = b
             .seq
             .map_or("no events".to_owned(), |(a, z)| format!("seq {a}..{z}"));
         let how = match b.attribution {
             Attribution::PostCommit => "captured by its post-commit hook".to_owned(),
+            Attribution::BeforeCommit if pending => {
+                "captured since it was made: pending, belongs to the next commit".to_owned()
+            }
             Attribution::BeforeCommit => {
                 format!("captured before it, at HEAD {}", short(&b.head))
             }
@@ -76,7 +82,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         )
     };
     for b in &found.batches {
-        line(out, b)?;
+        line(out, b, false)?;
     }
     if !found.pending.is_empty() {
         super::status(format!(
@@ -84,7 +90,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             short(&commit)
         ));
         for b in &found.pending {
-            line(out, b)?;
+            line(out, b, true)?;
         }
     }
     Ok(())

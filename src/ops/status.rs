@@ -62,6 +62,9 @@ pub struct Unpushed {
     /// The remote's copy is not an ancestor of ours (a divergence the
     /// next `git session sync` turns into a fork).
     pub diverged: bool,
+    /// The local history is a purge of the remote's copy: the next push
+    /// or sync replaces the remote's copy (never true with `diverged`).
+    pub replaced: bool,
 }
 
 /// The whole status.
@@ -83,16 +86,47 @@ pub struct Status {
     pub remote_url: Option<String>,
     /// Sessions with batches the remote lacks.
     pub unpushed: Vec<Unpushed>,
-    /// Git hooks: name and whether installed.
-    pub git_hooks: Vec<(String, bool)>,
-    /// Agent hooks: agent, config file, whether installed.
-    pub agent_hooks: Vec<(String, PathBuf, bool)>,
+    /// Git hooks and whether each is installed.
+    pub git_hooks: Vec<GitHook>,
+    /// Agent hooks and whether each is installed.
+    pub agent_hooks: Vec<AgentHook>,
     /// The running `git session watch`, if any: its pid.
     pub watch: Option<u32>,
     /// The last lines of the hook log.
     pub hook_log: Vec<String>,
     /// Sessions whose lead a handoff moved to another agent.
     pub leads: Vec<Lead>,
+}
+
+/// One git hook git-session installs.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct GitHook {
+    /// The hook's name (`post-commit`).
+    pub hook: String,
+    /// Whether git-session's block is in it.
+    pub installed: bool,
+}
+
+/// One agent's capture hook (`init --agent-hooks`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct AgentHook {
+    /// The agent.
+    pub agent: String,
+    /// The agent config file the hook lives in.
+    pub file: PathBuf,
+    /// Whether git-session's entry is in it.
+    pub installed: bool,
+}
+
+/// Appends to a led session by an agent that does not lead it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ForeignAppend {
+    /// The agent that appended.
+    pub agent: String,
+    /// The first seq it appended.
+    pub first: u64,
+    /// The last seq it appended.
+    pub last: u64,
 }
 
 /// Who leads a session a handoff moved, and what others appended since.
@@ -106,8 +140,8 @@ pub struct Lead {
     pub key: Option<String>,
     /// The `handoff` event that moved the lead.
     pub handoff_seq: Option<u64>,
-    /// Appends by agents that do not lead, since: agent, first and last seq.
-    pub foreign: Vec<(String, u64, u64)>,
+    /// Appends by agents that do not lead, since.
+    pub foreign: Vec<ForeignAppend>,
 }
 
 /// Computes the status.
@@ -143,13 +177,17 @@ pub fn status(store: &Store, request: &StatusRequest<'_>) -> OpResult<Status> {
                 batches: store.batches(id).map(|b| b.len()).unwrap_or(0),
                 on_remote: false,
                 diverged: false,
+                replaced: false,
             })
             .collect(),
     };
     let dir = store.hooks_dir();
     let git_hooks = crate::hooks::HOOKS
         .iter()
-        .map(|h| ((*h).to_owned(), crate::hooks::is_installed(&dir, h)))
+        .map(|h| GitHook {
+            hook: (*h).to_owned(),
+            installed: crate::hooks::is_installed(&dir, h),
+        })
         .collect();
     let mut leads = Vec::new();
     for id in store.meta_ids()? {
@@ -164,7 +202,11 @@ pub fn status(store: &Store, request: &StatusRequest<'_>) -> OpResult<Status> {
                 foreign: meta
                     .foreign
                     .into_iter()
-                    .map(|f| (f.agent, f.first, f.last))
+                    .map(|f| ForeignAppend {
+                        agent: f.agent,
+                        first: f.first,
+                        last: f.last,
+                    })
                     .collect(),
             });
         }
@@ -192,7 +234,7 @@ pub fn status(store: &Store, request: &StatusRequest<'_>) -> OpResult<Status> {
 fn agent_hooks(
     project: Option<&Path>,
     request: &StatusRequest<'_>,
-) -> Vec<(String, PathBuf, bool)> {
+) -> Vec<AgentHook> {
     use crate::native::agent_config as ac;
     let mut out = Vec::new();
     for adapter in git_session_adapters::registry::ADAPTERS {
@@ -202,7 +244,11 @@ fn agent_hooks(
         let store = || adapter.store_root(request.env, &request.home);
         if let Some(path) = ac::locate(config.file(), project, &store) {
             let on = ac::hooks_installed(config, &path);
-            out.push((adapter.spec().name().to_owned(), path, on));
+            out.push(AgentHook {
+                agent: adapter.spec().name().to_owned(),
+                file: path,
+                installed: on,
+            });
         }
     }
     out
@@ -265,6 +311,13 @@ type Listed = [(
 fn unpushed(store: &Store, remote: &str, listed: &Listed) -> OpResult<Vec<Unpushed>> {
     let theirs: HashMap<SessionId, gix::ObjectId> =
         store.tracking_sessions(remote)?.into_iter().collect();
+    // Histories a purge here replaced: push and sync replace them, as
+    // `purge` says, rather than fork them.
+    let purged: std::collections::HashSet<SessionId> = store
+        .purged_on_remote(remote)?
+        .into_iter()
+        .map(|(id, _, _)| id)
+        .collect();
     let mut out = Vec::new();
     for (id, s) in listed {
         let Ok(s) = s else { continue };
@@ -280,11 +333,13 @@ fn unpushed(store: &Store, remote: &str, listed: &Listed) -> OpResult<Vec<Unpush
                 None => (batches.len(), true),
             },
         };
+        let replaced = diverged && purged.contains(id);
         out.push(Unpushed {
             session: id.to_string(),
             batches: count,
             on_remote: their_tip.is_some(),
-            diverged,
+            diverged: diverged && !replaced,
+            replaced,
         });
     }
     Ok(out)

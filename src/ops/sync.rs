@@ -230,6 +230,9 @@ pub struct SyncReport {
     /// Pushes refused because the remote holds a quarantined conflicting
     /// history under the same id (reported, not retried).
     pub held: Vec<PushRejection>,
+    /// Sessions purged here whose old history on the remote the push
+    /// replaced (fetch quarantines that history; the push resolves it).
+    pub replaced: Vec<SessionId>,
 }
 
 /// Fetches `remote` and reconciles every fetched session.
@@ -489,10 +492,22 @@ pub fn sync_reporting(
             .map(|q| format!("{}{}", refs::SESSIONS_PREFIX, q.id))
             .collect();
         progress.stage(&format!("Pushing sessions to {remote}"), "refs", 0);
+        let replacing = store.purged_on_remote(remote)?;
         let (held, rejected): (Vec<_>, Vec<_>) = push(store, remote)?
             .into_iter()
             .partition(|r| conflicts.contains(&r.refname));
         report.held = held;
+        let theirs: std::collections::HashMap<SessionId, ObjectId> =
+            store.tracking_sessions(remote)?.into_iter().collect();
+        for (id, _, ours) in replacing {
+            if theirs.get(&id) == Some(&ours) {
+                let refname = format!("{}{id}", refs::tracking_prefix(&tracking_name(remote)));
+                report.fetched.quarantined.retain(|q| q.refname != refname);
+                if !report.replaced.contains(&id) {
+                    report.replaced.push(id);
+                }
+            }
+        }
         if rejected.is_empty() {
             return Ok(report);
         }

@@ -12,6 +12,11 @@
 //!   each child commit; while that commit is still HEAD they are pending);
 //! - no `Captured` trailer (batches written before it was recorded): listed
 //!   under the HEAD they were captured at, as "captured at HEAD".
+//!
+//! A history `purge` rewrote is one root commit; it keeps the trailers of
+//! the batches it replaced (`Purged-Batch`), so their records stay listed
+//! under the commits they led to (as that root commit), and only the
+//! purge's own event is attributed to the HEAD it was made at.
 
 use git_session_schema::SessionId;
 use gix::ObjectId;
@@ -79,27 +84,30 @@ pub fn which(store: &Store, commit: ObjectId) -> OpResult<Which> {
     let mut found = Which::default();
     for id in store.session_ids()? {
         for b in store.batches(&id)? {
-            let Some(head) = b.trailers.code_commit else {
-                continue;
-            };
-            let row = |attribution| CommitBatch {
-                session: id.clone(),
-                agent: b.trailers.agent.clone(),
-                seq: b.trailers.seq,
-                batch: b.commit,
-                head,
-                attribution,
-            };
-            match (head == commit, b.trailers.after_commit) {
-                (true, Some(true)) => found.batches.push(row(Attribution::PostCommit)),
-                (true, None) => found.batches.push(row(Attribution::AtHead)),
-                (true, Some(false)) if is_head => {
-                    found.pending.push(row(Attribution::BeforeCommit))
+            for part in store.batch_parts(&b)? {
+                let (seq, after) = (part.seq, part.after_commit);
+                let Some(head) = part.code_commit else {
+                    continue;
+                };
+                let row = |attribution| CommitBatch {
+                    session: id.clone(),
+                    agent: b.trailers.agent.clone(),
+                    seq,
+                    batch: b.commit,
+                    head,
+                    attribution,
+                };
+                match (head == commit, after) {
+                    (true, Some(true)) => found.batches.push(row(Attribution::PostCommit)),
+                    (true, None) => found.batches.push(row(Attribution::AtHead)),
+                    (true, Some(false)) if is_head => {
+                        found.pending.push(row(Attribution::BeforeCommit))
+                    }
+                    (false, Some(false)) if parents.contains(&head) => {
+                        found.batches.push(row(Attribution::BeforeCommit))
+                    }
+                    _ => {}
                 }
-                (false, Some(false)) if parents.contains(&head) => {
-                    found.batches.push(row(Attribution::BeforeCommit))
-                }
-                _ => {}
             }
         }
     }

@@ -559,6 +559,7 @@ impl Store {
             })?);
         }
         let artifacts = self.artifacts_in(self.commit_tree(old)?)?;
+        let attributions = self.batch_attributions(id, old)?;
         let mut purged = self.purged_tips(old)?;
         purged.push(old);
         let (header, events) = rewrite(old, header, events)?;
@@ -616,6 +617,13 @@ impl Store {
         ));
         for p in &purged {
             message += &format!("{}: {p}\n", refs::TRAILER_PURGED_TIP);
+        }
+        // Which commit each replaced batch led to (`which`) survives the
+        // rewrite; the new root's own trailers then only cover what the
+        // purge added.
+        for b in &attributions {
+            message += &b.to_trailer();
+            message.push('\n');
         }
         let new = self.write_commit(info.time, &message, tree, None)?;
         // The checkpoint snapshots the old history carried as second

@@ -43,6 +43,7 @@ pub use index::{Derive, LIST_INDEX_FILE, ListRow, Listed};
 pub use lock::SessionLock as StateLock;
 pub use meta::{MAX_META_COMMITS, MetaEntry, MetaReconciled};
 pub use pack::{DEFAULT_PACK_BATCHES, DELTA_ATTRIBUTE, PackOutcome};
+pub use purge::{BatchPart, PurgedBatch};
 pub use read::{BatchInfo, LineIter, StoredLine};
 pub use search_index::{IndexFile, index_line};
 pub use sync::{PushRejection, Reconciled, tracking_name};

@@ -29,6 +29,67 @@ use super::{Store, StoreError, StoreResult, git};
 /// How far a purged-tip trailer list may go (bounds a hostile root commit).
 const MAX_PURGED: usize = 1024;
 
+/// How many `Purged-Batch` trailers a root commit may carry (bounds a
+/// hostile one; a longer history keeps the attribution of its first ones).
+const MAX_PURGED_BATCHES: usize = 1 << 16;
+
+/// One batch of a history a purge replaced, as its new root records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PurgedBatch {
+    /// Its seq range, inclusive.
+    pub seq: (u64, u64),
+    /// The code commit that was HEAD when it was captured.
+    pub code_commit: ObjectId,
+    /// As [`super::trailers::Trailers::after_commit`].
+    pub after_commit: Option<bool>,
+}
+
+/// What one batch (or, in a purged root, one replaced batch) says about
+/// how its records were captured.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchPart {
+    /// The seq range, inclusive; `None` for a commit that adds no events.
+    pub seq: Option<(u64, u64)>,
+    /// The code commit that was HEAD at capture.
+    pub code_commit: Option<ObjectId>,
+    /// As [`super::trailers::Trailers::after_commit`].
+    pub after_commit: Option<bool>,
+}
+
+impl PurgedBatch {
+    /// Returns its trailer line (without the newline).
+    pub(crate) fn to_trailer(&self) -> String {
+        let when = match self.after_commit {
+            Some(true) => "after-commit",
+            Some(false) => "before-commit",
+            None => "-",
+        };
+        format!(
+            "{}: {}..{} {} {when}",
+            refs::TRAILER_PURGED_BATCH,
+            self.seq.0,
+            self.seq.1,
+            self.code_commit
+        )
+    }
+
+    fn parse(value: &str) -> Option<PurgedBatch> {
+        let mut parts = value.split(' ');
+        let (a, b) = parts.next()?.split_once("..")?;
+        let code_commit = ObjectId::from_hex(parts.next()?.as_bytes()).ok()?;
+        let after_commit = match parts.next()? {
+            "after-commit" => Some(true),
+            "before-commit" => Some(false),
+            _ => None,
+        };
+        Some(PurgedBatch {
+            seq: (a.parse().ok()?, b.parse().ok()?),
+            code_commit,
+            after_commit,
+        })
+    }
+}
+
 impl Store {
     /// Returns the tips the history ending at `tip` replaced (the
     /// `Purged-Tip` trailers of its root commit); empty for a history no
@@ -56,6 +117,82 @@ impl Store {
             .filter_map(|hex| ObjectId::from_hex(hex.trim().as_bytes()).ok())
             .take(MAX_PURGED)
             .collect())
+    }
+
+    /// Returns the batches of the histories `commit` replaced, if it is the
+    /// root a purge wrote (its `Purged-Batch` trailers), in seq order.
+    pub fn purged_batches(&self, commit: ObjectId) -> StoreResult<Vec<PurgedBatch>> {
+        let header = self.repo.find_header(commit).map_err(git)?;
+        if header.kind() != gix::objs::Kind::Commit || header.size() > 16 << 20 {
+            return Ok(Vec::new());
+        }
+        let c = self.repo.find_commit(commit).map_err(git)?;
+        let message = c.message_raw().map_err(git)?.to_vec();
+        let key = format!("{}: ", refs::TRAILER_PURGED_BATCH);
+        Ok(String::from_utf8_lossy(&message)
+            .lines()
+            .filter_map(|l| l.strip_prefix(&key))
+            .filter_map(PurgedBatch::parse)
+            .take(MAX_PURGED_BATCHES)
+            .collect())
+    }
+
+    /// Returns how the records of batch `b` were captured, in seq order:
+    /// its own trailers, or for the root of a purged history the batches
+    /// it replaced, then what the purge added.
+    pub fn batch_parts(&self, b: &super::BatchInfo) -> StoreResult<Vec<BatchPart>> {
+        let mut out = Vec::new();
+        let mut from = 0;
+        // Only a history's first batch (seq 0 on) can be a purge's root.
+        let root = b.trailers.seq.is_some_and(|(a, _)| a == 0);
+        let replaced = if root {
+            self.purged_batches(b.commit)?
+        } else {
+            Vec::new()
+        };
+        for p in replaced {
+            from = from.max(p.seq.1 + 1);
+            out.push(BatchPart {
+                seq: Some(p.seq),
+                code_commit: Some(p.code_commit),
+                after_commit: p.after_commit,
+            });
+        }
+        let own = b
+            .trailers
+            .seq
+            .map(|(a, z)| (from.max(a), z))
+            .filter(|(a, z)| a <= z);
+        if from == 0 || own.is_some() {
+            out.push(BatchPart {
+                seq: own,
+                code_commit: b.trailers.code_commit,
+                after_commit: b.trailers.after_commit,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Returns the attributed batches of the history ending at `tip`, in
+    /// seq order (what a purge of it records as `Purged-Batch`).
+    pub(crate) fn batch_attributions(
+        &self,
+        id: &super::SessionId,
+        tip: ObjectId,
+    ) -> StoreResult<Vec<PurgedBatch>> {
+        let mut out = Vec::new();
+        for b in self.batches_at(id, tip)?.into_iter().rev() {
+            for p in self.batch_parts(&b)? {
+                if let (Some(seq), Some(code_commit)) = (p.seq, p.code_commit) {
+                    out.push(PurgedBatch {
+                        seq,
+                        code_commit,
+                        after_commit: p.after_commit,
+                    });
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// Says whether `descendant`'s first-parent history contains
@@ -217,9 +354,20 @@ impl Store {
                 if rejected.iter().any(|(r, _)| *r == refs::session_ref(id)) {
                     continue;
                 }
+                // git push moved it already when the remote's fetch
+                // refspec maps session refs (as `init` sets up).
+                let name = format!("{prefix}{id}");
+                let current = self
+                    .repo
+                    .try_find_reference(name.as_str())
+                    .map_err(git)?
+                    .and_then(|r| r.target().try_id().map(|i| i.to_owned()));
+                if current == Some(*ours) {
+                    continue;
+                }
                 self.repo
                     .reference(
-                        format!("{prefix}{id}").as_str(),
+                        name.as_str(),
                         *ours,
                         PreviousValue::MustExistAndMatch(Target::Object(*theirs)),
                         "git session: purged history pushed",

@@ -57,6 +57,11 @@ pub const TRAILER_REMOVED_TIP: &str = "Removed-Tip";
 /// history it replaces (one line per purge, oldest first). Reconcile
 /// refuses any fetched history related to one of them.
 pub const TRAILER_PURGED_TIP: &str = "Purged-Tip";
+
+/// Trailer on the root commit of a history `purge` wrote: one batch of the
+/// replaced history, `A..B <code commit> after-commit|before-commit|-`, so
+/// `which` still attributes its records to the commit they led to.
+pub const TRAILER_PURGED_BATCH: &str = "Purged-Batch";
 /// Returns the tombstone ref of a session.
 pub fn tombstone_ref(id: &SessionId) -> String {
     format!("{TOMBSTONES_PREFIX}{id}")

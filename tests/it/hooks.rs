@@ -415,7 +415,7 @@ fn agent_hooks_capture_from_the_agents_own_hook_and_come_out_again() {
             .contains(CODEX_ID)
     );
     let status: serde_json::Value = serde_json::from_str(&repo.ok(&["status", "--json"])).unwrap();
-    assert_eq!(status["agent_hooks"][0][2], true, "{status}");
+    assert_eq!(status["agent_hooks"][0]["installed"], true, "{status}");
     repo.ok(&["init", "--uninstall", "--agent-hooks"]);
     assert!(
         !repo.root.join(".claude/settings.local.json").exists()

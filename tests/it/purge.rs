@@ -195,8 +195,8 @@ fn old_history_is_refused_where_the_purge_is_known() {
         .unwrap();
     let (_, out, err) = on(&a, &root, &["sync"]);
     assert!(
-        format!("{out}{err}").contains("purged here"),
-        "a must say it refused the old history: {out}{err}"
+        format!("{out}{err}").contains("the purged history replaced the old one on origin"),
+        "a must say it replaced the old history: {out}{err}"
     );
     assert_eq!(rev(&a, &root, "refs/sessions/s-leak"), new_tip);
     assert_eq!(rev(&a, &remote, "refs/sessions/s-leak"), new_tip);
@@ -302,4 +302,85 @@ fn a_purged_claude_session_still_resumes_without_the_text() {
     for line in written.lines() {
         serde_json::from_str::<Value>(line).unwrap();
     }
+}
+
+/// After a purge, `which`, `status` and `sync` tell one story: the
+/// replaced batches still lead to the commit they led to, only the purge's
+/// own event is pending; status says the remote's copy will be replaced,
+/// not forked; sync replaces it and does not call it quarantined.
+#[test]
+fn which_status_and_sync_agree_after_a_purge() {
+    let repo = Repo::new();
+    let remote = repo.outside("agree.git");
+    repo.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
+    repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    repo.ok(&["init"]);
+    let mut lines = session_lines("s-agree", 4);
+    lines[1]["payload"] = serde_json::json!({"text": format!("the key is {LEAK}")});
+    repo.import(&repo.write_jsonl("agree.jsonl", &lines));
+    repo.ok(&["push", "--to", "origin"]);
+    repo.git(&["commit", "-q", "--allow-empty", "-m", "work"]);
+    let before = repo.ok(&["which", "HEAD"]);
+    repo.ok(&["purge", "s-agree", "--match", LEAK]);
+    let after = repo.ok(&["which", "HEAD"]);
+    let head = repo.git(&["rev-parse", "--short=12", "HEAD~1"]);
+    assert_eq!(
+        before,
+        format!("s-agree  claude  seq 0..3  (captured before it, at HEAD {head})\n")
+    );
+    snapshot(
+        &repo,
+        "which-after-purge.txt",
+        &after.replace(&head, "[HEAD~1]"),
+    );
+    let rows: Value = serde_json::from_str(&repo.ok(&["which", "HEAD", "--json"])).unwrap();
+    let pending: Vec<(Value, bool)> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["seq"].clone(), r["pending"] == true))
+        .collect();
+    assert_eq!(
+        pending,
+        [
+            (serde_json::json!([0, 3]), false),
+            (serde_json::json!([4, 4]), true)
+        ]
+    );
+
+    let status = repo.ok(&["status"]);
+    assert!(
+        status.contains(
+            "s-agree  1 batch (purged here: git session sync or push replaces the remote's copy)"
+        ),
+        "{status}"
+    );
+    let s: Value = serde_json::from_str(&repo.ok(&["status", "--json"])).unwrap();
+    assert_eq!(
+        (&s["unpushed"][0]["replaced"], &s["unpushed"][0]["diverged"]),
+        (&Value::Bool(true), &Value::Bool(false))
+    );
+
+    let out = repo.session().arg("sync").output().unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stdout,
+        "replaced   s-agree: the purged history replaced the old one on origin\n"
+    );
+    assert!(!stderr.contains("quarantined"), "{stderr}");
+    assert!(repo.ok(&["status"]).contains("unpushed   nothing\n"));
+    assert_eq!(
+        rev(&repo, &repo.root, "refs/sessions/s-agree"),
+        repo.git_in(&repo.root)
+            .args([
+                "--git-dir",
+                remote.to_str().unwrap(),
+                "rev-parse",
+                "refs/sessions/s-agree"
+            ])
+            .output()
+            .map(|o| text(&o.stdout).trim().to_owned())
+            .unwrap()
+    );
 }

@@ -94,7 +94,10 @@ fn status_tells_new_captured_and_unpushed() {
         repo.ok(&["status"])
             .contains("unpushed   1 session, 1 batch\n")
     );
-    assert_eq!(s["git_hooks"][0], serde_json::json!(["post-commit", true]));
+    assert_eq!(
+        s["git_hooks"][0],
+        serde_json::json!({"hook": "post-commit", "installed": true})
+    );
 }
 
 #[test]

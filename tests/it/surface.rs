@@ -218,6 +218,25 @@ fn codex_repo() -> (Repo, String) {
     (repo, "01a22641-1298-70e1-90e6-4b6faeb436bb".to_owned())
 }
 
+/// A `--seq` range says how many meta events it hid in that range, and a
+/// range of nothing but meta says so instead of printing a header alone.
+#[test]
+fn show_seq_ranges_say_what_they_hide() {
+    let (repo, id) = codex_repo();
+    let only_meta = repo.ok(&["show", &id, "--seq", "1..6"]);
+    snapshot(&repo, "show-only-meta.txt", &only_meta);
+    let some = repo.ok(&["show", &id, "--seq", "12..16"]);
+    assert!(
+        some.contains("events   25 (seq 12..16: 1 meta event hidden: --all shows them)\n"),
+        "{some}"
+    );
+    assert_eq!(
+        some.lines().filter(|l| l.starts_with("    1")).count(),
+        4,
+        "{some}"
+    );
+}
+
 #[test]
 fn show_hides_meta_and_says_what_tools_ran() {
     let (repo, id) = codex_repo();
@@ -840,5 +859,50 @@ fn progress_shows_on_a_terminal_only() {
         !text(&out.stderr).contains("Fetching sessions"),
         "{}",
         text(&out.stderr)
+    );
+}
+
+/// Capturing the native session a handoff wrote says it is a fork of the
+/// session handed off, not "new 0 events".
+#[test]
+fn import_says_a_written_back_session_is_a_fork() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let home = repo.outside("handoff-home");
+    let h = home.to_str().unwrap();
+    let id = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
+    repo.ok(&["handoff", id, "--to", "codex", "--home", h]);
+    let said = repo.ok(&["import", "--home", h, "--agent", "codex"]);
+    let line = said.lines().next().unwrap_or_default();
+    assert!(
+        line.contains(&format!(
+            "codex  new fork of {id} at seq 36, 0 events of its own (37 in all)"
+        )),
+        "{said}"
+    );
+}
+
+/// doctor and status agree on the remote: one that exists but was not
+/// chosen is fetched from and pushed nowhere.
+#[test]
+fn doctor_and_status_agree_on_an_unchosen_remote() {
+    let repo = Repo::new();
+    let remote = repo.outside("unchosen.git");
+    repo.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
+    repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
+    let doctor = repo.ok(&["doctor"]);
+    assert!(
+        doctor.contains("remote     origin: sessions are fetched from it, pushed nowhere until `git session push --to NAME`\n"),
+        "{doctor}"
+    );
+    assert!(repo.ok(&["status"]).contains("remote     none chosen: sessions are pushed nowhere until `git session push --to NAME` (fetch from origin)"));
+    repo.git(&["config", "session.remote", "origin"]);
+    assert!(
+        repo.ok(&["doctor"])
+            .contains("remote     origin (chosen for sessions)\n")
+    );
+    assert!(
+        repo.ok(&["status"])
+            .contains("remote     origin (chosen for sessions")
     );
 }
