@@ -231,10 +231,7 @@ pub fn status(store: &Store, request: &StatusRequest<'_>) -> OpResult<Status> {
 /// Says, for every agent with hooks, whether ours are installed in its
 /// configuration (agents whose hooks live in the project only with a work
 /// tree).
-fn agent_hooks(
-    project: Option<&Path>,
-    request: &StatusRequest<'_>,
-) -> Vec<AgentHook> {
+fn agent_hooks(project: Option<&Path>, request: &StatusRequest<'_>) -> Vec<AgentHook> {
     use crate::native::agent_config as ac;
     let mut out = Vec::new();
     for adapter in git_session_adapters::registry::ADAPTERS {

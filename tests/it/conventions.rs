@@ -94,13 +94,7 @@ fn quiet_prints_nothing_on_success() {
     let remote = repo.outside("quiet.git");
     repo.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
     repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
-    let source = repo.outside("source");
-    copy_tree(
-        &fixtures().join("claude/roundtrip/native"),
-        &source.join(".claude"),
-        "/tmp/oracle-sample/claude/project",
-        repo.root.to_str().unwrap(),
-    );
+    let source = claude_home(&repo);
     let src = source.to_str().unwrap();
     let exported = repo.outside("q.jsonl");
     let steps: Vec<Vec<&str>> = vec![

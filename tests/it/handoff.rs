@@ -770,7 +770,7 @@ fn a_second_handoff_to_hermes_gets_the_next_title_and_resumes_in_full() {
     let home = repo.outside("hermes-home");
     crate::hermes::init_hermes_home(&home);
     let hand = || -> String {
-        let out = repo.ok(&[
+        let report = repo.ok_json(&[
             "handoff",
             ROUNDTRIP,
             "--to",
@@ -779,7 +779,6 @@ fn a_second_handoff_to_hermes_gets_the_next_title_and_resumes_in_full() {
             home.to_str().unwrap(),
             "--json",
         ]);
-        let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
         report["native_id"].as_str().unwrap().to_owned()
     };
     let first = hand();
@@ -846,7 +845,7 @@ fn inline_sub_agent_records_stay_off_the_targets_main_line() {
         }
         repo.ok(&["import", "--home", source.to_str().unwrap()]);
         let home = repo.outside("codex-home");
-        let out = repo.ok(&[
+        let report = repo.ok_json(&[
             "handoff",
             SESSION,
             "--to",
@@ -855,7 +854,6 @@ fn inline_sub_agent_records_stay_off_the_targets_main_line() {
             home.to_str().unwrap(),
             "--json",
         ]);
-        let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
         let native = report["native_id"].as_str().unwrap();
         let losses: Vec<String> = report["losses"]
             .as_array()

@@ -106,13 +106,7 @@ fn every_printed_field_is_documented() {
     let remote = repo.outside("doc-remote.git");
     repo.git(&["init", "-q", "--bare", remote.to_str().unwrap()]);
     repo.git(&["remote", "add", "origin", remote.to_str().unwrap()]);
-    let source = repo.outside("source");
-    copy_tree(
-        &fixtures().join("claude/roundtrip/native"),
-        &source.join(".claude"),
-        "/tmp/oracle-sample/claude/project",
-        repo.root.to_str().unwrap(),
-    );
+    let source = claude_home(&repo);
     let src = source.to_str().unwrap();
     let run = |args: &[&str]| parse(&repo.ok(args));
 

@@ -260,7 +260,7 @@ pub(crate) fn hand(repo: &Repo, session: &str, to: &str, tag: &str) -> Handed {
         }
         _ => {}
     }
-    let out = repo.ok(&[
+    let report = repo.ok_json(&[
         "handoff",
         session,
         "--to",
@@ -271,7 +271,6 @@ pub(crate) fn hand(repo: &Repo, session: &str, to: &str, tag: &str) -> Handed {
         NOTE,
         "--json",
     ]);
-    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
     Handed {
         home,
         native_id: report["native_id"].as_str().unwrap().to_owned(),

@@ -55,13 +55,7 @@ fn stage(what: &str, unit: &'static str, total: u64, done: u64) -> Stage {
 
 /// A home with the Claude and Codex fixtures, recorded as run in `repo`.
 fn two_agents(repo: &Repo) -> PathBuf {
-    let source = repo.outside("source");
-    copy_tree(
-        &fixtures().join("claude/roundtrip/native"),
-        &source.join(".claude"),
-        "/tmp/oracle-sample/claude/project",
-        repo.root.to_str().unwrap(),
-    );
+    let source = claude_home(repo);
     copy_tree(
         &fixtures().join("codex/function-tools/native"),
         &source.join(".codex"),

@@ -82,6 +82,19 @@ fn render_with(
 }
 
 /// Returns the rows of a change set as (table, columns).
+/// A Claude history event at `NOW` (a foreign session handed to Hermes).
+fn ev(seq: u64, kind: &str, payload: Value) -> Event {
+    Event::new(
+        seq,
+        NOW,
+        Agent::Claude,
+        "x",
+        kind,
+        git_session_schema::Level::History,
+        payload,
+    )
+}
+
 fn rows(changes: &ChangeSet) -> Vec<(&str, &Map<String, Value>)> {
     changes
         .rows
@@ -537,17 +550,6 @@ fn changed_session_rows_become_updates() {
 #[test]
 fn foreign_session_becomes_hermes_rows() {
     let header = SessionHeader::new(SessionId::new("c1").unwrap(), Agent::Claude, NOW);
-    let ev = |seq: u64, kind: &str, payload: Value| {
-        Event::new(
-            seq,
-            NOW,
-            Agent::Claude,
-            "x",
-            kind,
-            git_session_schema::Level::History,
-            payload,
-        )
-    };
     let events = vec![
         ev(
             0,
@@ -730,17 +732,6 @@ fn a_brief_and_the_first_user_message_stay_two_turns() {
 #[test]
 fn reasoning_no_assistant_message_follows_is_reported_as_dropped() {
     let header = SessionHeader::new(SessionId::new("c1").unwrap(), Agent::Claude, NOW);
-    let ev = |seq: u64, kind: &str, payload: Value| {
-        Event::new(
-            seq,
-            NOW,
-            Agent::Claude,
-            "x",
-            kind,
-            git_session_schema::Level::History,
-            payload,
-        )
-    };
     let events = vec![
         ev(0, kinds::MESSAGE_USER, json!({"text": "first"})),
         ev(

@@ -103,6 +103,12 @@ impl Repo {
         text(&out.stdout)
     }
 
+    /// [`Self::ok`], with stdout parsed as JSON (`args` asks for `--json`).
+    pub fn ok_json(&self, args: &[&str]) -> Value {
+        let out = self.ok(args);
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("git session {args:?}: {e}: {out}"))
+    }
+
     /// Runs `git-session` with `args`, expects exit code `code`; returns stderr.
     pub fn fails(&self, args: &[&str], code: i32) -> String {
         let out = self.session().args(args).output().unwrap();
@@ -280,8 +286,9 @@ pub fn copy_tree(from: &Path, to: &Path, old: &str, new: &str) {
     }
 }
 
-/// Captures the Claude roundtrip fixture, recorded as run in `repo`.
-pub fn captured_claude(repo: &Repo) {
+/// A home (outside `repo`) holding the Claude roundtrip fixture, recorded
+/// as run in `repo`.
+pub fn claude_home(repo: &Repo) -> PathBuf {
     let source = repo.outside("source");
     copy_tree(
         &fixtures().join("claude/roundtrip/native"),
@@ -289,6 +296,12 @@ pub fn captured_claude(repo: &Repo) {
         "/tmp/oracle-sample/claude/project",
         repo.root.to_str().unwrap(),
     );
+    source
+}
+
+/// Captures the Claude roundtrip fixture, recorded as run in `repo`.
+pub fn captured_claude(repo: &Repo) {
+    let source = claude_home(repo);
     repo.ok(&["import", "--home", source.to_str().unwrap()]);
 }
 
