@@ -673,16 +673,16 @@ fn agent_setup_follows_each_agents_registry_row() {
         .collect();
     assert_eq!(hooks.len(), with_hooks.len(), "{status}");
     for (row, (name, config)) in hooks.iter().zip(&with_hooks) {
-        assert_eq!(row[0], *name, "{status}");
+        assert_eq!(row["agent"], *name, "{status}");
         let dir = match config.file().dir {
             ConfigDir::Project => repo.root.clone(),
             ConfigDir::Store => moved.clone(),
         };
         assert_eq!(
-            Path::new(row[1].as_str().unwrap()),
+            Path::new(row["file"].as_str().unwrap()),
             dir.join(config.file().path),
             "{status}"
         );
-        assert_eq!(row[2], true, "{status}");
+        assert_eq!(row["installed"], true, "{status}");
     }
 }
