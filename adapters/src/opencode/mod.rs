@@ -41,6 +41,7 @@
 pub mod ids;
 pub mod parse;
 pub mod render;
+pub mod storage;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
@@ -198,7 +199,7 @@ pub static SPEC: AgentSpec = AgentSpec {
     display: "OpenCode",
     env: &["XDG_DATA_HOME", "OPENCODE_DB"],
     default_store: ".local/share/opencode",
-    sources: &[Source::Sqlite(&DB)],
+    sources: &[Source::Sqlite(&DB), Source::JsonTree(&storage::TREE)],
     tools: &[
         (ToolKind::Shell, "bash"),
         (ToolKind::Read, "read"),
