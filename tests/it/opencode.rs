@@ -1192,6 +1192,19 @@ fn opencode_database_wins_over_the_storage_tree() {
     let mut p: Value = serde_json::from_slice(&std::fs::read(&prompt).unwrap()).unwrap();
     p["text"] = "STORAGE COPY".into();
     write_json(&prompt, &p);
+    // A message the tree's copy has and the database's has not: not
+    // captured either (the database's copy is the session).
+    let extra = "msg_3000000000009storagecopy1";
+    write_json(
+        &tree.join(format!("message/{AUTHENTIC}/{extra}.json")),
+        &serde_json::json!({"id": extra, "sessionID": AUTHENTIC, "role": "user",
+            "time": {"created": 1_795_938_300_000i64}}),
+    );
+    write_json(
+        &tree.join(format!("part/{extra}/prt_3000000000009storagecopy1.json")),
+        &serde_json::json!({"id": "prt_3000000000009storagecopy1", "sessionID": AUTHENTIC,
+            "messageID": extra, "type": "text", "text": "STORAGE COPY"}),
+    );
     let only = "ses_0storage0only0000000001";
     write_json(
         &tree.join(format!("session/{project}/{only}.json")),
