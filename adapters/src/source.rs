@@ -142,12 +142,15 @@ pub struct JsonTree {
     /// Turns one file's object into the row `table` would hold (`ids`: the
     /// id, session id and, for parts, message id, taken from the path), or
     /// says why it cannot.
-    pub row: fn(
-        table: &str,
-        ids: &TreeIds<'_>,
-        object: serde_json::Value,
-    ) -> Result<serde_json::Map<String, serde_json::Value>, String>,
+    pub row: TreeRow,
 }
+
+/// Turns one tree file's object into a row of a table ([`JsonTree::row`]).
+pub type TreeRow = fn(
+    table: &str,
+    ids: &TreeIds<'_>,
+    object: serde_json::Value,
+) -> Result<serde_json::Map<String, serde_json::Value>, String>;
 
 /// Holds the ids a tree file's path gives its record ([`JsonTree::row`]).
 #[derive(Clone, Copy, Debug)]
