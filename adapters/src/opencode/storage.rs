@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 use super::ids;
 use crate::source::{JsonTree, TreeIds};
 
-/// OpenCode's `storage/` tree, read as the rows of [`super::DB`].
+/// OpenCode's `storage/` tree, read as the rows of its database (`opencode*.db`).
 pub static TREE: JsonTree = JsonTree {
     dir: "storage",
     database: &super::DB,

@@ -21,6 +21,12 @@
 //! feeds; sessions arrive in the session table's row order, so the parent
 //! is known first. A parent this capture does not know leaves the child a
 //! session of its own, with a warning.
+//!
+//! A JSON tree read as a database's rows ([`crate::native::tree`],
+//! OpenCode's older `storage/`) goes through the same per-session capture
+//! ([`DbJob::run_tree`]): its cursor is each file's stamp instead of table
+//! marks, and it is read after the adapter's databases, so a session a
+//! database also holds (the agent migrated it) is the database's alone.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
