@@ -1374,3 +1374,66 @@ fn opencode_storage_captured_session_resumes_as_rows() {
         "{prompt}"
     );
 }
+
+#[test]
+fn opencode_session_captured_from_the_tree_continues_from_the_database_once_migrated() {
+    let repo = Repo::new();
+    let project = root_commit(&repo.root);
+    let home = repo.outside("oc-home");
+    fake_tree(&home, &repo.root, &project, &SAMPLE_SESSIONS);
+    import(&repo, &home);
+    let before: Vec<usize> = SAMPLE_SESSIONS
+        .iter()
+        .map(|id| repo.events(id).len())
+        .collect();
+    // OpenCode 1.2 starts and migrates the tree into its database (the
+    // tree stays), then the session goes on in the database only.
+    let db = fake_store(&home, &repo.root, &project);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let t = 1_795_938_200_000i64;
+    conn.execute(
+        "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?3, ?4)",
+        rusqlite::params![
+            "msg_3000000000001aaaaaaaaaaaaaa",
+            AUTHENTIC,
+            t,
+            r#"{"role":"user","time":{"created":1795938200000}}"#
+        ],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+        rusqlite::params![
+            "prt_3000000000001aaaaaaaaaaaaaa",
+            "msg_3000000000001aaaaaaaaaaaaaa",
+            AUTHENTIC,
+            t,
+            r#"{"type":"text","text":"Now in the database"}"#
+        ],
+    )
+    .unwrap();
+    drop(conn);
+    import(&repo, &home);
+    for (id, n) in SAMPLE_SESSIONS.iter().zip(before) {
+        let events = repo.events(id);
+        let starts = events
+            .iter()
+            .filter(|e| e["type"] == "session.start")
+            .count();
+        assert_eq!(starts, 1, "{id} started twice");
+        let users = |events: &[Value]| {
+            events
+                .iter()
+                .filter(|e| e["type"] == "message.user")
+                .map(|e| e["payload"]["text"].clone())
+                .collect::<Vec<_>>()
+        };
+        let mut texts = users(&events);
+        if *id == AUTHENTIC {
+            assert_eq!(texts.pop().unwrap(), "Now in the database");
+        }
+        assert_eq!(texts, users(&events[..n]), "{id}: a message captured twice");
+    }
+    let (again, _) = import(&repo, &home);
+    assert!(!again.contains("ses_"), "{again}");
+}
