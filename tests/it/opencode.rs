@@ -1437,3 +1437,72 @@ fn opencode_session_captured_from_the_tree_continues_from_the_database_once_migr
     let (again, _) = import(&repo, &home);
     assert!(!again.contains("ses_"), "{again}");
 }
+
+/// Ends a spawned `git session watch` when the test ends (by its own pid).
+struct Watching(std::process::Child);
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn opencode_watch_captures_a_file_written_into_the_storage_tree() {
+    use std::io::BufRead;
+    let repo = Repo::new();
+    let project = root_commit(&repo.root);
+    let tree = fake_tree(&repo.home, &repo.root, &project, &[AUTHENTIC]);
+    let mut cmd = repo.spawnable_in(&repo.root);
+    cmd.args(["watch", "--agent", "opencode"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = Watching(cmd.spawn().unwrap());
+    let mut lines = std::io::BufReader::new(child.0.stderr.take().unwrap()).lines();
+    loop {
+        let line = lines.next().unwrap().unwrap();
+        if line.starts_with("watching opencode") {
+            break;
+        }
+    }
+    let count = || {
+        let out = repo
+            .session()
+            .args(["show", AUTHENTIC, "--json"])
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            return 0;
+        }
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["events"].as_array().unwrap().len()
+    };
+    let started = std::time::Instant::now();
+    while count() == 0 {
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "the tree was not captured"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let before = count();
+    // A new part file in a directory that exists: only the file changes.
+    let message = "msg_22641a4b1001h1hYGApxdYMXJR";
+    write_json(
+        &tree.join(format!(
+            "part/{message}/prt_22641ac0f001zzzzzzzzzzzzzz.json"
+        )),
+        &serde_json::json!({"id": "prt_22641ac0f001zzzzzzzzzzzzzz", "sessionID": AUTHENTIC,
+            "messageID": message, "type": "text", "text": "One more thing."}),
+    );
+    let started = std::time::Instant::now();
+    while count() == before {
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "the new part file was not captured"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(child);
+}
