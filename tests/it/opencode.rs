@@ -1506,3 +1506,57 @@ fn opencode_watch_captures_a_file_written_into_the_storage_tree() {
     }
     drop(child);
 }
+
+#[test]
+fn opencode_status_sees_the_storage_tree_and_its_changes() {
+    let repo = Repo::new();
+    let project = root_commit(&repo.root);
+    let home = repo.outside("oc-home");
+    let tree = fake_tree(&home, &repo.root, &project, &SAMPLE_SESSIONS);
+    let row = |repo: &Repo| -> Value {
+        let status = repo
+            .session()
+            .env("XDG_DATA_HOME", home.join(".local/share"))
+            .args(["status", "--json"])
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "{}", text(&status.stderr));
+        let v: Value = serde_json::from_slice(&status.stdout).unwrap();
+        v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == "opencode")
+            .unwrap()
+            .clone()
+    };
+    let tree_text = tree.to_str().unwrap();
+    let before = row(&repo);
+    assert!(
+        before["unseen"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p == tree_text),
+        "{before}"
+    );
+    import(&repo, &home);
+    let after = row(&repo);
+    assert_eq!(after["tracked"], 3, "{after}");
+    assert_eq!(after["changed"], serde_json::json!([]), "{after}");
+    assert_eq!(after["unseen"], serde_json::json!([]), "{after}");
+    let message = "msg_22641a4b1001h1hYGApxdYMXJR";
+    write_json(
+        &tree.join(format!(
+            "part/{message}/prt_22641ac0f001zzzzzzzzzzzzzz.json"
+        )),
+        &serde_json::json!({"id": "prt_22641ac0f001zzzzzzzzzzzzzz", "sessionID": AUTHENTIC,
+            "messageID": message, "type": "text", "text": "One more thing."}),
+    );
+    let changed = row(&repo);
+    assert_eq!(
+        changed["changed"],
+        serde_json::json!([tree_text]),
+        "{changed}"
+    );
+}
