@@ -1,5 +1,7 @@
-//! OpenCode: capture from its SQLite store, and write-back that the real
-//! client (`opencode run --session`) continues.
+//! OpenCode: capture from its SQLite store (and from the JSON `storage/`
+//! tree of older releases, built here from the same sample rows by
+//! `fake_tree`), and write-back that the real client
+//! (`opencode run --session`) continues.
 //!
 //! Stores are built from `fixtures/opencode/oracle-sample` (the client's own
 //! schema and rows) with the recorded project moved into the test repo. The
@@ -1559,4 +1561,33 @@ fn opencode_status_sees_the_storage_tree_and_its_changes() {
         serde_json::json!([tree_text]),
         "{changed}"
     );
+}
+
+/// A session captured from the older `storage/` tree resumes in today's
+/// client (by `opencode import`) with the history the original sends.
+#[test]
+fn opencode_storage_captured_session_resumes_in_the_real_client() {
+    let repo = Repo::new();
+    let project = root_commit(&repo.root);
+    let original_home = repo.outside("original-home");
+    let original_project = repo.outside("original-project");
+    std::fs::create_dir_all(&original_project).unwrap();
+    git_init(&original_project);
+    fake_store(
+        &original_home,
+        &original_project,
+        &root_commit(&original_project),
+    );
+    let source_home = repo.outside("source-home");
+    fake_tree(&source_home, &repo.root, &project, &SAMPLE_SESSIONS);
+    import(&repo, &source_home);
+    let fresh = repo.outside("fresh-import");
+    std::fs::create_dir_all(&fresh).unwrap();
+    let note = resume_into(&repo, AUTHENTIC, &fresh, true);
+    assert!(note.contains("by `opencode import`"), "{note}");
+    let roots = [original_project.as_path(), repo.root.as_path()];
+    let want = resume_check("opencode", &original_home, AUTHENTIC, &original_project);
+    assert!(!turns(&want, &roots).is_empty());
+    let got = resume_check("opencode", &fresh, AUTHENTIC, &repo.root);
+    assert_eq!(turns(&got, &roots), turns(&want, &roots), "history differs");
 }
