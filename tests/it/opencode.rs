@@ -1591,3 +1591,45 @@ fn opencode_storage_captured_session_resumes_in_the_real_client() {
     let got = resume_check("opencode", &fresh, AUTHENTIC, &repo.root);
     assert_eq!(turns(&got, &roots), turns(&want, &roots), "history differs");
 }
+
+#[test]
+fn opencode_storage_tree_with_its_cursor_lost_appends_nothing_twice() {
+    let repo = Repo::new();
+    let project = root_commit(&repo.root);
+    let home = repo.outside("oc-home");
+    let tree = fake_tree(&home, &repo.root, &project, &SAMPLE_SESSIONS);
+    import(&repo, &home);
+    let before = repo.events(AUTHENTIC);
+    // The local capture state is rebuildable: lost, the tree is read again
+    // and reconciled by native ids; a message added meanwhile comes once.
+    std::fs::remove_dir_all(repo.root.join(".git/session/capture")).unwrap();
+    let m = "msg_3000000000001aaaaaaaaaaaaaa";
+    write_json(
+        &tree.join(format!("message/{AUTHENTIC}/{m}.json")),
+        &serde_json::json!({"id": m, "sessionID": AUTHENTIC, "role": "user",
+            "time": {"created": 1_795_938_200_000i64}}),
+    );
+    write_json(
+        &tree.join(format!("part/{m}/prt_3000000000001aaaaaaaaaaaaaa.json")),
+        &serde_json::json!({"id": "prt_3000000000001aaaaaaaaaaaaaa", "sessionID": AUTHENTIC,
+            "messageID": m, "type": "text", "text": "After the loss"}),
+    );
+    import(&repo, &home);
+    let after = repo.events(AUTHENTIC);
+    assert_eq!(story(&after[..before.len()]), story(&before));
+    assert_eq!(
+        story(&after[before.len()..]),
+        [
+            ("meta".to_owned(), Value::Null),
+            ("message.user".to_owned(), Value::from("After the loss"))
+        ]
+    );
+    for id in &SAMPLE_SESSIONS[1..] {
+        let events = repo.events(id);
+        let starts = events
+            .iter()
+            .filter(|e| e["type"] == "session.start")
+            .count();
+        assert_eq!(starts, 1, "{id}");
+    }
+}
