@@ -1283,6 +1283,12 @@ fn opencode_storage_tree_hostile_names_and_bad_json_are_warnings() {
         &tree.join(format!("session/{project}/{sneaky}.json")),
         &serde_json::json!({"id": "../../sneaky", "directory": repo.root, "projectID": project}),
     );
+    // A part file larger than any part (sparse: no disk spent).
+    let huge = "part/msg_2264107ce001tRx5iw6CXJWsDK/prt_9999999999999huge00000001.json";
+    std::fs::File::create(tree.join(huge))
+        .unwrap()
+        .set_len((64 << 20) + 1)
+        .unwrap();
     let before = hash_tree(&tree);
     let out = repo
         .session()
@@ -1306,6 +1312,7 @@ fn opencode_storage_tree_hostile_names_and_bad_json_are_warnings() {
         "ses_..evil",
         "evil\\u{7}group",
         sneaky,
+        "prt_9999999999999huge00000001.json: larger than",
     ] {
         assert!(
             stderr.contains(named),
