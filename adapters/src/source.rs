@@ -37,6 +37,9 @@ pub enum Source {
     },
     /// SQLite databases holding many sessions as rows.
     Sqlite(&'static Database),
+    /// A directory tree of JSON files, one record per file, read as the
+    /// rows of a database ([`JsonTree`]).
+    JsonTree(&'static JsonTree),
 }
 
 impl Source {
@@ -45,6 +48,8 @@ impl Source {
         match self {
             Source::Jsonl { files } | Source::ZstdJsonl { files, .. } => files,
             Source::Sqlite(db) => db.files,
+            // A tree is one directory, found by its name ([`JsonTree::dir`]).
+            Source::JsonTree(_) => &[],
         }
     }
 }
@@ -98,6 +103,64 @@ pub struct Database {
     /// (or [`Project::unbound`]); a session whose directory is inside but
     /// whose project is another repository's is skipped with a warning.
     pub project: Option<Project>,
+}
+
+/// Declares a directory tree of JSON files (one object per file) that holds
+/// the same records as a [`Database`] (OpenCode before 1.2: `storage/`,
+/// which OpenCode migrates into its database on first start):
+///
+/// ```text
+/// <dir>/<sessions>/<group>/<session id>.json
+/// <dir>/<messages>/<session id>/<message id>.json
+/// <dir>/<parts>/<message id>/<part id>.json
+/// ```
+///
+/// The reader (`src/native/tree.rs`) turns each file into a row of
+/// [`JsonTree::database`]'s tables with [`JsonTree::row`] and hands the
+/// rows to [`crate::Adapter::parse`] as [`Records::Rows`], session by
+/// session, so the adapter's one row mapping serves both. Ids come from
+/// file names and must pass [`JsonTree::valid`] before they name a
+/// directory; the cursor is each file's size and mtime, so an unchanged
+/// tree costs `stat`s and no parse.
+#[derive(Clone, Copy, Debug)]
+pub struct JsonTree {
+    /// The tree's directory, relative to the store root (`storage`).
+    pub dir: &'static str,
+    /// The database whose rows the files stand for (its tables, session
+    /// table first, and its [`Database::project`] rule).
+    pub database: &'static Database,
+    /// The directory of session files, by group (`session`).
+    pub sessions: &'static str,
+    /// The directory of message files, by session id (`message`).
+    pub messages: &'static str,
+    /// The directory of part files, by message id (`part`).
+    pub parts: &'static str,
+    /// Says whether a file name (without `.json`) is a valid id of the
+    /// given table (`session`, `message`, `part`), or a group name
+    /// (`group`): only then does it become a path.
+    pub valid: fn(table: &str, id: &str) -> bool,
+    /// Turns one file's object into the row `table` would hold (`ids`: the
+    /// id, session id and, for parts, message id, taken from the path), or
+    /// says why it cannot.
+    pub row: TreeRow,
+}
+
+/// Turns one tree file's object into a row of a table ([`JsonTree::row`]).
+pub type TreeRow = fn(
+    table: &str,
+    ids: &TreeIds<'_>,
+    object: serde_json::Value,
+) -> Result<serde_json::Map<String, serde_json::Value>, String>;
+
+/// Holds the ids a tree file's path gives its record ([`JsonTree::row`]).
+#[derive(Clone, Copy, Debug)]
+pub struct TreeIds<'a> {
+    /// The record's own id (its file name).
+    pub id: &'a str,
+    /// The session it belongs to.
+    pub session: &'a str,
+    /// The message a part belongs to (its directory), for parts.
+    pub message: Option<&'a str>,
 }
 
 /// Declares how a session row names its repository ([`Database::project`]).

@@ -9,7 +9,8 @@
 //!   frames read ([`FileCursor::frames`]);
 //! * a SQLite database: per table, the highest row id (or incremental
 //!   column value) read, and per native session the canonical session it
-//!   feeds ([`DbCursor`]).
+//!   feeds ([`DbCursor`]); a JSON tree read as a database keeps the same,
+//!   with each file's stamp instead of table marks ([`DbCursor::files`]).
 //!
 //! `index.json` holds one small entry per source (so an unchanged store
 //! costs one `stat` per file, two for a database and its WAL); the
@@ -97,6 +98,10 @@ pub struct DbCursor {
     pub tables: BTreeMap<String, i64>,
     /// Per native session key, what it feeds.
     pub sessions: BTreeMap<String, RowSession>,
+    /// For a JSON tree read as a database ([`super::tree`]): each file's
+    /// stamp when last read, by path relative to the tree.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, Stamp>,
 }
 
 /// Records one native session of a database.

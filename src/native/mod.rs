@@ -12,7 +12,9 @@
 //!   positions and a new cursor: [`jsonl`] (byte offsets, complete lines
 //!   only), [`zstd`] (frame by frame, checksum-verified, a torn last frame
 //!   left for the next capture) and [`sqlite`] (read-only, one snapshot,
-//!   incremental by row id or column, rows grouped by session);
+//!   incremental by row id or column, rows grouped by session) and
+//!   [`tree`] (a directory of JSON files read as a database's rows, one
+//!   `stat` per unchanged file);
 //! * [`cursor`] keeps how far each source was read, as local rebuildable
 //!   state (an unchanged source costs one `stat`);
 //! * write-back applies an adapter's [`git_session_adapters::ChangeSet`]
@@ -27,6 +29,7 @@ pub mod apply;
 pub mod cursor;
 pub mod jsonl;
 pub mod sqlite;
+pub mod tree;
 pub mod watch;
 pub mod zstd;
 

@@ -297,6 +297,46 @@ fn agent_status(store: &Store, adapter: &dyn Adapter, agent: &Agent, root: &Path
             }
         }
     }
+    // A JSON tree (OpenCode's older `storage/`): its sessions, and whether
+    // a file of a session of this repository changed since its capture.
+    for source in adapter.spec().sources {
+        let git_session_adapters::Source::JsonTree(tree) = source else {
+            continue;
+        };
+        let dir = crate::native::tree::dir_of(root, tree);
+        if !dir.is_dir() {
+            continue;
+        }
+        let Some(cursor) = index.databases.get(tree.dir) else {
+            out.unseen.push(dir);
+            continue;
+        };
+        out.tracked += cursor
+            .sessions
+            .values()
+            .filter(|s| s.session.is_some())
+            .count();
+        let in_database: std::collections::HashSet<&String> = index
+            .databases
+            .iter()
+            .filter(|(rel, _)| rel.as_str() != tree.dir)
+            .flat_map(|(_, c)| c.sessions.keys())
+            .collect();
+        let skip = |key: &str| {
+            in_database.contains(&key.to_owned())
+                || cursor
+                    .sessions
+                    .get(key)
+                    .is_some_and(|s| s.session.is_none())
+        };
+        let mut changed = false;
+        crate::native::tree::read(&dir, tree, &cursor.files, &skip, None, &mut |_| {
+            changed = true
+        });
+        if changed {
+            out.changed.push(dir);
+        }
+    }
     out
 }
 

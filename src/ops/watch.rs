@@ -90,6 +90,7 @@ pub fn watch(
         };
         let name = rel.to_string_lossy();
         adapters[i].is_session_file(rel)
+            || in_tree(adapters[i], rel)
             || name.ends_with("-wal")
             || name.ends_with(".db")
             || path.is_dir()
@@ -125,4 +126,13 @@ pub fn running(store: &Store) -> Option<u32> {
     // Signal 0 checks the process exists.
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).ok()?;
     Some(pid as u32)
+}
+
+/// Says whether `rel` (relative to the agent's store root) is a file of a
+/// JSON tree the adapter reads ([`git_session_adapters::Source::JsonTree`]).
+fn in_tree(adapter: &dyn Adapter, rel: &Path) -> bool {
+    rel.extension().is_some_and(|e| e == "json")
+        && adapter.spec().sources.iter().any(
+            |s| matches!(s, git_session_adapters::Source::JsonTree(t) if rel.starts_with(t.dir)),
+        )
 }

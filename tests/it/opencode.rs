@@ -1,5 +1,7 @@
-//! OpenCode: capture from its SQLite store, and write-back that the real
-//! client (`opencode run --session`) continues.
+//! OpenCode: capture from its SQLite store (and from the JSON `storage/`
+//! tree of older releases, built here from the same sample rows by
+//! `fake_tree`), and write-back that the real client
+//! (`opencode run --session`) continues.
 //!
 //! Stores are built from `fixtures/opencode/oracle-sample` (the client's own
 //! schema and rows) with the recorded project moved into the test repo. The
@@ -972,4 +974,669 @@ fn opencode_rows_write_back_is_guarded() {
         .query_row("SELECT count(*) FROM session", [], |r| r.get(0))
         .unwrap();
     assert_eq!(sessions, 0, "nothing was written");
+}
+
+// --- The older JSON `storage/` tree -------------------------------------
+
+/// Returns the storage tree directory under a HOME.
+fn tree_path(home: &Path) -> PathBuf {
+    home.join(".local/share/opencode/storage")
+}
+
+/// Writes `value` as pretty JSON to `path`, making its directory.
+fn write_json(path: &Path, value: &Value) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, serde_json::to_vec_pretty(value).unwrap()).unwrap();
+}
+
+/// Builds `HOME/.local/share/opencode/storage/` as releases before 1.2
+/// wrote it, from the sample's rows of `sessions` (as run in `cwd`, project
+/// `project`): `project/`, `session/<project>/`, `message/<session>/`,
+/// `part/<message>/`, each object its row's `data` plus its ids.
+fn fake_tree(home: &Path, cwd: &Path, project: &str, sessions: &[&str]) -> PathBuf {
+    let tree = tree_path(home);
+    let cwd = cwd.to_str().unwrap();
+    let raw = std::fs::read_to_string(fixture().join("rows.json"))
+        .unwrap()
+        .replace(RECORDED_CWD, cwd)
+        .replace(RECORDED_PROJECT, project);
+    let rows: Value = serde_json::from_str(&raw).unwrap();
+    write_json(
+        &tree.join(format!("project/{project}.json")),
+        &serde_json::json!({"id": project, "worktree": cwd, "vcs": "git",
+            "time": {"created": 1_795_938_100_000i64}}),
+    );
+    for s in rows["session"].as_array().unwrap() {
+        let id = s["id"].as_str().unwrap();
+        if !sessions.contains(&id) {
+            continue;
+        }
+        write_json(
+            &tree.join(format!("session/{project}/{id}.json")),
+            &serde_json::json!({
+                "id": id, "projectID": project, "slug": s["slug"], "directory": s["directory"],
+                "parentID": s["parent_id"], "title": s["title"], "version": "0.15.0",
+                "time": {"created": s["time_created"], "updated": s["time_updated"]},
+            }),
+        );
+    }
+    for (table, dir) in [("message", "session_id"), ("part", "message_id")] {
+        for r in rows[table].as_array().unwrap() {
+            let session = r["session_id"].as_str().unwrap();
+            if !sessions.contains(&session) {
+                continue;
+            }
+            let mut object: Map<String, Value> =
+                serde_json::from_str(r["data"].as_str().unwrap()).unwrap();
+            object.insert("id".into(), r["id"].clone());
+            object.insert("sessionID".into(), r["session_id"].clone());
+            if table == "part" {
+                object.insert("messageID".into(), r["message_id"].clone());
+            }
+            let path = tree.join(format!(
+                "{table}/{}/{}.json",
+                r[dir].as_str().unwrap(),
+                r["id"].as_str().unwrap()
+            ));
+            write_json(&path, &Value::Object(object));
+        }
+    }
+    tree
+}
+
+/// Returns each event's type and text, the parts of a capture that say
+/// what the session holds (not when or from which row it was read).
+fn story(events: &[Value]) -> Vec<(String, Value)> {
+    events
+        .iter()
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap().to_owned(),
+                e["payload"]["text"].clone(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn opencode_storage_tree_is_captured_like_the_database_incrementally_and_read_only() {
+    let repo = Repo::new();
+    let project = root_commit(&repo.root);
+    // The same sessions from the database, for comparison.
+    let db_repo = Repo::new();
+    let db_home = db_repo.outside("oc-home");
+    fake_store(&db_home, &db_repo.root, &root_commit(&db_repo.root));
+    import(&db_repo, &db_home);
+
+    let home = repo.outside("oc-home");
+    let tree = fake_tree(&home, &repo.root, &project, &SAMPLE_SESSIONS);
+    assert!(!db_path(&home).exists());
+    let before = hash_tree(&tree);
+    let (out, err) = import(&repo, &home);
+    for id in SAMPLE_SESSIONS {
+        assert!(out.contains(id), "{id} not captured: {out}{err}");
+        assert_eq!(
+            story(&repo.events(id)),
+            story(&db_repo.events(id)),
+            "{id}: the tree and the database give different events"
+        );
+    }
+    assert_eq!(hash_tree(&tree), before, "capture changed the tree");
+    assert!(!db_path(&home).exists(), "capture made a database");
+    let events = repo.events(AUTHENTIC);
+
+    // Unchanged: nothing appended, and no file is read again. A file whose
+    // size and mtime are as they were is not parsed: garbage of the same
+    // length under the old mtime gives no warning.
+    let part = tree.join("part/msg_2264107ce001tRx5iw6CXJWsDK/prt_2264107d9001ZjvRrQg7qpgYV5.json");
+    let len = std::fs::metadata(&part).unwrap().len() as usize;
+    let mtime = std::fs::metadata(&part).unwrap().modified().unwrap();
+    std::fs::write(&part, "x".repeat(len)).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&part)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let (again, err) = import(&repo, &home);
+    assert!(
+        !again.contains("ses_"),
+        "an unchanged tree appended: {again}"
+    );
+    assert!(
+        !err.contains("prt_2264107d9001"),
+        "an unchanged file was read: {err}"
+    );
+    assert_eq!(repo.events(AUTHENTIC).len(), events.len());
+
+    // OpenCode continues the session: a user message, an assistant message
+    // whose tool is still running (held back), then it finishes.
+    let t = 1_795_938_200_000i64;
+    let (user, assistant) = (
+        "msg_3000000000001aaaaaaaaaaaaaa",
+        "msg_3000000000002aaaaaaaaaaaaaa",
+    );
+    write_json(
+        &tree.join(format!("message/{AUTHENTIC}/{user}.json")),
+        &serde_json::json!({"id": user, "sessionID": AUTHENTIC, "role": "user", "time": {"created": t}}),
+    );
+    write_json(
+        &tree.join(format!("part/{user}/prt_3000000000001aaaaaaaaaaaaaa.json")),
+        &serde_json::json!({"id": "prt_3000000000001aaaaaaaaaaaaaa", "sessionID": AUTHENTIC,
+            "messageID": user, "type": "text", "text": "Now list the files"}),
+    );
+    let assistant_file = tree.join(format!("message/{AUTHENTIC}/{assistant}.json"));
+    write_json(
+        &assistant_file,
+        &serde_json::json!({"id": assistant, "sessionID": AUTHENTIC, "role": "assistant",
+            "parentID": user, "time": {"created": t + 10}}),
+    );
+    let tool = tree.join(format!(
+        "part/{assistant}/prt_3000000000002aaaaaaaaaaaaaa.json"
+    ));
+    write_json(
+        &tool,
+        &serde_json::json!({"id": "prt_3000000000002aaaaaaaaaaaaaa", "sessionID": AUTHENTIC,
+            "messageID": assistant, "type": "tool", "tool": "bash", "callID": "call_x",
+            "state": {"status": "running", "input": {"command": "ls"}, "time": {"start": t + 11}}}),
+    );
+    let (out, _) = import(&repo, &home);
+    assert!(out.contains(AUTHENTIC), "{out}");
+    let mid = repo.events(AUTHENTIC);
+    assert_eq!(
+        kinds(&mid[events.len()..]),
+        ["meta", "message.user"],
+        "the running request waits"
+    );
+    write_json(
+        &tool,
+        &serde_json::json!({"id": "prt_3000000000002aaaaaaaaaaaaaa", "sessionID": AUTHENTIC,
+            "messageID": assistant, "type": "tool", "tool": "bash", "callID": "call_x",
+            "state": {"status": "completed", "input": {"command": "ls"}, "output": "note.txt",
+                "metadata": {"exit": 0}, "title": "ls", "time": {"start": t + 11, "end": t + 20}}}),
+    );
+    write_json(
+        &assistant_file,
+        &serde_json::json!({"id": assistant, "sessionID": AUTHENTIC, "role": "assistant",
+            "parentID": user, "time": {"created": t + 10, "completed": t + 21}, "finish": "tool-calls"}),
+    );
+    import(&repo, &home);
+    let after = repo.events(AUTHENTIC);
+    assert_eq!(
+        kinds(&after[mid.len()..]),
+        ["meta", "tool.call", "tool.result", "command.run"]
+    );
+    assert_eq!(
+        after[mid.len() + 1]["payload"]["status"],
+        "completed",
+        "the final state, once"
+    );
+    let (again, _) = import(&repo, &home);
+    assert!(!again.contains("ses_"), "{again}");
+}
+
+#[test]
+fn opencode_database_wins_over_the_storage_tree() {
+    let repo = Repo::new();
+    let project = root_commit(&repo.root);
+    let home = repo.outside("oc-home");
+    fake_store(&home, &repo.root, &project);
+    // OpenCode migrated the tree into its database and left the tree: the
+    // same sessions in both, the tree's copy told apart by its title and
+    // its first prompt. One session is in the tree only.
+    let tree = fake_tree(&home, &repo.root, &project, &SAMPLE_SESSIONS);
+    let session_file = tree.join(format!("session/{project}/{AUTHENTIC}.json"));
+    let mut s: Value = serde_json::from_slice(&std::fs::read(&session_file).unwrap()).unwrap();
+    s["title"] = "STORAGE COPY".into();
+    write_json(&session_file, &s);
+    let prompt =
+        tree.join("part/msg_2264107ce001tRx5iw6CXJWsDK/prt_2264107d9001ZjvRrQg7qpgYV5.json");
+    let mut p: Value = serde_json::from_slice(&std::fs::read(&prompt).unwrap()).unwrap();
+    p["text"] = "STORAGE COPY".into();
+    write_json(&prompt, &p);
+    // A message the tree's copy has and the database's has not: not
+    // captured either (the database's copy is the session).
+    let extra = "msg_3000000000009storagecopy1";
+    write_json(
+        &tree.join(format!("message/{AUTHENTIC}/{extra}.json")),
+        &serde_json::json!({"id": extra, "sessionID": AUTHENTIC, "role": "user",
+            "time": {"created": 1_795_938_300_000i64}}),
+    );
+    write_json(
+        &tree.join(format!("part/{extra}/prt_3000000000009storagecopy1.json")),
+        &serde_json::json!({"id": "prt_3000000000009storagecopy1", "sessionID": AUTHENTIC,
+            "messageID": extra, "type": "text", "text": "STORAGE COPY"}),
+    );
+    let only = "ses_0storage0only0000000001";
+    write_json(
+        &tree.join(format!("session/{project}/{only}.json")),
+        &serde_json::json!({"id": only, "projectID": project, "slug": "old", "directory": repo.root,
+            "title": "From storage", "version": "0.15.0", "time": {"created": 1_795_938_000_000i64, "updated": 1_795_938_000_010i64}}),
+    );
+    let m = "msg_1000000000001storageonly01";
+    write_json(
+        &tree.join(format!("message/{only}/{m}.json")),
+        &serde_json::json!({"id": m, "sessionID": only, "role": "user", "time": {"created": 1_795_938_000_001i64}}),
+    );
+    write_json(
+        &tree.join(format!("part/{m}/prt_1000000000001storageonly01.json")),
+        &serde_json::json!({"id": "prt_1000000000001storageonly01", "sessionID": only, "messageID": m,
+            "type": "text", "text": "An old prompt"}),
+    );
+
+    let (out, err) = import(&repo, &home);
+    for id in SAMPLE_SESSIONS.iter().chain([&only]) {
+        assert!(out.contains(id), "{id} not captured: {out}{err}");
+        let events = repo.events(id);
+        let starts = events
+            .iter()
+            .filter(|e| e["type"] == "session.start")
+            .count();
+        assert_eq!(starts, 1, "{id} captured {starts} times");
+    }
+    let events = repo.events(AUTHENTIC);
+    let all = serde_json::to_string(&events).unwrap();
+    assert!(
+        !all.contains("STORAGE COPY"),
+        "the tree's copy was captured"
+    );
+    assert_eq!(
+        events.iter().find(|e| e["type"] == "message.user").unwrap()["payload"]["text"],
+        "Please write hello into note.txt"
+    );
+    let old = repo.events(only);
+    assert!(
+        old.iter().any(|e| e["payload"]["text"] == "An old prompt"),
+        "{old:?}"
+    );
+    // Nothing new: nothing appended, the tree's copies still not read.
+    let (again, _) = import(&repo, &home);
+    assert!(!again.contains("ses_"), "{again}");
+    assert_eq!(repo.events(AUTHENTIC).len(), events.len());
+}
+
+#[test]
+fn opencode_storage_tree_hostile_names_and_bad_json_are_warnings() {
+    let repo = Repo::new();
+    let project = root_commit(&repo.root);
+    let home = repo.outside("oc-home");
+    let tree = fake_tree(&home, &repo.root, &project, &SAMPLE_SESSIONS);
+    // A message that is no JSON, a part whose id tries to leave the tree, a
+    // session file and a project directory with control characters and
+    // dots in their names, and a session file naming a hostile id.
+    let bad_message = format!("message/{AUTHENTIC}/msg_9999999999999badjson0001.json");
+    std::fs::write(tree.join(&bad_message), "{not json").unwrap();
+    write_json(
+        &tree.join("part/msg_2264107ce001tRx5iw6CXJWsDK/prt_9999999999999hostile0001.json"),
+        &serde_json::json!({"id": "../../../escape", "type": "text", "text": "evil"}),
+    );
+    write_json(
+        &tree.join(format!("session/{project}/ses_..evil\u{1b}[31m.json")),
+        &serde_json::json!({"id": "ses_..evil", "directory": repo.root, "projectID": project}),
+    );
+    write_json(
+        &tree.join("session/evil\u{7}group/ses_0evilgroup000000001.json"),
+        &serde_json::json!({"id": "ses_0evilgroup000000001", "directory": repo.root, "projectID": project}),
+    );
+    let sneaky = "ses_0sneaky00000000000001";
+    write_json(
+        &tree.join(format!("session/{project}/{sneaky}.json")),
+        &serde_json::json!({"id": "../../sneaky", "directory": repo.root, "projectID": project}),
+    );
+    // A part file larger than any part (sparse: no disk spent).
+    let huge = "part/msg_2264107ce001tRx5iw6CXJWsDK/prt_9999999999999huge00000001.json";
+    std::fs::File::create(tree.join(huge))
+        .unwrap()
+        .set_len((64 << 20) + 1)
+        .unwrap();
+    let before = hash_tree(&tree);
+    let out = repo
+        .session()
+        .args([
+            "import",
+            "--agent",
+            "opencode",
+            "--home",
+            home.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    for id in SAMPLE_SESSIONS {
+        assert!(stdout.contains(id), "{id} not captured: {stdout}{stderr}");
+    }
+    for named in [
+        bad_message.as_str(),
+        "prt_9999999999999hostile0001.json",
+        "ses_..evil",
+        "evil\\u{7}group",
+        sneaky,
+        "prt_9999999999999huge00000001.json: larger than",
+    ] {
+        assert!(
+            stderr.contains(named),
+            "no warning naming {named:?}: {stderr}"
+        );
+    }
+    assert!(
+        !stderr.contains('\u{1b}') && !stderr.contains('\u{7}'),
+        "a control character reached the terminal: {stderr:?}"
+    );
+    assert!(
+        !stdout.contains("evil") && !stdout.contains("sneaky"),
+        "{stdout}"
+    );
+    assert!(
+        !serde_json::to_string(&repo.events(AUTHENTIC))
+            .unwrap()
+            .contains("evil")
+    );
+    assert_eq!(hash_tree(&tree), before, "capture changed the tree");
+    assert!(!home.join(".local/share/escape").exists() && !home.join("escape").exists());
+}
+
+#[test]
+fn opencode_storage_captured_session_resumes_as_rows() {
+    let repo = Repo::new();
+    let project = root_commit(&repo.root);
+    let home = repo.outside("oc-home");
+    fake_tree(&home, &repo.root, &project, &SAMPLE_SESSIONS);
+    import(&repo, &home);
+    // Into an OpenCode of today (a database, no tree), by direct rows.
+    let fresh = repo.outside("fresh");
+    let db = empty_store(&fresh);
+    let out = resume_rows(&repo, AUTHENTIC, &fresh);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains(&format!("--session {AUTHENTIC}")));
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let count = |sql: &str| -> i64 { conn.query_row(sql, [AUTHENTIC], |r| r.get(0)).unwrap() };
+    assert_eq!(count("SELECT count(*) FROM session WHERE id = ?1"), 1);
+    // Every message and part the tree held (the sample's rows).
+    let rows: Value =
+        serde_json::from_slice(&std::fs::read(fixture().join("rows.json")).unwrap()).unwrap();
+    let recorded = |table: &str| {
+        rows[table]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["session_id"] == AUTHENTIC)
+            .count() as i64
+    };
+    assert_eq!(
+        count("SELECT count(*) FROM message WHERE session_id = ?1"),
+        recorded("message")
+    );
+    assert_eq!(
+        count("SELECT count(*) FROM part WHERE session_id = ?1"),
+        recorded("part")
+    );
+    let prompt: String = conn
+        .query_row(
+            "SELECT data FROM part WHERE session_id = ?1 ORDER BY message_id, id LIMIT 1",
+            [AUTHENTIC],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(
+        prompt.contains("Please write hello into note.txt"),
+        "{prompt}"
+    );
+}
+
+#[test]
+fn opencode_session_captured_from_the_tree_continues_from_the_database_once_migrated() {
+    let repo = Repo::new();
+    let project = root_commit(&repo.root);
+    let home = repo.outside("oc-home");
+    fake_tree(&home, &repo.root, &project, &SAMPLE_SESSIONS);
+    import(&repo, &home);
+    let before: Vec<usize> = SAMPLE_SESSIONS
+        .iter()
+        .map(|id| repo.events(id).len())
+        .collect();
+    // OpenCode 1.2 starts and migrates the tree into its database (the
+    // tree stays), then the session goes on in the database only.
+    let db = fake_store(&home, &repo.root, &project);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let t = 1_795_938_200_000i64;
+    conn.execute(
+        "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?3, ?4)",
+        rusqlite::params![
+            "msg_3000000000001aaaaaaaaaaaaaa",
+            AUTHENTIC,
+            t,
+            r#"{"role":"user","time":{"created":1795938200000}}"#
+        ],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+        rusqlite::params![
+            "prt_3000000000001aaaaaaaaaaaaaa",
+            "msg_3000000000001aaaaaaaaaaaaaa",
+            AUTHENTIC,
+            t,
+            r#"{"type":"text","text":"Now in the database"}"#
+        ],
+    )
+    .unwrap();
+    drop(conn);
+    import(&repo, &home);
+    for (id, n) in SAMPLE_SESSIONS.iter().zip(before) {
+        let events = repo.events(id);
+        let starts = events
+            .iter()
+            .filter(|e| e["type"] == "session.start")
+            .count();
+        assert_eq!(starts, 1, "{id} started twice");
+        let users = |events: &[Value]| {
+            events
+                .iter()
+                .filter(|e| e["type"] == "message.user")
+                .map(|e| e["payload"]["text"].clone())
+                .collect::<Vec<_>>()
+        };
+        let mut texts = users(&events);
+        if *id == AUTHENTIC {
+            assert_eq!(texts.pop().unwrap(), "Now in the database");
+        }
+        assert_eq!(texts, users(&events[..n]), "{id}: a message captured twice");
+    }
+    let (again, _) = import(&repo, &home);
+    assert!(!again.contains("ses_"), "{again}");
+}
+
+/// Ends a spawned `git session watch` when the test ends (by its own pid).
+struct Watching(std::process::Child);
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn opencode_watch_captures_a_file_written_into_the_storage_tree() {
+    use std::io::BufRead;
+    let repo = Repo::new();
+    let project = root_commit(&repo.root);
+    let tree = fake_tree(&repo.home, &repo.root, &project, &[AUTHENTIC]);
+    let mut cmd = repo.spawnable_in(&repo.root);
+    cmd.args(["watch", "--agent", "opencode"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = Watching(cmd.spawn().unwrap());
+    let mut lines = std::io::BufReader::new(child.0.stderr.take().unwrap()).lines();
+    loop {
+        let line = lines.next().unwrap().unwrap();
+        if line.starts_with("watching opencode") {
+            break;
+        }
+    }
+    let count = || {
+        let out = repo
+            .session()
+            .args(["show", AUTHENTIC, "--json"])
+            .output()
+            .unwrap();
+        if !out.status.success() {
+            return 0;
+        }
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["events"].as_array().unwrap().len()
+    };
+    let started = std::time::Instant::now();
+    while count() == 0 {
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "the tree was not captured"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let before = count();
+    // A new part file in a directory that exists: only the file changes.
+    let message = "msg_22641a4b1001h1hYGApxdYMXJR";
+    write_json(
+        &tree.join(format!(
+            "part/{message}/prt_22641ac0f001zzzzzzzzzzzzzz.json"
+        )),
+        &serde_json::json!({"id": "prt_22641ac0f001zzzzzzzzzzzzzz", "sessionID": AUTHENTIC,
+            "messageID": message, "type": "text", "text": "One more thing."}),
+    );
+    let started = std::time::Instant::now();
+    while count() == before {
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "the new part file was not captured"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(child);
+}
+
+#[test]
+fn opencode_status_sees_the_storage_tree_and_its_changes() {
+    let repo = Repo::new();
+    let project = root_commit(&repo.root);
+    let home = repo.outside("oc-home");
+    let tree = fake_tree(&home, &repo.root, &project, &SAMPLE_SESSIONS);
+    let row = |repo: &Repo| -> Value {
+        let status = repo
+            .session()
+            .env("XDG_DATA_HOME", home.join(".local/share"))
+            .args(["status", "--json"])
+            .output()
+            .unwrap();
+        assert!(status.status.success(), "{}", text(&status.stderr));
+        let v: Value = serde_json::from_slice(&status.stdout).unwrap();
+        v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == "opencode")
+            .unwrap()
+            .clone()
+    };
+    let tree_text = tree.to_str().unwrap();
+    let before = row(&repo);
+    assert!(
+        before["unseen"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p == tree_text),
+        "{before}"
+    );
+    import(&repo, &home);
+    let after = row(&repo);
+    assert_eq!(after["tracked"], 3, "{after}");
+    assert_eq!(after["changed"], serde_json::json!([]), "{after}");
+    assert_eq!(after["unseen"], serde_json::json!([]), "{after}");
+    let message = "msg_22641a4b1001h1hYGApxdYMXJR";
+    write_json(
+        &tree.join(format!(
+            "part/{message}/prt_22641ac0f001zzzzzzzzzzzzzz.json"
+        )),
+        &serde_json::json!({"id": "prt_22641ac0f001zzzzzzzzzzzzzz", "sessionID": AUTHENTIC,
+            "messageID": message, "type": "text", "text": "One more thing."}),
+    );
+    let changed = row(&repo);
+    assert_eq!(
+        changed["changed"],
+        serde_json::json!([tree_text]),
+        "{changed}"
+    );
+}
+
+/// A session captured from the older `storage/` tree resumes in today's
+/// client (by `opencode import`) with the history the original sends.
+#[test]
+fn opencode_storage_captured_session_resumes_in_the_real_client() {
+    let repo = Repo::new();
+    let project = root_commit(&repo.root);
+    let original_home = repo.outside("original-home");
+    let original_project = repo.outside("original-project");
+    std::fs::create_dir_all(&original_project).unwrap();
+    git_init(&original_project);
+    fake_store(
+        &original_home,
+        &original_project,
+        &root_commit(&original_project),
+    );
+    let source_home = repo.outside("source-home");
+    fake_tree(&source_home, &repo.root, &project, &SAMPLE_SESSIONS);
+    import(&repo, &source_home);
+    let fresh = repo.outside("fresh-import");
+    std::fs::create_dir_all(&fresh).unwrap();
+    let note = resume_into(&repo, AUTHENTIC, &fresh, true);
+    assert!(note.contains("by `opencode import`"), "{note}");
+    let roots = [original_project.as_path(), repo.root.as_path()];
+    let want = resume_check("opencode", &original_home, AUTHENTIC, &original_project);
+    assert!(!turns(&want, &roots).is_empty());
+    let got = resume_check("opencode", &fresh, AUTHENTIC, &repo.root);
+    assert_eq!(turns(&got, &roots), turns(&want, &roots), "history differs");
+}
+
+#[test]
+fn opencode_storage_tree_with_its_cursor_lost_appends_nothing_twice() {
+    let repo = Repo::new();
+    let project = root_commit(&repo.root);
+    let home = repo.outside("oc-home");
+    let tree = fake_tree(&home, &repo.root, &project, &SAMPLE_SESSIONS);
+    import(&repo, &home);
+    let before = repo.events(AUTHENTIC);
+    // The local capture state is rebuildable: lost, the tree is read again
+    // and reconciled by native ids; a message added meanwhile comes once.
+    std::fs::remove_dir_all(repo.root.join(".git/session/capture")).unwrap();
+    let m = "msg_3000000000001aaaaaaaaaaaaaa";
+    write_json(
+        &tree.join(format!("message/{AUTHENTIC}/{m}.json")),
+        &serde_json::json!({"id": m, "sessionID": AUTHENTIC, "role": "user",
+            "time": {"created": 1_795_938_200_000i64}}),
+    );
+    write_json(
+        &tree.join(format!("part/{m}/prt_3000000000001aaaaaaaaaaaaaa.json")),
+        &serde_json::json!({"id": "prt_3000000000001aaaaaaaaaaaaaa", "sessionID": AUTHENTIC,
+            "messageID": m, "type": "text", "text": "After the loss"}),
+    );
+    import(&repo, &home);
+    let after = repo.events(AUTHENTIC);
+    assert_eq!(story(&after[..before.len()]), story(&before));
+    assert_eq!(
+        story(&after[before.len()..]),
+        [
+            ("meta".to_owned(), Value::Null),
+            ("message.user".to_owned(), Value::from("After the loss"))
+        ]
+    );
+    for id in &SAMPLE_SESSIONS[1..] {
+        let events = repo.events(id);
+        let starts = events
+            .iter()
+            .filter(|e| e["type"] == "session.start")
+            .count();
+        assert_eq!(starts, 1, "{id}");
+    }
 }

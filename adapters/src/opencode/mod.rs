@@ -4,8 +4,11 @@
 //! OpenCode keeps every session in one database,
 //! `$XDG_DATA_HOME/opencode/opencode.db`: a `session` row, `message` rows
 //! (one per user message or model request) and `part` rows (the content of
-//! a message, in part id order), `data` columns holding JSON. This module
-//! does no IO: `ops` reads the rows, and writes what [`render_session`]
+//! a message, in part id order), `data` columns holding JSON. Releases
+//! before 1.2 kept the same records as JSON files under `storage/`
+//! ([`storage`]); those files are read as the rows they became, so one
+//! mapping serves both, and a session in both is the database's. This
+//! module does no IO: `ops` reads the rows, and writes what [`render_session`]
 //! returns either as an `opencode export` document for `opencode import`
 //! or as rows.
 //!
@@ -41,6 +44,7 @@
 pub mod ids;
 pub mod parse;
 pub mod render;
+pub mod storage;
 pub mod wire;
 
 use std::path::{Path, PathBuf};
@@ -198,7 +202,7 @@ pub static SPEC: AgentSpec = AgentSpec {
     display: "OpenCode",
     env: &["XDG_DATA_HOME", "OPENCODE_DB"],
     default_store: ".local/share/opencode",
-    sources: &[Source::Sqlite(&DB)],
+    sources: &[Source::Sqlite(&DB), Source::JsonTree(&storage::TREE)],
     tools: &[
         (ToolKind::Shell, "bash"),
         (ToolKind::Read, "read"),

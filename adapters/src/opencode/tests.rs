@@ -718,3 +718,83 @@ fn a_handoff_brief_is_a_user_message_of_its_own_before_the_history() {
         "the brief's message sorts first"
     );
 }
+
+#[test]
+fn storage_files_become_the_rows_the_database_holds() {
+    use crate::source::TreeIds;
+    // Each sample message and part, written as a tree file (its `data`
+    // plus its ids), becomes its row again: the same columns the parse
+    // reads, the same `data`.
+    let all: Value = serde_json::from_str(ROWS).unwrap();
+    for table in ["message", "part"] {
+        let mut n = 0;
+        for row in all[table].as_array().unwrap() {
+            let mut object: Map<String, Value> =
+                serde_json::from_str(row["data"].as_str().unwrap()).unwrap();
+            object.insert("id".into(), row["id"].clone());
+            object.insert("sessionID".into(), row["session_id"].clone());
+            if table == "part" {
+                object.insert("messageID".into(), row["message_id"].clone());
+            }
+            let ids = TreeIds {
+                id: row["id"].as_str().unwrap(),
+                session: row["session_id"].as_str().unwrap(),
+                message: row["message_id"].as_str(),
+            };
+            let got = storage::row(table, &ids, Value::Object(object)).unwrap();
+            let data = |r: &Map<String, Value>| -> Value {
+                serde_json::from_str(r["data"].as_str().unwrap()).unwrap()
+            };
+            assert_eq!(data(&got), data(row.as_object().unwrap()), "{}", row["id"]);
+            for column in ["id", "session_id", "message_id"] {
+                assert_eq!(
+                    got.get(column),
+                    row.get(column),
+                    "{column} of {}",
+                    row["id"]
+                );
+            }
+            n += 1;
+        }
+        assert!(n > 0);
+    }
+    // A session file in its JSON names.
+    let ids = TreeIds {
+        id: AUTHENTIC,
+        session: AUTHENTIC,
+        message: None,
+    };
+    let session = storage::row(
+        "session",
+        &ids,
+        json!({"id": AUTHENTIC, "projectID": "abc", "directory": "/w", "title": "T",
+               "version": "0.15.0", "parentID": "ses_parent",
+               "time": {"created": 5, "updated": 9}}),
+    )
+    .unwrap();
+    assert_eq!(session["project_id"], "abc");
+    assert_eq!(session["parent_id"], "ses_parent");
+    assert_eq!(session["directory"], "/w");
+    assert_eq!(session["time_created"], 5);
+    assert_eq!(session["time_updated"], 9);
+    // A file whose id is not its name, or no object, is refused.
+    assert!(storage::row("session", &ids, json!({"id": "../../x"})).is_err());
+    assert!(storage::row("part", &ids, json!([1])).is_err());
+}
+
+#[test]
+fn storage_names_become_paths_only_when_they_are_ids() {
+    assert!(storage::valid("session", AUTHENTIC));
+    assert!(storage::valid("group", "global"));
+    assert!(storage::valid(
+        "group",
+        "339b79cf39b89bf4409a44344b9f1a5dfea2ed58"
+    ));
+    for hostile in ["..", "ses_../x", "ses_a/b", "ses_a\u{1b}", "", "ses_a.b"] {
+        assert!(!storage::valid("session", hostile), "{hostile:?}");
+        assert!(!storage::valid("group", hostile), "{hostile:?}");
+    }
+    assert!(!storage::valid("message", "prt_x"));
+    assert!(!storage::valid("part", "msg_x"));
+    assert!(!storage::valid("other", "ses_x"));
+}

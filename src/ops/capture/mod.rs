@@ -281,6 +281,7 @@ pub fn capture_with_progress(
                     options: request.sqlite,
                     root: None,
                     spent: None,
+                    tree: None,
                 };
                 if let Err(e) = job.run() {
                     report.skipped.push(SkippedFile {
@@ -330,6 +331,39 @@ pub fn capture_with_progress(
                 list.push(SkippedFile {
                     path: abs.clone(),
                     reason,
+                });
+            }
+        }
+        // A JSON tree beside the databases (OpenCode's older `storage/`)
+        // comes after them: a session both hold is the database's.
+        for source in adapter.spec().sources {
+            let Source::JsonTree(tree) = source else {
+                continue;
+            };
+            let abs = crate::native::tree::dir_of(&root, tree);
+            if !abs.is_dir() {
+                continue;
+            }
+            let mut job = rows::DbJob {
+                store,
+                clock,
+                adapter,
+                decl: tree.database,
+                agent: &agent,
+                abs: &abs,
+                rel: tree.dir,
+                worktrees: &worktrees,
+                cursors: &mut cursors,
+                report: &mut report,
+                options: request.sqlite,
+                root: None,
+                spent: None,
+                tree: Some(tree),
+            };
+            if let Err(e) = job.run() {
+                report.skipped.push(SkippedFile {
+                    path: abs.clone(),
+                    reason: e.to_string(),
                 });
             }
         }

@@ -21,11 +21,17 @@
 //! feeds; sessions arrive in the session table's row order, so the parent
 //! is known first. A parent this capture does not know leaves the child a
 //! session of its own, with a warning.
+//!
+//! A JSON tree read as a database's rows ([`crate::native::tree`],
+//! OpenCode's older `storage/`) goes through the same per-session capture
+//! ([`DbJob::run_tree`]): its cursor is each file's stamp instead of table
+//! marks, and it is read after the adapter's databases, so a session a
+//! database also holds (the agent migrated it) is the database's alone.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use git_session_adapters::source::{Database, Incremental, Row};
+use git_session_adapters::source::{Database, Incremental, JsonTree, Row};
 use git_session_adapters::{Adapter, ParseInput, Parsed, Records};
 use git_session_schema::{Agent, SessionId};
 
@@ -58,6 +64,9 @@ pub(super) struct DbJob<'a> {
     /// What the last session's capture is through with, to be freed on
     /// the reading thread.
     pub spent: Option<Spent>,
+    /// Set when the source is a JSON tree read as `decl`'s rows
+    /// ([`DbJob::run_tree`]); `abs` is then the tree's directory.
+    pub tree: Option<&'static JsonTree>,
 }
 
 /// One session as the reading thread hands it over: its rows and, for a
@@ -126,6 +135,9 @@ impl DbJob<'_> {
     /// (locked past the wait, corrupt, unknown schema) is reported in
     /// [`CaptureReport::skipped_sources`] and its cursor left as it was.
     pub fn run(&mut self) -> OpResult<()> {
+        if let Some(tree) = self.tree {
+            return self.run_tree(tree);
+        }
         let (db_stamp, wal_stamp) = sqlite::stamps(self.abs);
         let mut cursor = self
             .cursors
@@ -239,6 +251,108 @@ impl DbJob<'_> {
         }
         self.cursors.databases.insert(self.rel.to_owned(), cursor);
         Ok(())
+    }
+
+    /// Captures what is new in a JSON tree ([`crate::native::tree`]),
+    /// session by session, as database rows. A session the agent's
+    /// database also holds is left to the database (the agent migrated
+    /// it; its database sources are captured first, and their cursors
+    /// name every session they hold). A file's stamp is kept once its
+    /// session's rows are captured, so a failed session is read again.
+    fn run_tree(&mut self, tree: &'static JsonTree) -> OpResult<()> {
+        let mut cursor = self
+            .cursors
+            .databases
+            .get(self.rel)
+            .cloned()
+            .unwrap_or_default();
+        let in_database: std::collections::HashSet<String> = self
+            .cursors
+            .databases
+            .iter()
+            .filter(|(rel, _)| rel.as_str() != self.rel)
+            .flat_map(|(_, c)| c.sessions.keys().cloned())
+            .collect();
+        let known = cursor.sessions.clone();
+        let mut sessions = cursor.sessions.clone();
+        let skip = |key: &str| {
+            in_database.contains(key) || known.get(key).is_some_and(|s| s.session.is_none())
+        };
+        let abs = self.abs.to_owned();
+        let mut files = cursor.files.clone();
+        let read = crate::native::tree::read(
+            &abs,
+            tree,
+            &cursor.files,
+            &skip,
+            None,
+            &mut |s: crate::native::tree::TreeSession| {
+                let key = s.rows.key.clone();
+                let entry = sessions.get(&key).cloned();
+                match self.session(s.rows, entry, &sessions, None) {
+                    Ok(next) => {
+                        let ours = next
+                            .as_ref()
+                            .or(sessions.get(&key))
+                            .is_some_and(|n| n.session.is_some());
+                        if let Some(next) = next {
+                            sessions.insert(key, next);
+                        }
+                        if ours {
+                            files.extend(s.stamps);
+                        }
+                    }
+                    Err(e) => self.report.skipped.push(SkippedFile {
+                        path: abs.clone(),
+                        reason: format!("session {key}: {e}"),
+                    }),
+                }
+            },
+        );
+        self.report.unchanged += read
+            .unchanged
+            .iter()
+            .filter(|k| known.get(*k).is_some_and(|s| s.session.is_some()))
+            .count();
+        for w in read.warnings {
+            self.report.warnings.push(CaptureWarning {
+                path: self.abs.to_owned(),
+                line: 0,
+                message: w,
+            });
+        }
+        cursor.sessions = sessions;
+        cursor.files = files;
+        self.cursors.databases.insert(self.rel.to_owned(), cursor);
+        Ok(())
+    }
+
+    /// Returns every row of one session, read afresh (a lost cursor).
+    fn all_rows(&self, key: &str) -> OpResult<Vec<Row>> {
+        if let Some(tree) = self.tree {
+            let mut rows = Vec::new();
+            crate::native::tree::read(
+                self.abs,
+                tree,
+                &BTreeMap::new(),
+                &|_| false,
+                Some(key),
+                &mut |s| rows = s.rows.rows,
+            );
+            return Ok(rows);
+        }
+        let scope = sqlite::Scope {
+            marks: &BTreeMap::new(),
+            known: &BTreeMap::new(),
+            only: Some(key),
+        };
+        Ok(sqlite::read_all(self.abs, self.decl, scope, &self.options)
+            .map_err(OpError::from)?
+            .1
+            .into_iter()
+            .find(|s| s.key == key)
+            .map(|s| s.rows)
+            .unwrap_or_default())
     }
 
     /// Captures one session's new rows; returns its new cursor entry.
@@ -413,18 +527,7 @@ impl DbJob<'_> {
         } else {
             // Cursor lost or the log moved: read the whole session again and
             // keep only what is not stored yet.
-            let scope = sqlite::Scope {
-                marks: &BTreeMap::new(),
-                known: &BTreeMap::new(),
-                only: Some(key),
-            };
-            let all = sqlite::read_all(self.abs, self.decl, scope, &self.options)
-                .map_err(OpError::from)?
-                .1
-                .into_iter()
-                .find(|s| s.key == key)
-                .map(|s| s.rows)
-                .unwrap_or_default();
+            let all = self.all_rows(key)?;
             let seen_all = seen_marks(self.decl, &all, None);
             let keys = stored_keys(self.store, &id)?;
             let outcome =
