@@ -102,7 +102,7 @@ fn main() {
                 &["init", "-q", "--bare", remote.to_str().expect("utf8")],
             );
             let url = remote.to_str().expect("utf8");
-            let (t, r) = measure(&repo, &["push", url]);
+            let (t, r) = measure(&repo, &["push", "--to", url]);
             results.push(row(
                 &format!("push a {n}-event session to an empty bare remote (packs it first)"),
                 &[t],
@@ -132,7 +132,7 @@ fn main() {
                 &repo,
                 &["append", "bench", more_file.to_str().expect("utf8")],
             );
-            measure(&repo, &["push", url]);
+            measure(&repo, &["push", "--to", url]);
             let started = std::time::Instant::now();
             git(
                 &plain,

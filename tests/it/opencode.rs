@@ -201,6 +201,24 @@ fn opencode_capture_skips_sessions_of_other_projects() {
     assert!(!out.contains("ses_"), "{out}");
 }
 
+/// Adds a message row to the sample session `AUTHENTIC`, as OpenCode does.
+fn insert_message(conn: &rusqlite::Connection, id: &str, t: i64, data: &str) {
+    conn.execute(
+        "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?3, ?4)",
+        rusqlite::params![id, AUTHENTIC, t, data],
+    )
+    .unwrap();
+}
+
+/// Adds a part row of `message` to the sample session `AUTHENTIC`.
+fn insert_part(conn: &rusqlite::Connection, id: &str, message: &str, t: i64, data: &str) {
+    conn.execute(
+        "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
+        rusqlite::params![id, message, AUTHENTIC, t, data],
+    )
+    .unwrap();
+}
+
 #[test]
 fn opencode_capture_takes_new_rows_and_finished_tools_incrementally() {
     let repo = Repo::new();
@@ -212,48 +230,32 @@ fn opencode_capture_takes_new_rows_and_finished_tools_incrementally() {
     // whose tool is still running (held back), then it finishes.
     let conn = rusqlite::Connection::open(&db).unwrap();
     let t = 1_795_938_200_000i64;
-    conn.execute(
-        "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?3, ?4)",
-        rusqlite::params![
-            "msg_3000000000001aaaaaaaaaaaaaa",
-            AUTHENTIC,
-            t,
-            r#"{"role":"user","time":{"created":1795938200000}}"#
-        ],
-    )
-    .unwrap();
-    conn.execute(
-        "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
-        rusqlite::params![
-            "prt_3000000000001aaaaaaaaaaaaaa",
-            "msg_3000000000001aaaaaaaaaaaaaa",
-            AUTHENTIC,
-            t,
-            r#"{"type":"text","text":"Now list the files"}"#
-        ],
-    )
-    .unwrap();
-    conn.execute(
-        "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?3, ?4)",
-        rusqlite::params![
-            "msg_3000000000002aaaaaaaaaaaaaa",
-            AUTHENTIC,
-            t + 10,
-            r#"{"role":"assistant","parentID":"msg_3000000000001aaaaaaaaaaaaaa","time":{"created":1795938200010}}"#
-        ],
-    )
-    .unwrap();
-    conn.execute(
-        "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
-        rusqlite::params![
-            "prt_3000000000002aaaaaaaaaaaaaa",
-            "msg_3000000000002aaaaaaaaaaaaaa",
-            AUTHENTIC,
-            t + 11,
-            r#"{"type":"tool","tool":"bash","callID":"call_x","state":{"status":"running","input":{"command":"ls"},"time":{"start":1795938200011}}}"#
-        ],
-    )
-    .unwrap();
+    insert_message(
+        &conn,
+        "msg_3000000000001aaaaaaaaaaaaaa",
+        t,
+        r#"{"role":"user","time":{"created":1795938200000}}"#,
+    );
+    insert_part(
+        &conn,
+        "prt_3000000000001aaaaaaaaaaaaaa",
+        "msg_3000000000001aaaaaaaaaaaaaa",
+        t,
+        r#"{"type":"text","text":"Now list the files"}"#,
+    );
+    insert_message(
+        &conn,
+        "msg_3000000000002aaaaaaaaaaaaaa",
+        t + 10,
+        r#"{"role":"assistant","parentID":"msg_3000000000001aaaaaaaaaaaaaa","time":{"created":1795938200010}}"#,
+    );
+    insert_part(
+        &conn,
+        "prt_3000000000002aaaaaaaaaaaaaa",
+        "msg_3000000000002aaaaaaaaaaaaaa",
+        t + 11,
+        r#"{"type":"tool","tool":"bash","callID":"call_x","state":{"status":"running","input":{"command":"ls"},"time":{"start":1795938200011}}}"#,
+    );
     // OpenCode touches the session with every change (and appends to its
     // event sequence); capture reads only sessions that moved.
     let touch = |t: i64| {
@@ -1400,27 +1402,19 @@ fn opencode_session_captured_from_the_tree_continues_from_the_database_once_migr
     let db = fake_store(&home, &repo.root, &project);
     let conn = rusqlite::Connection::open(&db).unwrap();
     let t = 1_795_938_200_000i64;
-    conn.execute(
-        "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?3, ?4)",
-        rusqlite::params![
-            "msg_3000000000001aaaaaaaaaaaaaa",
-            AUTHENTIC,
-            t,
-            r#"{"role":"user","time":{"created":1795938200000}}"#
-        ],
-    )
-    .unwrap();
-    conn.execute(
-        "INSERT INTO part (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
-        rusqlite::params![
-            "prt_3000000000001aaaaaaaaaaaaaa",
-            "msg_3000000000001aaaaaaaaaaaaaa",
-            AUTHENTIC,
-            t,
-            r#"{"type":"text","text":"Now in the database"}"#
-        ],
-    )
-    .unwrap();
+    insert_message(
+        &conn,
+        "msg_3000000000001aaaaaaaaaaaaaa",
+        t,
+        r#"{"role":"user","time":{"created":1795938200000}}"#,
+    );
+    insert_part(
+        &conn,
+        "prt_3000000000001aaaaaaaaaaaaaa",
+        "msg_3000000000001aaaaaaaaaaaaaa",
+        t,
+        r#"{"type":"text","text":"Now in the database"}"#,
+    );
     drop(conn);
     import(&repo, &home);
     for (id, n) in SAMPLE_SESSIONS.iter().zip(before) {
