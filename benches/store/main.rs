@@ -1,6 +1,7 @@
 //! Store benchmarks on generated data, release build, real repositories on
 //! disk. Run with `cargo bench --bench store`; the figures go to stdout as a
-//! table and, with `--json FILE`, as JSON.
+//! table and, with `--json FILE`, as JSON. `--keep` keeps the generated
+//! repositories and homes (printed at the end), for profiling one command.
 //!
 //! Every timed operation runs the installed-style `git-session` binary as a
 //! child process (what a user or a hook pays, process start included) and
@@ -38,6 +39,7 @@ fn main() {
         .position(|a| a == "--json")
         .map(|i| PathBuf::from(&args[i + 1]));
     let quick = args.iter().any(|a| a == "--quick");
+    let keep = args.iter().any(|a| a == "--keep");
     let work = tempfile::tempdir_in(
         std::env::var_os("BENCH_DIR").unwrap_or_else(|| std::env::temp_dir().into()),
     )
@@ -388,6 +390,9 @@ fn main() {
             .collect();
         std::fs::write(path, serde_json::to_string_pretty(&rows).expect("json"))
             .expect("write json");
+    }
+    if keep {
+        println!("kept {}", work.keep().display());
     }
 }
 

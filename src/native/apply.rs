@@ -630,6 +630,8 @@ fn write_database(
     let mut labels: BTreeMap<&str, i64> = BTreeMap::new();
     let mut inserted = 0;
     let mut skipped = Vec::new();
+    let mut pending: Option<Pending<'_>> = None;
+    let mut defaults = BTreeMap::new();
     for row in rows {
         let cols = &columns_of[row.table.as_str()];
         if cols.is_empty() {
@@ -674,20 +676,32 @@ fn write_database(
             names.push(quote_ident(column));
             values.push(rusqlite::types::Value::Integer(rowid));
         }
-        let insert = format!(
-            "INSERT INTO {} ({}) VALUES ({})",
-            quote_ident(&row.table),
-            names.join(", "),
-            vec!["?"; names.len()].join(", ")
-        );
-        // One statement per table and column set, prepared once.
-        tx.prepare_cached(&insert)
-            .and_then(|mut stmt| stmt.execute(rusqlite::params_from_iter(values.iter())))
-            .map_err(sql)?;
+        // A row nothing refers back to, with no key to look up, waits to
+        // go in with the rows of its table after it, in one statement.
+        if row.key.is_empty() && row.assigns.is_none() && row.numbered.is_empty() {
+            if pending
+                .as_ref()
+                .is_some_and(|p| p.table != row.table.as_str() || !p.has_room(names.len()))
+                && let Some(batch) = pending.take()
+            {
+                inserted += batch.insert(&tx, &mut defaults).map_err(sql)?;
+            }
+            pending
+                .get_or_insert_with(|| Pending::new(&row.table))
+                .push(names, values);
+            continue;
+        }
+        if let Some(batch) = pending.take() {
+            inserted += batch.insert(&tx, &mut defaults).map_err(sql)?;
+        }
+        insert_one(&tx, &row.table, &names, &values).map_err(sql)?;
         inserted += 1;
         if let Some(label) = &row.assigns {
             labels.insert(label, tx.last_insert_rowid());
         }
+    }
+    if let Some(batch) = pending.take() {
+        inserted += batch.insert(&tx, &mut defaults).map_err(sql)?;
     }
     tx.commit().map_err(sql)?;
     Ok(DbWrite::Written {
@@ -695,6 +709,145 @@ fn write_database(
         backup: Some(backup),
         skipped,
     })
+}
+
+/// Inserts one row, with a statement prepared once per table and column
+/// set.
+fn insert_one(
+    tx: &rusqlite::Connection,
+    table: &str,
+    names: &[String],
+    values: &[rusqlite::types::Value],
+) -> rusqlite::Result<()> {
+    let insert = format!(
+        "INSERT INTO {} ({}) VALUES ({})",
+        quote_ident(table),
+        names.join(", "),
+        vec!["?"; names.len()].join(", ")
+    );
+    tx.prepare_cached(&insert)?
+        .execute(rusqlite::params_from_iter(values.iter()))?;
+    Ok(())
+}
+
+/// The most rows, and bound values, one multi-row `INSERT` takes.
+const BATCH_ROWS: usize = 500;
+const BATCH_VALUES: usize = 30_000;
+
+/// Consecutive rows of one table, inserted by one multi-row statement.
+///
+/// One statement per row costs more than its row where the table has
+/// triggers into full-text indexes (Hermes' `messages`): SQLite opens a
+/// statement savepoint for each, and FTS5 writes its pending index to disk
+/// at every savepoint. A 10k-message handoff spent half its time there.
+/// Rows keep their order, so the ids the database assigns are those of
+/// one insert per row.
+struct Pending<'a> {
+    table: &'a str,
+    rows: Vec<(Vec<String>, Vec<rusqlite::types::Value>)>,
+    values: usize,
+}
+
+impl<'a> Pending<'a> {
+    fn new(table: &'a str) -> Self {
+        Pending {
+            table,
+            rows: Vec::new(),
+            values: 0,
+        }
+    }
+
+    /// Whether a row of `width` columns still fits the statement.
+    fn has_room(&self, width: usize) -> bool {
+        self.rows.len() < BATCH_ROWS && self.values + width <= BATCH_VALUES
+    }
+
+    fn push(&mut self, names: Vec<String>, values: Vec<rusqlite::types::Value>) {
+        self.values += values.len();
+        self.rows.push((names, values));
+    }
+
+    /// Inserts the rows and returns how many. The statement names every
+    /// column any of its rows has; a row without one gets the column's
+    /// declared default, as its own insert would. Where a default is not a
+    /// plain literal the rows go in one by one instead.
+    fn insert(
+        self,
+        tx: &rusqlite::Connection,
+        defaults: &mut BTreeMap<String, BTreeMap<String, Option<String>>>,
+    ) -> rusqlite::Result<usize> {
+        let n = self.rows.len();
+        if n == 1 {
+            let (names, values) = &self.rows[0];
+            insert_one(tx, self.table, names, values)?;
+            return Ok(1);
+        }
+        let mut union: Vec<&str> = Vec::new();
+        for (names, _) in &self.rows {
+            for name in names {
+                if !union.contains(&name.as_str()) {
+                    union.push(name);
+                }
+            }
+        }
+        if !defaults.contains_key(self.table) {
+            let declared = tx
+                .prepare("SELECT name, dflt_value FROM pragma_table_info(?1)")?
+                .query_map([self.table], |r| {
+                    Ok((quote_ident(&r.get::<_, String>(0)?), r.get(1)?))
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            defaults.insert(self.table.to_owned(), declared);
+        }
+        let declared = &defaults[self.table];
+        let mut tuples = Vec::with_capacity(n);
+        let mut bound = Vec::with_capacity(self.values);
+        for (names, values) in &self.rows {
+            let mut tuple = Vec::with_capacity(union.len());
+            for column in &union {
+                if let Some(i) = names.iter().position(|n| n == column) {
+                    tuple.push("?".to_owned());
+                    bound.push(&values[i]);
+                    continue;
+                }
+                match declared.get(*column).and_then(Option::as_deref) {
+                    None => tuple.push("NULL".to_owned()),
+                    Some(literal) if is_plain_literal(literal) => tuple.push(literal.to_owned()),
+                    Some(_) => {
+                        for (names, values) in &self.rows {
+                            insert_one(tx, self.table, names, values)?;
+                        }
+                        return Ok(n);
+                    }
+                }
+            }
+            tuples.push(format!("({})", tuple.join(", ")));
+        }
+        let insert = format!(
+            "INSERT INTO {} ({}) VALUES {}",
+            quote_ident(self.table),
+            union.join(", "),
+            tuples.join(", ")
+        );
+        tx.execute(&insert, rusqlite::params_from_iter(bound))?;
+        Ok(n)
+    }
+}
+
+/// Whether a declared default is a literal that can stand in a statement
+/// as written: a number, `NULL` or a quoted string.
+fn is_plain_literal(text: &str) -> bool {
+    let number = text.strip_prefix('-').unwrap_or(text);
+    let quoted = text.len() >= 2
+        && text.starts_with('\'')
+        && text.ends_with('\'')
+        && !text[1..text.len() - 1].replace("''", "").contains('\'');
+    text.eq_ignore_ascii_case("null")
+        || quoted
+        || (!number.is_empty()
+            && number.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+            && number.bytes().filter(|&b| b == b'.').count() <= 1
+            && number.bytes().any(|b| b.is_ascii_digit()))
 }
 
 /// Splits a value of a numbered column into its base and number:

@@ -1126,3 +1126,111 @@ fn sqlite_reader_hands_sessions_one_by_one_and_reads_only_moved_tokens() {
     }
     drop(conn);
 }
+
+/// Rows of one table go in by multi-row statements (one statement per row
+/// makes FTS5 flush its index per row): rows with different columns, a
+/// column left to a NOT NULL default and a full-text trigger, more rows
+/// than one statement takes, a keyed row of another table between them.
+/// The database ends exactly as one insert per row leaves it.
+#[test]
+fn batched_rows_end_as_one_insert_per_row_would_leave_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let schema = "CREATE TABLE sessions(id TEXT PRIMARY KEY, cwd TEXT, title TEXT);
+         CREATE TABLE messages(id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL,
+             role TEXT NOT NULL, content TEXT, tool_name TEXT, active INTEGER NOT NULL DEFAULT 1,
+             note TEXT DEFAULT 'it''s', weight REAL DEFAULT -1.5);
+         CREATE VIRTUAL TABLE messages_fts USING fts5(content);
+         CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+             INSERT INTO messages_fts(rowid, content) VALUES (new.id, COALESCE(new.content, ''));
+         END;";
+    let mut rows = Vec::new();
+    let mut session = row("sessions", &["id"], json!({"id": "s", "cwd": "/w"}));
+    session.session_row = true;
+    rows.push(session);
+    for i in 0..1200 {
+        let columns = match i % 3 {
+            0 => json!({"session_id": "s", "role": "user", "content": format!("question {i}")}),
+            1 => json!({"session_id": "s", "role": "tool", "tool_name": "bash", "active": 0}),
+            _ => json!({"session_id": "s", "role": "assistant", "content": format!("answer {i}"),
+                        "note": format!("n{i}")}),
+        };
+        rows.push(row("messages", &[], columns));
+        if i == 700 {
+            rows.push(row("sessions", &["id"], json!({"id": "t", "cwd": "/w"})));
+        }
+    }
+    let changes = ChangeSet {
+        rows,
+        ..ChangeSet::default()
+    };
+    let root = tmp.path().join("store");
+    std::fs::create_dir_all(&root).unwrap();
+    rusqlite::Connection::open(root.join("state.db"))
+        .unwrap()
+        .execute_batch(schema)
+        .unwrap();
+    let backups_dir = tmp.path().join("backups");
+    let out = apply::apply_rows(
+        &root,
+        &changes,
+        &Backups {
+            dir: &backups_dir,
+            now_ms: 1,
+        },
+    )
+    .unwrap();
+    assert_eq!(out.inserted, 1202);
+    // The reference: each row by its own INSERT naming only its columns.
+    let reference = rusqlite::Connection::open_in_memory().unwrap();
+    reference.execute_batch(schema).unwrap();
+    for r in &changes.rows {
+        let names: Vec<&String> = r.columns.keys().collect();
+        let values: Vec<rusqlite::types::Value> = r
+            .columns
+            .values()
+            .map(|v| match v {
+                Value::String(s) => rusqlite::types::Value::Text(s.clone()),
+                Value::Number(n) => rusqlite::types::Value::Integer(n.as_i64().unwrap()),
+                other => panic!("{other}"),
+            })
+            .collect();
+        let sql = format!(
+            "INSERT INTO {} ({}) VALUES ({})",
+            r.table,
+            names
+                .iter()
+                .map(|n| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            vec!["?"; names.len()].join(", ")
+        );
+        reference
+            .execute(&sql, rusqlite::params_from_iter(values))
+            .unwrap();
+    }
+    let dump = |conn: &rusqlite::Connection| -> Vec<String> {
+        let mut out = Vec::new();
+        for query in [
+            "SELECT id, session_id, role, content, tool_name, active, note, weight FROM messages ORDER BY id",
+            "SELECT id, cwd, title FROM sessions ORDER BY id",
+            "SELECT rowid, content FROM messages_fts WHERE messages_fts MATCH 'answer' ORDER BY rowid",
+        ] {
+            let mut stmt = conn.prepare(query).unwrap();
+            let n = stmt.column_count();
+            let rows = stmt
+                .query_map([], |r| {
+                    Ok((0..n)
+                        .map(|i| format!("{:?}", r.get_ref(i).unwrap()))
+                        .collect::<Vec<_>>()
+                        .join("|"))
+                })
+                .unwrap();
+            out.extend(rows.map(Result::unwrap));
+        }
+        out
+    };
+    let written = rusqlite::Connection::open(root.join("state.db")).unwrap();
+    let (got, want) = (dump(&written), dump(&reference));
+    assert_eq!(got.len(), want.len());
+    assert_eq!(got, want);
+}
