@@ -11,7 +11,9 @@
 //!   into `.git/session/backups/`, pruned to the last [`KEEP_BACKUPS`] per
 //!   database name. Never while another process holds the database
 //!   ([`holder`]: `/proc` on Linux, a SQLite lock probe elsewhere); rows are
-//!   inserted, never updated or deleted.
+//!   inserted, never updated or deleted. Consecutive rows of one table that
+//!   need no lookup go in by multi-row statements (see `Pending`: FTS5
+//!   triggers make one statement per row slow).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
