@@ -640,6 +640,14 @@ fn write_database(
             skipped.push(format!("{} has no table {}", db.display(), row.table));
             continue;
         }
+        // A row nothing refers back to, with no key to look up and no
+        // unique value to number, waits to go in with the rows of its table
+        // after it, in one statement. Any other row reads the database
+        // first, so the rows waiting go in before it.
+        let batched = row.key.is_empty() && row.assigns.is_none() && row.numbered.is_empty();
+        if !batched && let Some(batch) = pending.take() {
+            inserted += batch.insert(&tx, &mut defaults).map_err(sql)?;
+        }
         if !row.key.is_empty()
             && let Some(rowid) = existing_rowid(&tx, row, root).map_err(sql)?
         {
@@ -678,9 +686,7 @@ fn write_database(
             names.push(quote_ident(column));
             values.push(rusqlite::types::Value::Integer(rowid));
         }
-        // A row nothing refers back to, with no key to look up, waits to
-        // go in with the rows of its table after it, in one statement.
-        if row.key.is_empty() && row.assigns.is_none() && row.numbered.is_empty() {
+        if batched {
             if pending
                 .as_ref()
                 .is_some_and(|p| p.table != row.table.as_str() || !p.has_room(names.len()))
@@ -692,9 +698,6 @@ fn write_database(
                 .get_or_insert_with(|| Pending::new(&row.table))
                 .push(names, values);
             continue;
-        }
-        if let Some(batch) = pending.take() {
-            inserted += batch.insert(&tx, &mut defaults).map_err(sql)?;
         }
         insert_one(&tx, &row.table, &names, &values).map_err(sql)?;
         inserted += 1;
