@@ -609,21 +609,25 @@ fn resume_into(repo: &Repo, id: &str, home: &Path, with_client: bool) -> String 
     printed + &text(&out.stderr)
 }
 
+/// The sample store as the client wrote it, in a project of its own: the
+/// original a resumed session's history is compared with. Returns its HOME
+/// and project directory.
+fn original_store(repo: &Repo) -> (PathBuf, PathBuf) {
+    let home = repo.outside("original-home");
+    let project = repo.outside("original-project");
+    std::fs::create_dir_all(&project).unwrap();
+    git_init(&project);
+    fake_store(&home, &project, &root_commit(&project));
+    (home, project)
+}
+
 /// Captures the sample, resumes each session into fresh HOMEs by both write
 /// paths, and compares the client's history with the original's.
 #[test]
 fn opencode_samples_resume_with_the_same_history_by_import_and_by_rows() {
     let repo = Repo::new();
     let project = root_commit(&repo.root);
-    let original_home = repo.outside("original-home");
-    let original_project = repo.outside("original-project");
-    std::fs::create_dir_all(&original_project).unwrap();
-    git_init(&original_project);
-    fake_store(
-        &original_home,
-        &original_project,
-        &root_commit(&original_project),
-    );
+    let (original_home, original_project) = original_store(&repo);
     let source_home = repo.outside("source-home");
     fake_store(&source_home, &repo.root, &project);
     import(&repo, &source_home);
@@ -1570,15 +1574,7 @@ fn opencode_status_sees_the_storage_tree_and_its_changes() {
 fn opencode_storage_captured_session_resumes_in_the_real_client() {
     let repo = Repo::new();
     let project = root_commit(&repo.root);
-    let original_home = repo.outside("original-home");
-    let original_project = repo.outside("original-project");
-    std::fs::create_dir_all(&original_project).unwrap();
-    git_init(&original_project);
-    fake_store(
-        &original_home,
-        &original_project,
-        &root_commit(&original_project),
-    );
+    let (original_home, original_project) = original_store(&repo);
     let source_home = repo.outside("source-home");
     fake_tree(&source_home, &repo.root, &project, &SAMPLE_SESSIONS);
     import(&repo, &source_home);

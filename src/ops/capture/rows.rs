@@ -139,12 +139,7 @@ impl DbJob<'_> {
             return self.run_tree(tree);
         }
         let (db_stamp, wal_stamp) = sqlite::stamps(self.abs);
-        let mut cursor = self
-            .cursors
-            .databases
-            .get(self.rel)
-            .cloned()
-            .unwrap_or_default();
+        let mut cursor = self.cursor();
         if cursor.db == db_stamp && cursor.wal == wal_stamp {
             self.report.unchanged += cursor
                 .sessions
@@ -253,6 +248,15 @@ impl DbJob<'_> {
         Ok(())
     }
 
+    /// Returns this source's cursor as last kept (empty when new).
+    fn cursor(&self) -> crate::native::cursor::DbCursor {
+        self.cursors
+            .databases
+            .get(self.rel)
+            .cloned()
+            .unwrap_or_default()
+    }
+
     /// Captures what is new in a JSON tree ([`crate::native::tree`]),
     /// session by session, as database rows. A session the agent's
     /// database also holds is left to the database (the agent migrated
@@ -260,12 +264,7 @@ impl DbJob<'_> {
     /// name every session they hold). A file's stamp is kept once its
     /// session's rows are captured, so a failed session is read again.
     fn run_tree(&mut self, tree: &'static JsonTree) -> OpResult<()> {
-        let mut cursor = self
-            .cursors
-            .databases
-            .get(self.rel)
-            .cloned()
-            .unwrap_or_default();
+        let mut cursor = self.cursor();
         let in_database: std::collections::HashSet<String> = self
             .cursors
             .databases
