@@ -7,7 +7,8 @@
 //! refs, every JSON object key, and the header's title, cwd and unknown
 //! fields. A string is searched with the rule set of [`super::rules`]:
 //! one Aho-Corasick pass finds the rules' keywords, and only the rules a
-//! keyword selects run their regex. Each secret becomes `[REDACTED:<rule>]`
+//! keyword selects, and whose gate (if the rule has one) matches right
+//! after that keyword, run their regex. Each secret becomes `[REDACTED:<rule>]`
 //! and the event records which rules fired how often and the rule set's
 //! fingerprint (`event.redacted`), so the log says what was removed
 //! without keeping it.
@@ -259,11 +260,15 @@ impl Redactor {
             // Short: each selected rule runs once on the whole string, in
             // rule order; the set of rules is a bitset (no allocation).
             let mut seen = [0u64; RULE_WORDS];
-            for m in self.set.keywords.find_overlapping_iter(bytes) {
-                for &r in &self.set.keyword_rules[m.pattern().as_usize()] {
-                    seen[r / 64] |= 1 << (r % 64);
+            self.set.each_keyword(bytes, |k, _, end| {
+                for &r in &self.set.keyword_rules[k] {
+                    let bit = 1 << (r % 64);
+                    if seen[r / 64] & bit == 0 && self.set.rules[r].gated_at(bytes, end) {
+                        seen[r / 64] |= bit;
+                    }
                 }
-            }
+                true
+            });
             for &r in &self.set.always {
                 seen[r / 64] |= 1 << (r % 64);
             }
@@ -280,15 +285,18 @@ impl Redactor {
         }
         // (rule, start, end) of each keyword hit's range.
         let mut ranges: Vec<(usize, usize, usize)> = Vec::new();
-        for m in self.set.keywords.find_overlapping_iter(bytes) {
-            for &r in &self.set.keyword_rules[m.pattern().as_usize()] {
-                ranges.push((
-                    r,
-                    m.start().saturating_sub(LEAD),
-                    (m.end() + TRAIL).min(bytes.len()),
-                ));
+        self.set.each_keyword(bytes, |k, start, end| {
+            for &r in &self.set.keyword_rules[k] {
+                if self.set.rules[r].gated_at(bytes, end) {
+                    ranges.push((
+                        r,
+                        start.saturating_sub(LEAD),
+                        (end + TRAIL).min(bytes.len()),
+                    ));
+                }
             }
-        }
+            true
+        });
         for &r in &self.set.always {
             ranges.push((r, 0, bytes.len()));
         }
@@ -412,7 +420,7 @@ impl Redactor {
                 // when something was found.
                 if depth < MAX_DEPTH
                     && json
-                    && self.set.keywords.is_match(s.as_bytes())
+                    && self.set.any_keyword(s.as_bytes())
                     && let Ok(mut inner) = serde_json::from_str::<Value>(s)
                     && (inner.is_object() || inner.is_array())
                 {
