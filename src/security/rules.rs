@@ -34,9 +34,12 @@
 
 use std::sync::OnceLock;
 
-use aho_corasick::automaton::Automaton;
-use aho_corasick::{AhoCorasick, Anchored, dfa::DFA};
+use aho_corasick::automaton::Automaton as _;
+use aho_corasick::{AhoCorasick, dfa::DFA};
 use regex::bytes::{Regex, RegexBuilder};
+use regex_automata::dfa::{Automaton as _, StartKind, dense};
+use regex_automata::util::syntax;
+use regex_automata::{Anchored, Input};
 use serde::Deserialize;
 
 /// The vendored gitleaks rules.
@@ -204,9 +207,9 @@ pub struct Rule {
     pub keywords: Vec<String>,
     /// Per-rule allow-lists.
     pub allowlists: Vec<Allowlist>,
-    /// The gate's pattern (`\A`-anchored when compiled), if it has one.
+    /// The gate's pattern, if it has one, and its anchored DFA.
     gate: Option<String>,
-    gate_regex: OnceLock<Regex>,
+    gate_dfa: OnceLock<GateDfa>,
 }
 
 impl Rule {
@@ -225,9 +228,13 @@ impl Rule {
         let Some(gate) = &self.gate else {
             return true;
         };
-        self.gate_regex
-            .get_or_init(|| compile(&anchored(gate)).expect("checked when the rule set was built"))
-            .is_match(&text[end..])
+        let dfa = self
+            .gate_dfa
+            .get_or_init(|| compile_gate(gate).expect("checked when the rule set was built"));
+        let input = Input::new(&text[end..])
+            .anchored(Anchored::Yes)
+            .earliest(true);
+        matches!(dfa.try_search_fwd(&input), Ok(Some(_)))
     }
 
     /// Says whether the rule has a gate.
@@ -297,10 +304,10 @@ impl RuleSet {
     pub fn each_keyword(&self, text: &[u8], mut hit: impl FnMut(usize, usize, usize) -> bool) {
         let dfa = &self.keywords;
         let mut sid = dfa
-            .start_state(Anchored::No)
+            .start_state(aho_corasick::Anchored::No)
             .expect("an unanchored automaton has an unanchored start");
         for (i, &b) in text.iter().enumerate() {
-            sid = dfa.next_state(Anchored::No, sid, b);
+            sid = dfa.next_state(aho_corasick::Anchored::No, sid, b);
             if dfa.is_special(sid) && dfa.is_match(sid) {
                 for k in 0..dfa.match_len(sid) {
                     let p = dfa.match_pattern(sid, k);
@@ -328,7 +335,7 @@ impl RuleSet {
         for rule in &self.rules {
             compile(&rule.pattern).map_err(|e| format!("rule {}: {e}", rule.id))?;
             if let Some(gate) = &rule.gate {
-                compile(&anchored(gate)).map_err(|e| format!("gate of {}: {e}", rule.id))?;
+                compile_gate(gate).map_err(|e| format!("gate of {}: {e}", rule.id))?;
             }
             for a in &rule.allowlists {
                 a.validate().map_err(|e| format!("rule {}: {e}", rule.id))?;
@@ -376,7 +383,7 @@ impl RuleSet {
                     keywords: r.keywords.iter().map(|k| k.to_ascii_lowercase()).collect(),
                     allowlists,
                     gate: None,
-                    gate_regex: OnceLock::new(),
+                    gate_dfa: OnceLock::new(),
                 });
             }
         }
@@ -438,9 +445,17 @@ pub fn compile(pattern: &str) -> Result<Regex, regex::Error> {
         .build()
 }
 
-/// A gate's pattern, anchored at the keyword's end.
-fn anchored(gate: &str) -> String {
-    format!(r"\A(?:{gate})")
+/// A gate compiled ahead (no cache to take from a pool per call: a gate
+/// runs at every keyword hit, on a few bytes).
+type GateDfa = dense::DFA<Vec<u32>>;
+
+/// Compiles a gate's pattern, matched anchored at a keyword's end.
+fn compile_gate(gate: &str) -> Result<GateDfa, String> {
+    dense::Builder::new()
+        .syntax(syntax::Config::new().unicode(false).utf8(false))
+        .configure(dense::Config::new().start_kind(StartKind::Anchored))
+        .build(gate)
+        .map_err(|e| e.to_string())
 }
 
 /// Rewrites what RE2 accepts and `regex` does not: a literal `{` that does
@@ -625,6 +640,7 @@ mod tests {
             "X-Auth-Token = AbCdEf0123456789",
             "apikey\":\"AbCdEf0123456789",
             "SK0123456789abcdef0123456789abcdef",
+            "SK0123456789ABCDEF0123456789ABCDEF",
             "sk_live_4eC39HqLyjWDarjtT1zdp7dX",
             "pscale_tkn_abcdef123456",
             "key-0123456789abcdef0123",
