@@ -323,7 +323,10 @@ fn a_checkpoint_is_restored_byte_identical_in_a_fresh_clone() {
             .unwrap();
     assert!(!err.status.success());
     assert!(
-        text(&err.stderr).contains("local change"),
+        text(&err.stderr).contains(
+            "the work tree has 1 local change (first:  M kept.txt); nothing was restored: \
+             commit or stash them first (`git stash -u` also keeps untracked files), then restore again"
+        ),
         "{}",
         text(&err.stderr)
     );
