@@ -11,7 +11,8 @@ use crate::ops;
 ///
 /// The pattern is matched against each event's text: every string of its
 /// payload (prompts, replies, tool inputs and outputs), line breaks read as
-/// spaces; keys and ids are not text. Prints one line per matching event:
+/// spaces; keys and ids are not text, nor is the agent's own record kept
+/// beside an event's fields (but in meta events, which are only that). Prints one line per matching event:
 /// session, seq, type and a snippet (agent-authored text, control
 /// characters escaped). Meta events (agent bookkeeping records) are left
 /// out, as `show` leaves them out, unless --all. Searches through a local index under

@@ -232,3 +232,35 @@ fn search_leaves_meta_out_unless_asked_and_aligns_sessions() {
          s-short             0  message.user       please fix bug 0\n"
     );
 }
+
+/// The agent's own record kept beside an event's fields (Codex keeps its
+/// `native` item, with ids and times, beside the prompt's text) is not
+/// searched, so a hit's snippet is what was said; a meta event, which is
+/// nothing but such a record, is searched whole with --all.
+#[test]
+fn search_leaves_the_native_record_beside_an_events_fields_out() {
+    let repo = Repo::new();
+    let mut lines = session_lines(B, 2);
+    lines[0]["header"]["agent"] = json!("codex");
+    for l in &mut lines[1..] {
+        l["agent"] = json!("codex");
+    }
+    lines[1]["payload"] = json!({"text": "please fix the parser",
+        "native": {"id": "msg_0199-native-id", "timestamp": "2026-01-01T00:00:00Z",
+                   "content": [{"text": "please fix the parser"}]}});
+    lines.push(
+        json!({"seq": 2, "ts": "2026-01-01T00:00:02Z", "agent": "codex",
+        "actor": "agent:codex", "type": "meta", "level": 2,
+        "payload": {"native": {"type": "turn_context", "id": "msg_0199-native-id"}},
+        "origin": {"agent": "codex", "native_id": "n-2", "native_seq": 2}}),
+    );
+    repo.import(&repo.write_jsonl("b.jsonl", &lines));
+    let h = hits(&repo, &["parser"]);
+    assert_eq!(seqs(&h), vec![(B.into(), 0)]);
+    assert_eq!(h[0]["snippet"], "please fix the parser", "{h:?}");
+    assert!(hits(&repo, &["msg_0199"]).is_empty());
+    assert_eq!(
+        seqs(&hits(&repo, &["msg_0199", "--all"])),
+        vec![(B.into(), 2)]
+    );
+}
