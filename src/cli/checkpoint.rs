@@ -44,8 +44,13 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             writeln!(out, "{s}  {}", escape_line(path))?;
         }
         status(format!(
-            "Restored checkpoint {seq} of {id}: {} differ from HEAD (the index is unchanged)",
-            count(changes.len() as u64, "file")
+            "Restored checkpoint {seq} of {id}: {} {} from HEAD (the index is unchanged)",
+            count(changes.len() as u64, "file"),
+            if changes.len() == 1 {
+                "differs"
+            } else {
+                "differ"
+            }
         ));
         return Ok(());
     }

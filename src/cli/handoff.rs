@@ -93,14 +93,17 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     for path in &o.written {
         status(format!("wrote {}", path.display()));
     }
+    if let Some(via) = &o.via {
+        status(format!("wrote {} session {} by {via}", o.to, o.native_id));
+    }
     status(format!("brief: {} of {} tokens", o.tokens.0, o.tokens.1));
     if o.losses.is_empty() {
         status("loss report: nothing dropped");
     } else {
-        status(format!(
-            "loss report ({}):",
-            super::count(o.losses.len() as u64, "item")
-        ));
+        // No count: the lines below group events (and all meta events in
+        // one line unless -v), so a number of report lines matches nothing
+        // the reader sees.
+        status("loss report:");
         super::resume::say_losses(&o.losses, "  ");
     }
     super::resume::say_backups(&o.backups);
@@ -132,6 +135,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 "tokens": o.tokens.0,
                 "budget": o.tokens.1,
                 "written": o.written.iter().map(|p| p.display().to_string()).collect::<Vec<_>>(),
+                "via": o.via,
                 "backups": super::resume::paths(&o.backups),
                 "losses": o.losses,
                 "warnings": o.skipped_rows,

@@ -11,9 +11,11 @@ use crate::ops;
 ///
 /// The pattern is matched against each event's text: every string of its
 /// payload (prompts, replies, tool inputs and outputs), line breaks read as
-/// spaces; keys and ids are not text. Prints one line per matching event:
+/// spaces; keys and ids are not text, nor is the agent's own record kept
+/// beside an event's fields (but in meta events, which are only that). Prints one line per matching event:
 /// session, seq, type and a snippet (agent-authored text, control
-/// characters escaped). Searches through a local index under
+/// characters escaped). Meta events (agent bookkeeping records) are left
+/// out, as `show` leaves them out, unless --all. Searches through a local index under
 /// .git/session/search/ (never pushed, rebuildable: delete it at no loss),
 /// brought up to date first and by every capture.
 #[derive(Debug, clap::Args)]
@@ -45,6 +47,10 @@ pub struct Args {
     /// Stop after this many hits.
     #[arg(long, value_name = "N")]
     max: Option<usize>,
+    /// Also match meta events (agent bookkeeping records, hidden by
+    /// default as in `show`; `--type meta` searches only those).
+    #[arg(long)]
+    all: bool,
     /// Print a JSON array of hits (docs/json.md).
     #[arg(long)]
     json: bool,
@@ -75,6 +81,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         sessions,
         all_clones: args.all_clones,
         max: args.max,
+        meta: args.all,
     };
     let report = ops::search::search(&store, &request)?;
     if args.json {
@@ -92,15 +99,28 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             .collect();
         super::print_json(out, &serde_json::Value::Array(hits))?;
     } else {
-        for h in &report.hits {
-            writeln!(
-                out,
-                "{}{}  {:>6}  {:<18} {}",
+        let name = |h: &ops::search::Hit| {
+            format!(
+                "{}{}",
                 h.remote
                     .as_deref()
                     .map(|r| format!("{}:", escape_line(r)))
                     .unwrap_or_default(),
-                h.session,
+                escape_line(&h.session)
+            )
+        };
+        // One column for the session whatever the length of its id.
+        let width = report
+            .hits
+            .iter()
+            .map(|h| name(h).chars().count())
+            .max()
+            .unwrap_or(0);
+        for h in &report.hits {
+            writeln!(
+                out,
+                "{:<width$}  {:>6}  {:<18} {}",
+                name(h),
                 h.seq,
                 escape_line(&h.kind),
                 escape_line(&h.snippet)

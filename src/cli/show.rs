@@ -170,15 +170,32 @@ fn print_text(
             hidden += 1;
             continue;
         }
-        shown.push(format!(
-            "{:>6}  {}  {:<18} {:<14} {}",
-            event.seq,
-            escape_line(&event.ts),
-            escape_line(event.kind.as_str()),
-            escape_line(event.actor.as_str()),
-            escape_line(&summary(&event, &calls))
-        ));
+        shown.push([
+            event.seq.to_string(),
+            escape_line(&event.ts).into_owned(),
+            escape_line(event.kind.as_str()).into_owned(),
+            escape_line(event.actor.as_str()).into_owned(),
+            escape_line(&summary(&event, &calls)).into_owned(),
+        ]);
     }
+    // Columns as wide as their widest cell (times differ in precision:
+    // OpenCode's milliseconds lose trailing zeros; `agent:opencode` is
+    // longer than the usual actor), at least the usual widths.
+    let width = |i: usize, min: usize, gap: usize| {
+        shown
+            .iter()
+            .map(|r| r[i].chars().count() + gap)
+            .max()
+            .unwrap_or(0)
+            .max(min)
+    };
+    let (ts_w, kind_w, actor_w) = (width(1, 0, 0), width(2, 18, 1), width(3, 14, 2));
+    let shown: Vec<String> = shown
+        .into_iter()
+        .map(|[seq, ts, kind, actor, text]| {
+            format!("{seq:>6}  {ts:<ts_w$}  {kind:<kind_w$} {actor:<actor_w$} {text}")
+        })
+        .collect();
     writeln!(out, "session  {id}")?;
     if h.id != *id {
         writeln!(

@@ -102,6 +102,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             }
         )?,
     }
+    let lead_w = s.leads.iter().map(|l| l.session.len()).max().unwrap_or(0);
     for l in &s.leads {
         let key = l
             .key
@@ -114,7 +115,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             .unwrap_or_default();
         writeln!(
             out,
-            "lead       {}  led by {}{at}{key}",
+            "lead       {:<lead_w$}  led by {}{at}{key}",
             l.session,
             escape_line(&l.owner)
         )?;

@@ -60,6 +60,17 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     // Each row says how it relates to the commit, so stdout alone (the
     // headings are status lines) never lists a pending batch as one that
     // led to it.
+    // Columns as wide as their widest cell (ids differ in length by agent).
+    let all = || found.batches.iter().chain(&found.pending);
+    let id_w = all()
+        .map(|b| escape_line(b.session.as_str()).chars().count())
+        .max()
+        .unwrap_or(0);
+    let agent_w = all()
+        .map(|b| escape_line(&b.agent).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(6);
     let line = |out: &mut dyn Write, b: &CommitBatch, pending: bool| -> std::io::Result<()> {
         let range = b
             .seq
@@ -76,9 +87,9 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         };
         writeln!(
             out,
-            "{}  {:<7} {range}  ({how})",
-            escape_line(&b.session.to_string()),
-            escape_line(&b.agent.to_string())
+            "{:<id_w$}  {:<agent_w$}  {range}  ({how})",
+            escape_line(b.session.as_str()),
+            escape_line(&b.agent)
         )
     };
     for b in &found.batches {

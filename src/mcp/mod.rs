@@ -346,6 +346,9 @@ pub fn call(cx: &Context, name: &str, args: &Value) -> Result<Value, String> {
                 },
                 all_clones: boolean(args, "all_clones")?,
                 max: Some(uint(args, "max")?.map_or(SEARCH_MAX, |m| m as usize)),
+                // As before the CLI hid them: the tool's schema has no
+                // switch for meta events yet.
+                meta: true,
             };
             let report = ops::search::search(&store, &request).map_err(e)?;
             Ok(json!({

@@ -167,6 +167,9 @@ pub struct HandoffOutcome {
     pub tokens: (usize, usize),
     /// Files written.
     pub written: Vec<PathBuf>,
+    /// How a database session was written (the agent's importer, or rows
+    /// into which database), as for resume.
+    pub via: Option<String>,
     /// Database rows not written, with the reason.
     pub skipped_rows: Vec<String>,
     /// Copies of agent databases made before rows went into them.
@@ -401,6 +404,7 @@ pub fn handoff_reporting(
         changes,
         written,
         skipped_rows,
+        via,
         backups,
         ..
     } = match result {
@@ -481,6 +485,7 @@ pub fn handoff_reporting(
         signed,
         tokens: (compiled.tokens, compiled.budget),
         written,
+        via,
         skipped_rows,
         backups,
     })

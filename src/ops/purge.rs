@@ -68,8 +68,9 @@ pub struct Purged {
     pub replaced: usize,
     /// Whether the header (title, cwd) changed.
     pub header: bool,
-    /// Local sessions forked from this one: they hold copies of its events
-    /// up to their fork point and must be purged too.
+    /// Local sessions forked from this one before a purged event (or any,
+    /// when the header changed): they hold copies of it and must be purged
+    /// too.
     pub forks: Vec<SessionId>,
 }
 
@@ -155,10 +156,15 @@ pub fn purge(
             Ok((header, events))
         },
     )?;
+    // A fork holds copies of the events before its fork point (and of the
+    // header's title and cwd), not of what was appended here after it.
     let mut forks = Vec::new();
     for other in store.session_ids()? {
         if let Ok(h) = store.header(&other)
-            && h.lineage.is_some_and(|l| l.parent_session == *id)
+            && h.lineage.is_some_and(|l| {
+                l.parent_session == *id
+                    && (header_changed || seqs.iter().any(|&s| s < l.inherited_events))
+            })
         {
             forks.push(other);
         }

@@ -39,6 +39,9 @@ pub struct SearchRequest {
     pub all_clones: bool,
     /// Stop after this many hits.
     pub max: Option<usize>,
+    /// Also match `meta` events (agent bookkeeping, hidden by default as
+    /// in `show`); a `--type` filter that names them takes them too.
+    pub meta: bool,
 }
 
 /// One event that matched.
@@ -295,6 +298,9 @@ impl Matcher<'_> {
         if !self.request.types.is_empty()
             && !self.request.types.iter().any(|t| type_matches(t, kind))
         {
+            return None;
+        }
+        if kind == "meta" && self.request.types.is_empty() && !self.request.meta {
             return None;
         }
         let ts: i64 = std::str::from_utf8(ts).ok()?.parse().ok()?;

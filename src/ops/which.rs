@@ -86,7 +86,9 @@ pub fn which(store: &Store, commit: ObjectId) -> OpResult<Which> {
         for b in store.batches(&id)? {
             for part in store.batch_parts(&b)? {
                 let (seq, after) = (part.seq, part.after_commit);
-                let Some(head) = part.code_commit else {
+                // A batch that added no events (a fork's first commit,
+                // which only shares its parent's history) led to nothing.
+                let (Some(head), Some(_)) = (part.code_commit, seq) else {
                     continue;
                 };
                 let row = |attribution| CommitBatch {

@@ -245,9 +245,12 @@ impl Store {
     pub fn restore_worktree(&self, tree: ObjectId) -> StoreResult<Vec<(char, String)>> {
         let local = self.worktree_changes()?;
         if !local.is_empty() {
+            let n = local.len();
             return Err(StoreError::Refused(format!(
-                "the work tree has {} local change(s) (first: {}); nothing was restored",
-                local.len(),
+                "the work tree has {n} local change{} (first: {}); nothing was restored: \
+                 commit or stash them first (`git stash -u` also keeps untracked files), \
+                 then restore again",
+                if n == 1 { "" } else { "s" },
                 local[0]
             )));
         }

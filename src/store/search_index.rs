@@ -5,7 +5,9 @@
 //! `<id>.txt` holds, for each event in seq order,
 //! `seq \t type \t ts-seconds \t text \n`, where text is every string of
 //! the payload (depth first, tabs and line breaks read as spaces) joined by
-//! tabs: what was stored, so already redacted. `<id>.json` says which tip,
+//! tabs, but for the agent's own record kept under its native key beside
+//! the fields of an event other than `meta`: what was stored, so already
+//! redacted. `<id>.json` says which tip,
 //! how many events and bytes the text covers, and the checksum of its last
 //! event. A refresh appends the events after that count when the stored
 //! event at that count - 1 still has that checksum (the history was only
@@ -22,8 +24,9 @@ use serde_json::Value;
 
 use super::{Store, StoreError, StoreResult};
 
-/// Format of the index files; other versions are rebuilt.
-const VERSION: u32 = 1;
+/// Format of the index files; other versions are rebuilt (2: the agent's
+/// raw record beside a non-meta event's fields is left out).
+const VERSION: u32 = 2;
 
 /// What `<id>.json` records.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -182,13 +185,23 @@ pub fn index_line(event: &git_session_schema::Event, out: &mut Vec<u8>) {
     out.extend_from_slice(secs.to_string().as_bytes());
     out.push(b'\t');
     let mut first = true;
-    strings(&event.payload, &mut |s| {
+    let mut push = |s: &str| {
         if !first {
             out.push(b'\t');
         }
         first = false;
         push_clean(s, out);
-    });
+    };
+    match &event.payload {
+        // The agent's own record kept beside an event's fields (ids,
+        // times, the same text again) is not what a search looks for; a
+        // meta event is nothing but such a record, so it keeps it.
+        Value::Object(map) if event.kind != "meta" => map
+            .iter()
+            .filter(|(k, _)| !git_session_adapters::registry::is_native_key(k))
+            .for_each(|(_, v)| strings(v, &mut push)),
+        payload => strings(payload, &mut push),
+    }
     out.push(b'\n');
 }
 

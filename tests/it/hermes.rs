@@ -694,3 +694,36 @@ fn hermes_capture_that_could_not_publish_leaves_the_parse_state_as_it_was() {
         "the retried capture lost the session row's change: {new:?}"
     );
 }
+
+/// A handoff into a database says where the session went, as resume does
+/// (`wrote hermes session … by rows inserted into …/state.db`), and its
+/// loss report has no count of lines that match nothing shown.
+#[test]
+fn hermes_handoff_says_which_database_it_wrote() {
+    let repo = Repo::new();
+    let mut lines = session_lines("s-to-hermes", 4);
+    lines[0]["header"]["cwd"] = repo.root.to_str().unwrap().into();
+    lines.push(
+        serde_json::json!({"seq": 4, "ts": "2026-01-01T00:00:04Z", "agent": "claude",
+        "actor": "agent:claude", "type": "meta", "level": 2, "payload": {"record": "attachment"},
+        "origin": {"agent": "claude", "native_id": "uuid-4", "native_seq": 4}}),
+    );
+    repo.import(&repo.write_jsonl("s.jsonl", &lines));
+    let home = repo.outside("hermes-target");
+    empty_hermes_db(&home);
+    let out = repo
+        .session()
+        .args(["handoff", "s-to-hermes", "--to", "hermes", "--home"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let db = db_of(&home);
+    assert!(
+        err.lines().any(|l| l.starts_with("wrote hermes session ")
+            && l.ends_with(&format!("by rows inserted into {}", db.display()))),
+        "{err}"
+    );
+    assert!(err.contains("\nloss report:\n"), "{err}");
+}

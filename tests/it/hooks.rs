@@ -686,3 +686,35 @@ fn agent_setup_follows_each_agents_registry_row() {
         assert_eq!(row["installed"], true, "{status}");
     }
 }
+
+/// `which` lists the batches that hold events, in columns as wide as the
+/// widest id and agent: a fork's first batch (no events of its own) is
+/// not a row, and an `opencode` or a longer id does not shift the rest.
+#[test]
+fn which_lists_batches_with_events_in_aligned_columns() {
+    let repo = Repo::new();
+    repo.ok(&["init"]);
+    repo.import(&repo.write_jsonl("a.jsonl", &session_lines("s-claude", 2)));
+    let mut lines = session_lines("ses_a-longer-opencode-id", 2);
+    lines[0]["header"]["agent"] = "opencode".into();
+    for l in &mut lines[1..] {
+        l["agent"] = "opencode".into();
+        l["origin"]["agent"] = "opencode".into();
+    }
+    repo.import(&repo.write_jsonl("b.jsonl", &lines));
+    let fork = repo.ok(&["fork", "s-claude", "--at", "0"]);
+    let fork = fork.trim();
+    let human = repo.ok(&["which", "HEAD"]);
+    let pending = "(captured since it was made: pending, belongs to the next commit)";
+    assert_eq!(
+        human,
+        format!(
+            "s-claude                  claude    seq 0..1  {pending}\n\
+             ses_a-longer-opencode-id  opencode  seq 0..1  {pending}\n"
+        ),
+        "the fork {fork} added no events"
+    );
+    let rows: serde_json::Value =
+        serde_json::from_str(&repo.ok(&["which", "HEAD", "--json"])).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 2, "{rows}");
+}

@@ -323,7 +323,10 @@ fn a_checkpoint_is_restored_byte_identical_in_a_fresh_clone() {
             .unwrap();
     assert!(!err.status.success());
     assert!(
-        text(&err.stderr).contains("local change"),
+        text(&err.stderr).contains(
+            "the work tree has 1 local change (first:  M kept.txt); nothing was restored: \
+             commit or stash them first (`git stash -u` also keeps untracked files), then restore again"
+        ),
         "{}",
         text(&err.stderr)
     );
@@ -1031,4 +1034,23 @@ fn a_checkpoint_over_the_size_or_file_limit_is_refused_before_restoring() {
     c.git(&b, &["config", "--unset", "session.maxCheckpointFiles"]);
     c.on(&b, &["checkpoint", "--restore", "s-huge", &seq]);
     assert_eq!(sha_of(&a.join("f4.bin")), sha_of(&b.join("f4.bin")));
+}
+
+/// Restoring a checkpoint of one file says "1 file differs", not "differ".
+#[test]
+fn restoring_one_file_reads_right() {
+    let repo = Repo::new();
+    let mut lines = session_lines("s-one", 2);
+    lines[0]["header"]["cwd"] = repo.root.to_str().unwrap().into();
+    repo.import(&repo.write_jsonl("one.jsonl", &lines));
+    std::fs::write(repo.root.join("note.txt"), "hello\n").unwrap();
+    let seq = repo.ok(&["checkpoint", "s-one", "-m", "one file"]);
+    std::fs::remove_file(repo.root.join("note.txt")).unwrap();
+    let (out, err, code) = run(&repo, &["checkpoint", "--restore", "s-one", seq.trim()]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, "A  note.txt\n");
+    assert!(
+        err.contains(": 1 file differs from HEAD (the index is unchanged)"),
+        "{err}"
+    );
 }

@@ -384,3 +384,24 @@ fn which_status_and_sync_agree_after_a_purge() {
             .unwrap()
     );
 }
+
+/// Purge names the forks that hold a copy of what it replaced: a fork made
+/// before the purged event does not, and is not named.
+#[test]
+fn purge_names_only_the_forks_that_hold_the_purged_event() {
+    let repo = Repo::new();
+    let mut lines = session_lines("s-forked", 6);
+    lines[2]["payload"] = serde_json::json!({"text": format!("early {LEAK}")});
+    lines[6]["payload"] = serde_json::json!({"text": "late marker-Qx9"});
+    repo.import(&repo.write_jsonl("forked.jsonl", &lines));
+    let before = repo.ok(&["fork", "s-forked", "--at", "0"]);
+    let after = repo.ok(&["fork", "s-forked", "--at", "3"]);
+    let (before, after) = (before.trim(), after.trim());
+    let out = repo.ok(&["purge", "s-forked", "--match", "marker-Qx9"]);
+    assert!(!out.contains("fork "), "seq 5 is in neither fork: {out}");
+    let out = repo.ok(&["purge", "s-forked", "--match", LEAK]);
+    assert!(
+        out.contains(&format!("fork {after} holds copies")) && !out.contains(before),
+        "seq 1 is in the fork at 3 only: {out}"
+    );
+}

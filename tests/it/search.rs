@@ -199,3 +199,68 @@ fn capture_brings_the_index_up_to_date() {
     let indexed = std::fs::read_to_string(&txt).expect("capture indexed the new session");
     assert_eq!(indexed.lines().count(), repo.events(id).len());
 }
+
+/// Meta events (agent bookkeeping such as Claude's `last-prompt` records,
+/// which repeat the prompt) are left out as `show` leaves them out: the
+/// hit is the prompt itself; `--all` or `--type meta` searches them too.
+/// The session column is as wide as the longest id.
+#[test]
+fn search_leaves_meta_out_unless_asked_and_aligns_sessions() {
+    let repo = Repo::new();
+    let mut lines = session_lines("s-short", 2);
+    lines.push(
+        json!({"seq": 2, "ts": "2026-01-01T00:00:02Z", "agent": "claude",
+        "actor": "agent:claude", "type": "meta", "level": 2,
+        "payload": {"record": "last-prompt", "text": "please fix bug 0"},
+        "origin": {"agent": "claude", "native_id": "uuid-2", "native_seq": 2}}),
+    );
+    repo.import(&repo.write_jsonl("a.jsonl", &lines));
+    repo.import(&repo.write_jsonl("b.jsonl", &session_lines("s-a-longer-id", 1)));
+    let h = hits(&repo, &["fix bug 0"]);
+    assert_eq!(
+        seqs(&h),
+        vec![("s-a-longer-id".into(), 0), ("s-short".into(), 0)]
+    );
+    let h = hits(&repo, &["fix bug 0", "--all"]);
+    assert_eq!(seqs(&h).len(), 3, "{h:?}");
+    let h = hits(&repo, &["fix bug 0", "--type", "meta"]);
+    assert_eq!(seqs(&h), vec![("s-short".into(), 2)]);
+    let out = repo.ok(&["search", "fix bug 0"]);
+    assert_eq!(
+        out,
+        "s-a-longer-id       0  message.user       please fix bug 0\n\
+         s-short             0  message.user       please fix bug 0\n"
+    );
+}
+
+/// The agent's own record kept beside an event's fields (Codex keeps its
+/// `native` item, with ids and times, beside the prompt's text) is not
+/// searched, so a hit's snippet is what was said; a meta event, which is
+/// nothing but such a record, is searched whole with --all.
+#[test]
+fn search_leaves_the_native_record_beside_an_events_fields_out() {
+    let repo = Repo::new();
+    let mut lines = session_lines(B, 2);
+    lines[0]["header"]["agent"] = json!("codex");
+    for l in &mut lines[1..] {
+        l["agent"] = json!("codex");
+    }
+    lines[1]["payload"] = json!({"text": "please fix the parser",
+        "native": {"id": "msg_0199-native-id", "timestamp": "2026-01-01T00:00:00Z",
+                   "content": [{"text": "please fix the parser"}]}});
+    lines.push(
+        json!({"seq": 2, "ts": "2026-01-01T00:00:02Z", "agent": "codex",
+        "actor": "agent:codex", "type": "meta", "level": 2,
+        "payload": {"native": {"type": "turn_context", "id": "msg_0199-native-id"}},
+        "origin": {"agent": "codex", "native_id": "n-2", "native_seq": 2}}),
+    );
+    repo.import(&repo.write_jsonl("b.jsonl", &lines));
+    let h = hits(&repo, &["parser"]);
+    assert_eq!(seqs(&h), vec![(B.into(), 0)]);
+    assert_eq!(h[0]["snippet"], "please fix the parser", "{h:?}");
+    assert!(hits(&repo, &["msg_0199"]).is_empty());
+    assert_eq!(
+        seqs(&hits(&repo, &["msg_0199", "--all"])),
+        vec![(B.into(), 2)]
+    );
+}

@@ -141,3 +141,35 @@ fn status_and_import_print_aligned_columns_and_counted_nouns() {
     // "1 session", "1 batch": never "1 sessions", "1 batches".
     snapshot(&repo, "status.txt", &out);
 }
+
+/// The `lead` rows line up whatever the length of the ids they name.
+#[test]
+fn status_lead_rows_are_aligned() {
+    let repo = Repo::new();
+    repo.ok(&["init"]);
+    for id in ["s-a", "s-a-longer-id"] {
+        let mut lines = session_lines(id, 4);
+        lines[0]["header"]["cwd"] = repo.root.to_str().unwrap().into();
+        repo.import(&repo.write_jsonl(&format!("{id}.jsonl"), &lines));
+        let home = repo.outside(&format!("pi-{id}"));
+        repo.ok(&[
+            "handoff",
+            id,
+            "--to",
+            "pi",
+            "--home",
+            home.to_str().unwrap(),
+        ]);
+    }
+    let (out, err, code) = run(&repo, &["status"]);
+    assert_eq!(code, 0, "{err}");
+    let leads: Vec<&str> = out.lines().filter(|l| l.starts_with("lead ")).collect();
+    assert_eq!(
+        leads,
+        [
+            "lead       s-a            led by pi since the handoff at seq 5",
+            "lead       s-a-longer-id  led by pi since the handoff at seq 5",
+        ],
+        "{out}"
+    );
+}

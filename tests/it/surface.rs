@@ -906,3 +906,47 @@ fn doctor_and_status_agree_on_an_unchosen_remote() {
             .contains("remote     origin (chosen for sessions")
     );
 }
+
+/// `show` lines up its columns whatever the rows hold: OpenCode's times
+/// drop trailing zeros of the milliseconds (`.37Z`) and its actor,
+/// `agent:opencode`, is wider than the usual column.
+#[test]
+fn show_aligns_opencode_times_and_actors() {
+    let repo = Repo::new();
+    let mut lines = vec![
+        json!({"header": {"format": 1, "id": "ses_tour", "agent": "opencode",
+        "native_id": "ses_tour", "cwd": "/work/project", "created": "2026-01-01T00:00:00Z"}}),
+    ];
+    for (seq, ts, kind, actor, text) in [
+        (
+            0,
+            "2026-01-01T00:00:01.845Z",
+            "message.user",
+            "user",
+            "Please write hello",
+        ),
+        (
+            1,
+            "2026-01-01T00:00:02.37Z",
+            "message.thinking",
+            "agent:opencode",
+            "A shell command.",
+        ),
+        (
+            2,
+            "2026-01-01T00:00:03.5Z",
+            "message.assistant",
+            "agent:opencode",
+            "Done.",
+        ),
+    ] {
+        lines.push(
+            json!({"seq": seq, "ts": ts, "agent": "opencode", "actor": actor, "type": kind,
+            "level": 0, "payload": {"text": text},
+            "origin": {"agent": "opencode", "native_id": format!("prt_{seq}"), "native_seq": seq}}),
+        );
+    }
+    let file = repo.write_jsonl("opencode.jsonl", &lines);
+    repo.import(&file);
+    snapshot(&repo, "show-opencode.txt", &repo.ok(&["show", "ses_tour"]));
+}
