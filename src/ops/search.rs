@@ -134,7 +134,7 @@ pub fn search(store: &Store, request: &SearchRequest) -> OpResult<SearchReport> 
     };
     let only = (!request.sessions.is_empty()).then_some(request.sessions.as_slice());
     let files: Vec<IndexFile> = store
-        .refresh_index(only)?
+        .refresh_index(only, git_session_adapters::registry::is_native_key)?
         .into_iter()
         .filter(|f| {
             request.agents.is_empty() || request.agents.iter().any(|a| a.as_str() == f.agent)
@@ -381,7 +381,11 @@ fn clones(
                 };
                 report.events += 1;
                 line.clear();
-                crate::store::index_line(&event, &mut line);
+                crate::store::index_line(
+                    &event,
+                    git_session_adapters::registry::is_native_key,
+                    &mut line,
+                );
                 line.pop();
                 if let Some(mut hit) = matcher.line(&line, &session, &agent) {
                     hit.remote = Some(remote.clone());

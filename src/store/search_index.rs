@@ -60,7 +60,14 @@ impl Store {
 
     /// Brings the index of every session up to date (or of `only`, when
     /// given, without deleting others) and returns the index files.
-    pub fn refresh_index(&self, only: Option<&[SessionId]>) -> StoreResult<Vec<IndexFile>> {
+    ///
+    /// `native` says whether a payload key holds an agent's own record
+    /// (the adapters know; see [`index_line`]).
+    pub fn refresh_index(
+        &self,
+        only: Option<&[SessionId]>,
+        native: fn(&str) -> bool,
+    ) -> StoreResult<Vec<IndexFile>> {
         let dir = self.index_dir();
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
         let _lock = self.lock_state("search-index")?;
@@ -74,7 +81,7 @@ impl Store {
         };
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
-            match self.refresh_one(&dir, &id) {
+            match self.refresh_one(&dir, &id, native) {
                 // An encrypted session no identity here opens is not
                 // searchable on this clone; the others still are.
                 Err(StoreError::Sealed { .. }) => {}
@@ -84,7 +91,12 @@ impl Store {
         Ok(out)
     }
 
-    fn refresh_one(&self, dir: &Path, id: &SessionId) -> StoreResult<IndexFile> {
+    fn refresh_one(
+        &self,
+        dir: &Path,
+        id: &SessionId,
+        native: fn(&str) -> bool,
+    ) -> StoreResult<IndexFile> {
         let stat = self.stat(id)?;
         let txt = dir.join(format!("{id}.txt"));
         let meta_path = dir.join(format!("{id}.json"));
@@ -130,7 +142,7 @@ impl Store {
                 message: format!("seq {}: {e}", stored.seq),
             })?;
             line.clear();
-            index_line(&event, &mut line);
+            index_line(&event, native, &mut line);
             writer.write_all(&line).map_err(io(&txt))?;
             written += line.len() as u64;
             events = stored.seq + 1;
@@ -171,8 +183,10 @@ impl Store {
     }
 }
 
-/// Writes the index line of one event.
-pub fn index_line(event: &git_session_schema::Event, out: &mut Vec<u8>) {
+/// Writes the index line of one event; a key for which `native` is true
+/// (an agent's own record, as the adapters name it: the store does not
+/// depend on them) is left out of an event other than `meta`.
+pub fn index_line(event: &git_session_schema::Event, native: fn(&str) -> bool, out: &mut Vec<u8>) {
     let secs = event
         .ts
         .parse::<jiff::Timestamp>()
@@ -198,7 +212,7 @@ pub fn index_line(event: &git_session_schema::Event, out: &mut Vec<u8>) {
         // meta event is nothing but such a record, so it keeps it.
         Value::Object(map) if event.kind != "meta" => map
             .iter()
-            .filter(|(k, _)| !git_session_adapters::registry::is_native_key(k))
+            .filter(|(k, _)| !native(k))
             .for_each(|(_, v)| strings(v, &mut push)),
         payload => strings(payload, &mut push),
     }

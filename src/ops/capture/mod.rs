@@ -419,7 +419,7 @@ pub fn capture_with_progress(
     // costs only time).
     if store.index_dir().is_dir() && !report.sessions.is_empty() {
         let ids: Vec<SessionId> = report.sessions.iter().map(|s| s.id.clone()).collect();
-        let _ = store.refresh_index(Some(&ids));
+        let _ = store.refresh_index(Some(&ids), git_session_adapters::registry::is_native_key);
     }
     Ok(report)
 }
