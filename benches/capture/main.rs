@@ -207,6 +207,17 @@ fn main() {
     std::fs::write(&file, lines.concat()).expect("write");
     if generate.is_some() {
         std::fs::write(work_dir.join("codex-extra.jsonl"), extra.concat()).expect("write");
+        // Hermes: the database of the full-import bench, recorded as run
+        // in `hermes-repo`.
+        let repo = fresh_repo(&work_dir, "hermes-repo");
+        let sessions = if records < 100_000 { 200 } else { 1000 };
+        hermes::generate(
+            manifest,
+            &work_dir.join("hermes-home"),
+            &repo.to_string_lossy(),
+            sessions,
+            110,
+        );
         println!("generated under {}", work_dir.display());
     } else {
         run_all(
