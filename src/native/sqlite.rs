@@ -83,6 +83,9 @@ pub struct Snapshot {
     pub warnings: Vec<String>,
     /// How many SQL statements the read ran (retries included).
     pub queries: u64,
+    /// Sessions read whose only rows were their whole-read rows as the
+    /// caller last took them ([`RowSession::whole`]): not handed over.
+    pub unchanged: usize,
 }
 
 thread_local! {
@@ -503,6 +506,19 @@ fn read_open(
             return Err(ReadError::Changed);
         }
         let token = tokens.as_ref().and_then(|t| t.get(&key.text).cloned());
+        // A captured session whose only rows are its whole-read ones, as
+        // they were when last taken (without a change query every session
+        // row comes again): nothing to hand over.
+        if token.is_none()
+            && highs.is_empty()
+            && rows.iter().all(|r| is_whole(decl, r.table))
+            && scope.known.get(&key.text).is_some_and(|k| {
+                k.session.is_some() && k.whole.is_some() && k.whole == whole_digest(decl, &rows)
+            })
+        {
+            snapshot.unchanged += 1;
+            continue;
+        }
         visit(SessionRows {
             key: key.text,
             rows,
@@ -513,6 +529,29 @@ fn read_open(
     drop(statements);
     conn.execute_batch("COMMIT").map_err(err)?;
     Ok(snapshot)
+}
+
+/// Says whether `table` is read whole each time ([`Incremental::Whole`]).
+pub fn is_whole(decl: &Database, table: &str) -> bool {
+    decl.tables
+        .iter()
+        .any(|t| t.name == table && t.incremental == Incremental::Whole)
+}
+
+/// Returns a digest of the rows of whole-read tables among `rows`, if any
+/// (what [`RowSession::whole`] keeps).
+pub fn whole_digest(decl: &Database, rows: &[Row]) -> Option<String> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    let mut any = false;
+    for r in rows.iter().filter(|r| is_whole(decl, r.table)) {
+        any = true;
+        h.update(r.table.as_bytes());
+        h.update([0]);
+        h.update(&r.json);
+        h.update([0]);
+    }
+    any.then(|| format!("{:x}", h.finalize()))
 }
 
 /// Says whether the change query `q`, run alone (one statement, its own

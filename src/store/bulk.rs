@@ -11,8 +11,9 @@
 //!   memory, readable by this store as if written); larger blobs are
 //!   written loose as before, since their file costs little next to their
 //!   bytes. When the objects held reach [`MEMORY_BYTES`], or at a flush,
-//!   they are written as one pack (zlib level 1, no deltas) and indexed by
-//!   `git index-pack`.
+//!   they are written as one pack (zlib level 1, no deltas) with its
+//!   index, both made here from the objects in memory (no `git
+//!   index-pack` reading the pack back).
 //! - **Refs.** A published batch is remembered with the session lock it
 //!   was written under; the lock stays held, so the per-session writer
 //!   semantics are those of a plain append. [`Store::tip`] sees the
@@ -30,7 +31,6 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
-use std::process::Stdio;
 
 use gix::ObjectId;
 use gix::objs::Kind;
@@ -250,8 +250,8 @@ impl Store {
             return Ok(());
         };
         if objects.len() < PACK_FROM {
-            // A batch or two (an incremental capture): loose objects cost
-            // less than starting `git index-pack`.
+            // A batch or two (an incremental capture): loose objects, not
+            // one more small pack per capture.
             let odb: &gix::odb::Handle = &self.repo.objects;
             for (kind, data) in objects.values() {
                 gix::objs::Write::write_buf(odb, *kind, data).map_err(git)?;
@@ -259,34 +259,122 @@ impl Store {
             bulk.borrow_mut().loose += objects.len().div_ceil(5) as u64;
             return Ok(());
         }
-        self.ensure_state_dir()?;
-        let io = |path: &Path| {
-            let path = path.to_owned();
-            move |source| StoreError::Io { path, source }
-        };
-        let mut file =
-            tempfile::NamedTempFile::new_in(&self.state_dir).map_err(io(&self.state_dir))?;
-        {
-            let out = std::io::BufWriter::with_capacity(1 << 16, file.as_file_mut());
-            write_pack(out, &objects).map_err(io(file.path()))?;
-        }
-        drop(objects);
-        let stdin = file.reopen().map_err(io(file.path()))?;
-        let mut cmd = self.git_command();
-        cmd.args(["index-pack", "--stdin", "--threads=1"]);
-        let out = super::child::run_with_stdin(cmd, None, Stdio::from(stdin))?;
-        if !out.status.success() {
-            return Err(StoreError::Remote(format!(
-                "git index-pack failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
-        }
-        Ok(())
+        let odb: &gix::odb::Handle = &self.repo.objects;
+        let dir = odb.store_ref().path().join("pack");
+        write_indexed_pack(&dir, &objects)
     }
 }
 
-/// Writes `objects` as a version-2 pack of whole (undeltified) objects.
-fn write_pack(mut out: impl Write, objects: &gix::odb::memory::Storage) -> std::io::Result<()> {
+/// Writes `objects` into `dir` as a pack and its index (what `git
+/// index-pack` would make of the pack, without reading it back): the pack
+/// first, each file synced and renamed into place, so a pack is only
+/// ever seen with its whole index.
+fn write_indexed_pack(dir: &Path, objects: &gix::odb::memory::Storage) -> StoreResult<()> {
+    let io = |path: &Path| {
+        let path = path.to_owned();
+        move |source| StoreError::Io { path, source }
+    };
+    let temp = |prefix: &str| {
+        tempfile::Builder::new()
+            .prefix(prefix)
+            .tempfile_in(dir)
+            .map_err(io(dir))
+    };
+    let mut pack = temp("tmp_pack_")?;
+    let (entries, sum) = {
+        let out = std::io::BufWriter::with_capacity(1 << 16, pack.as_file_mut());
+        write_pack(out, objects).map_err(io(pack.path()))?
+    };
+    let mut index = temp("tmp_idx_")?;
+    {
+        let out = std::io::BufWriter::with_capacity(1 << 16, index.as_file_mut());
+        write_index(out, entries, &sum).map_err(io(index.path()))?;
+    }
+    let name = format!("pack-{}", sum.to_hex());
+    for (file, ext) in [(pack, "pack"), (index, "idx")] {
+        let path = dir.join(format!("{name}.{ext}"));
+        file.as_file().sync_all().map_err(io(&path))?;
+        // Read-only, as git leaves its packs.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            file.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o444))
+                .map_err(io(&path))?;
+        }
+        file.persist(&path).map_err(|e| StoreError::Io {
+            path: path.clone(),
+            source: e.error,
+        })?;
+    }
+    Ok(())
+}
+
+/// One object of a pack as its index names it: id, CRC-32 of its packed
+/// bytes, offset in the pack.
+struct Entry {
+    id: ObjectId,
+    crc: u32,
+    offset: u64,
+}
+
+/// Writes the version-2 index of a pack whose objects are `entries` and
+/// whose checksum is `pack` (git's `Documentation/gitformat-pack.txt`).
+fn write_index(
+    mut out: impl Write,
+    mut entries: Vec<Entry>,
+    pack: &gix::hash::ObjectId,
+) -> std::io::Result<()> {
+    let mut hasher = gix::hash::hasher(gix::hash::Kind::Sha1);
+    let mut put = |out: &mut dyn Write, bytes: &[u8]| -> std::io::Result<()> {
+        hasher.update(bytes);
+        out.write_all(bytes)
+    };
+    entries.sort_by_key(|e| e.id);
+    put(&mut out, b"\xfftOc")?;
+    put(&mut out, &2u32.to_be_bytes())?;
+    let mut fanout = [0u32; 256];
+    for e in &entries {
+        fanout[e.id.as_slice()[0] as usize] += 1;
+    }
+    let mut total = 0u32;
+    for n in fanout {
+        total += n;
+        put(&mut out, &total.to_be_bytes())?;
+    }
+    for e in &entries {
+        put(&mut out, e.id.as_slice())?;
+    }
+    for e in &entries {
+        put(&mut out, &e.crc.to_be_bytes())?;
+    }
+    // Offsets from 2 GiB on go to a table of 8-byte offsets.
+    let mut large = Vec::new();
+    for e in &entries {
+        let small = match u32::try_from(e.offset) {
+            Ok(o) if o < 0x8000_0000 => o,
+            _ => {
+                large.push(e.offset);
+                0x8000_0000 | (large.len() as u32 - 1)
+            }
+        };
+        put(&mut out, &small.to_be_bytes())?;
+    }
+    for o in large {
+        put(&mut out, &o.to_be_bytes())?;
+    }
+    put(&mut out, pack.as_slice())?;
+    let sum = hasher.try_finalize().map_err(std::io::Error::other)?;
+    out.write_all(sum.as_slice())?;
+    out.flush()
+}
+
+/// Writes `objects` as a version-2 pack of whole (undeltified) objects;
+/// returns what its index names and the pack's checksum.
+fn write_pack(
+    mut out: impl Write,
+    objects: &gix::odb::memory::Storage,
+) -> std::io::Result<(Vec<Entry>, gix::hash::ObjectId)> {
     use gix::zlib::stream::deflate::{Compress, FlushCompress};
     let mut hasher = gix::hash::hasher(gix::hash::Kind::Sha1);
     let mut put = |out: &mut dyn Write, bytes: &[u8]| -> std::io::Result<()> {
@@ -302,7 +390,9 @@ fn write_pack(mut out: impl Write, objects: &gix::odb::memory::Storage) -> std::
     let mut compress = Compress::new(gix::zlib::Compression::BEST_SPEED);
     let mut scratch = vec![0u8; 1 << 16];
     let mut entry = Vec::new();
-    for (kind, data) in objects.values() {
+    let mut entries = Vec::with_capacity(objects.len());
+    let mut offset = head.len() as u64;
+    for (id, (kind, data)) in objects.iter() {
         entry.clear();
         let code: u8 = match kind {
             Kind::Commit => 1,
@@ -335,10 +425,17 @@ fn write_pack(mut out: impl Write, objects: &gix::odb::memory::Storage) -> std::
             }
         }
         put(&mut out, &entry)?;
+        entries.push(Entry {
+            id: *id,
+            crc: crc32fast::hash(&entry),
+            offset,
+        });
+        offset += entry.len() as u64;
     }
     let sum = hasher.try_finalize().map_err(std::io::Error::other)?;
     out.write_all(sum.as_slice())?;
-    out.flush()
+    out.flush()?;
+    Ok((entries, sum))
 }
 
 #[cfg(test)]
@@ -450,6 +547,35 @@ mod tests {
             })
             .count();
         assert!(packs >= 1, "{packs} packs");
+        // Each index is the one `git index-pack` makes of its pack.
+        let pack_dir = dir.path().join(".git/objects/pack");
+        for entry in std::fs::read_dir(&pack_dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|x| x != "pack") {
+                continue;
+            }
+            let ours = std::fs::read(path.with_extension("idx")).unwrap();
+            let theirs = dir.path().join("theirs.idx");
+            let out = std::process::Command::new("git")
+                .arg("index-pack")
+                .arg("-o")
+                .arg(&theirs)
+                .arg(&path)
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                ours == std::fs::read(&theirs).unwrap(),
+                "{}",
+                path.display()
+            );
+            std::fs::remove_file(&theirs).unwrap();
+        }
         let out = std::process::Command::new("git")
             .args(["fsck", "--strict"])
             .current_dir(dir.path())

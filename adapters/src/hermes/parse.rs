@@ -352,8 +352,14 @@ impl Parser {
 
     // ------------------------------------------------------------ messages
 
-    fn message(&mut self, mut row: Map<String, Value>) {
-        let m = match MessageRow::deserialize(Value::Object(row.clone())) {
+    fn message(&mut self, row: Map<String, Value>) {
+        // Read from the row in place: cloning it would copy its content.
+        let whole = Value::Object(row);
+        let read = MessageRow::deserialize(&whole);
+        let Value::Object(mut row) = whole else {
+            unreachable!("the row was put in an object just above")
+        };
+        let m = match read {
             Ok(m) => m,
             Err(e) => {
                 let id = row.get("id").and_then(Value::as_i64).unwrap_or(0);
@@ -378,7 +384,7 @@ impl Parser {
         let origin = format!("{}#{}", m.session_id, m.id);
         let native_seq = Some(m.id.max(0) as u64);
         let (text, parts, refs) = self.content(&m, &mut row);
-        let native = json!({"table": "messages", "row": row});
+        let native = native_row("messages", row);
         let compacted = m.compacted.unwrap_or(0) != 0;
         if !m.is_live() || compacted {
             // Not live history: Hermes does not replay it, so neither do we.
@@ -527,25 +533,29 @@ impl Parser {
             .clone()
             .or_else(|| call.as_ref().map(|c| c.name.clone()));
         let result: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        let body = json!({
-            "call_id": call_id,
-            "name": name,
-            "output": text,
-            "is_error": derive::is_error(&result),
-        });
-        let mut mapped = vec![Mapped::new(
-            "tool",
-            kinds::TOOL_RESULT,
-            Level::History,
-            body,
-        )];
+        let is_error = derive::is_error(&result);
+        drop(result);
+        let mut derived = Vec::new();
         if let Some(c) = &call {
             for d in derive::derive(call_id, &c.name, &c.arguments, &text, &mut self.state.todos) {
                 let mut e = Mapped::new(ACTOR_AGENT, d.kind, Level::Context, d.payload);
                 e.payload["derived_from"] = json!({"call_seq": c.seq});
-                mapped.push(e);
+                derived.push(e);
             }
         }
+        // Built by hand, so the output is moved in (`json!` copies it).
+        let mut body = Map::with_capacity(4);
+        body.insert("call_id".into(), call_id.into());
+        body.insert("name".into(), name.into());
+        body.insert("output".into(), Value::String(text));
+        body.insert("is_error".into(), is_error.into());
+        let mut mapped = vec![Mapped::new(
+            "tool",
+            kinds::TOOL_RESULT,
+            Level::History,
+            Value::Object(body),
+        )];
+        mapped.append(&mut derived);
         let first = self.next_seq;
         let seqs = self.push_row(origin, native_seq, ts, native, mapped);
         let parent = call.map(|c| c.seq);
@@ -612,6 +622,15 @@ fn data_url(url: &str) -> Option<(&str, &str)> {
     let rest = url.strip_prefix("data:")?;
     let (media, data) = rest.split_once(";base64,")?;
     Some((media, data))
+}
+
+/// Returns a native row as events keep it under [`NATIVE_KEY`]:
+/// `{"table": …, "row": …}` (built by hand: `json!` would copy the row).
+fn native_row(table: &str, row: Map<String, Value>) -> Value {
+    let mut native = Map::with_capacity(2);
+    native.insert("table".into(), table.into());
+    native.insert("row".into(), Value::Object(row));
+    Value::Object(native)
 }
 
 fn meta(body: Value) -> Mapped {

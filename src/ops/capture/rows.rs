@@ -41,7 +41,7 @@ use super::{
 };
 use crate::clock::Clock;
 use crate::native::cursor::{CursorIndex, RowSession};
-use crate::native::sqlite;
+use crate::native::sqlite::{self, is_whole, whole_digest};
 use crate::ops::{OpError, OpResult};
 use crate::store::{BatchSink, Scrubber, SeqMode, Store};
 
@@ -213,6 +213,7 @@ impl DbJob<'_> {
         let snapshot = match read {
             Ok(s) => {
                 self.report.queries += s.queries;
+                self.report.unchanged += s.unchanged;
                 s
             }
             Err(e) => {
@@ -748,28 +749,6 @@ fn fresh_rows(decl: &Database, rows: Vec<Row>, seen: &BTreeMap<String, i64>) -> 
             !append_only || seen.get(r.table).is_none_or(|&m| r.rowid > m)
         })
         .collect()
-}
-
-/// Says whether `table` is read whole each time ([`Incremental::Whole`]).
-fn is_whole(decl: &Database, table: &str) -> bool {
-    decl.tables
-        .iter()
-        .any(|t| t.name == table && t.incremental == Incremental::Whole)
-}
-
-/// Returns a digest of the rows of whole-read tables among `rows`, if any.
-fn whole_digest(decl: &Database, rows: &[Row]) -> Option<String> {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    let mut any = false;
-    for r in rows.iter().filter(|r| is_whole(decl, r.table)) {
-        any = true;
-        h.update(r.table.as_bytes());
-        h.update([0]);
-        h.update(&r.json);
-        h.update([0]);
-    }
-    any.then(|| format!("{:x}", h.finalize()))
 }
 
 /// Returns the highest rowid per append-only table among `rows` and `prev`.
