@@ -508,6 +508,56 @@ fn the_handoff_target_continued_is_captured_as_a_linked_child() {
     repo.fsck();
 }
 
+#[test]
+fn a_cross_agent_resume_continued_after_the_session_moved_on_forks_as_that_agent() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let home = repo.outside("codex-home");
+    std::fs::create_dir_all(home.join(".codex")).unwrap();
+    repo.ok(&[
+        "resume",
+        ROUNDTRIP,
+        "--agent",
+        "codex",
+        "--home",
+        home.to_str().unwrap(),
+    ]);
+    let file = rollout(&home);
+    // The session moves on meanwhile, so Codex's turn goes to a fork.
+    let mut note = event(0);
+    note["payload"]["text"] = "MOVED-ON: a note after the resume".into();
+    let note = repo.write_jsonl("note.jsonl", &[note]);
+    repo.ok(&["append", ROUNDTRIP, note.to_str().unwrap()]);
+    let mut body = std::fs::read_to_string(&file).unwrap();
+    body.push_str(
+        r#"{"timestamp":"2026-01-02T00:00:00.000Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"NEXT-Q: and now?"}]}}"#,
+    );
+    body.push('\n');
+    std::fs::write(&file, &body).unwrap();
+    let out = repo.ok(&["import", "--home", home.to_str().unwrap()]);
+    assert!(
+        out.contains("codex") && out.contains("new fork of"),
+        "{out}"
+    );
+    let listed: Value = serde_json::from_str(&repo.ok(&["list", "--json"])).unwrap();
+    let fork = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] != ROUNDTRIP)
+        .unwrap_or_else(|| panic!("no fork listed: {listed}"));
+    // The fork holds Codex's continuation under Codex's native id: it is
+    // codex's, as the import said, not the source session's agent.
+    assert_eq!(fork["agent"], "codex", "{fork}");
+    let id = fork["id"].as_str().unwrap();
+    let shown: Value = serde_json::from_str(&repo.ok(&["show", id, "--json"])).unwrap();
+    assert_eq!(shown["header"]["agent"], "codex");
+    assert_eq!(shown["header"]["lineage"]["parent_session"], ROUNDTRIP);
+    let last = shown["events"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["payload"]["text"], "NEXT-Q: and now?", "{last}");
+    repo.ok(&["verify"]);
+}
+
 /// Returns every file under `dir` (none when it does not exist).
 fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

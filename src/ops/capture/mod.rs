@@ -765,13 +765,13 @@ impl FileJob<'_> {
         let info = commit_info(self.store, self.clock);
         let created = self.store.tip(&id)?.is_none();
         if created {
+            // The new session holds this agent's records under its native
+            // id: a handoff's child, or the fork of a resume into another
+            // agent (or the same one), is this agent's.
             let agent = self.agent.clone();
             let native_id = w.native_id.clone();
-            let by = w.by;
             let shape = move |h: &mut SessionHeader| {
-                if by == WrittenBy::Handoff {
-                    h.agent = agent.clone();
-                }
+                h.agent = agent.clone();
                 h.native_id = Some(native_id.clone());
             };
             self.store
