@@ -28,6 +28,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use git_session_adapters::source::Corrupt;
 use git_session_adapters::{Adapter, NativeSession, ParseInput, Source, Warning};
@@ -837,6 +838,7 @@ impl FileJob<'_> {
             end: None,
             framed: self.framed,
             first_seq: 0,
+            share: None,
         };
         let (child, _, _) = read_keys(reader, None)?;
         // Only events named by a native id count: a line number or a
@@ -922,6 +924,7 @@ impl FileJob<'_> {
             end,
             framed: self.framed,
             first_seq: 0,
+            share: None,
         };
         let (_, pos, state) = read_keys(reader(ReadPosition::default(), Some(w.size)), None)?;
         let (theirs, _, _) = read_keys(reader(pos, None), Some(state))?;
@@ -1152,6 +1155,7 @@ impl FileJob<'_> {
     ) -> OpResult<Fed> {
         // The parse numbers events in file order from 0 (see `SeqMap`), so
         // its parent links stay valid from one capture to the next.
+        let share = AtomicU32::new(SHARE_OF / 2);
         let reader = BlockReader {
             adapter: self.adapter,
             scrubber: sink.scrubber(),
@@ -1161,6 +1165,7 @@ impl FileJob<'_> {
             end,
             framed: self.framed,
             first_seq: seqs.len(),
+            share: Some(&share),
         };
         std::thread::scope(|scope| {
             let (tx, rx) = std::sync::mpsc::sync_channel(2);
@@ -1171,8 +1176,21 @@ impl FileJob<'_> {
             let producer = scope.spawn(move || reader.run(state, tx, spent_rx));
             let mut warnings = Vec::new();
             let mut failed = None;
-            for block in rx {
-                let mut block: Block = block;
+            loop {
+                let mut block: Block = match rx.try_recv() {
+                    Ok(block) => block,
+                    Err(std::sync::mpsc::TryRecvError::Empty) => {
+                        // The reader is behind: it hands over more.
+                        let _ = share.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                            Some(v.saturating_sub(SHARE_STEP))
+                        });
+                        match rx.recv() {
+                            Ok(block) => block,
+                            Err(_) => break,
+                        }
+                    }
+                    Err(std::sync::mpsc::TryRecvError::Disconnected) => break,
+                };
                 let parsed = &mut block.parsed;
                 if let Err(e) =
                     self.push_block(sink, &parsed.artifacts, &mut block.events, seqs, known)
@@ -1272,7 +1290,16 @@ struct BlockReader<'a> {
     end: Option<u64>,
     framed: bool,
     first_seq: u64,
+    /// How many of every [`SHARE_OF`] events this thread redacts (the
+    /// writer redacts the rest), moved by whichever side waits for the
+    /// other (see [`BlockReader::run`]); `None`: every other event.
+    share: Option<&'a AtomicU32>,
 }
+
+/// The unit of [`BlockReader::share`].
+const SHARE_OF: u32 = 64;
+/// How far one wait moves the share.
+const SHARE_STEP: u32 = 4;
 
 impl BlockReader<'_> {
     /// Sends each block's parse to `tx`; returns how far it read (complete
@@ -1321,12 +1348,18 @@ impl BlockReader<'_> {
                 return Ok((reader.position(), Value::Null, None, Some(reason)));
             }
             next_seq += parsed.events.len() as u64;
+            // Redact this thread's share of the events, spread evenly.
+            let share = self
+                .share
+                .map_or(SHARE_OF / 2, |s| s.load(Ordering::Relaxed));
+            let mut due = 0;
             let events = parsed
                 .events
                 .drain(..)
-                .enumerate()
-                .map(|(i, e)| {
-                    if i % 2 == 0 {
+                .map(|e| {
+                    due += share;
+                    if due >= SHARE_OF {
+                        due -= SHARE_OF;
                         Pending::Done(self.scrubber.seal(e))
                     } else {
                         Pending::Raw(e)
@@ -1334,7 +1367,21 @@ impl BlockReader<'_> {
                 })
                 .collect();
             state = Some(std::mem::take(&mut parsed.state));
-            if tx.send(Block { parsed, events }).is_err() {
+            let block = Block { parsed, events };
+            let sent = match (self.share, tx.try_send(block)) {
+                (_, Ok(())) => Ok(()),
+                (share, Err(std::sync::mpsc::TrySendError::Full(block))) => {
+                    // The writer is behind: this thread takes more.
+                    if let Some(s) = share {
+                        let _ = s.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                            Some((v + SHARE_STEP).min(SHARE_OF))
+                        });
+                    }
+                    tx.send(block).map_err(|_| ())
+                }
+                (_, Err(std::sync::mpsc::TrySendError::Disconnected(_))) => Err(()),
+            };
+            if sent.is_err() {
                 // The writer stopped; its error is the one reported.
                 break;
             }
@@ -1479,6 +1526,7 @@ pub(crate) fn native_keys(
             Some(Source::ZstdJsonl { .. })
         ),
         first_seq: 0,
+        share: None,
     };
     Ok(read_keys(reader, None)?.0)
 }
