@@ -50,9 +50,10 @@ use crate::native::zstd::FramedReader;
 use crate::store::{BatchSink, Scrubbed, Scrubber, SeqMode, Store, StoreError};
 
 /// One parsed block on its way to the writer: the adapter's output with
-/// its events, every other one already redacted. Redaction is the bulk of
-/// the reading thread's work, so the writer redacts the rest: the two
-/// threads stay about even.
+/// its events, the reader's share of them already redacted. Redaction is
+/// the bulk of the reading thread's work, so the writer redacts the rest;
+/// the share moves with whichever thread waits for the other, so the two
+/// stay about even (see [`BlockReader::share`]).
 struct Block {
     parsed: git_session_adapters::Parsed,
     events: Vec<Pending>,
@@ -1279,8 +1280,8 @@ struct FileDone {
 /// them in order, carrying the adapter's state from block to block.
 struct BlockReader<'a> {
     adapter: &'a dyn Adapter,
-    /// Redacts every other event before it leaves this thread (the store's
-    /// scrubber; the writer redacts the others, see [`Block`]).
+    /// Redacts this thread's share of the events before they leave it (the
+    /// store's scrubber; the writer redacts the others, see [`Block`]).
     scrubber: Scrubber,
     path: &'a Path,
     rel: &'a str,
