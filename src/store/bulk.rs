@@ -556,18 +556,14 @@ mod tests {
             }
             let ours = std::fs::read(path.with_extension("idx")).unwrap();
             let theirs = dir.path().join("theirs.idx");
-            let out = std::process::Command::new("git")
-                .arg("index-pack")
-                .arg("-o")
-                .arg(&theirs)
-                .arg(&path)
-                .current_dir(dir.path())
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
+            git_ok(
+                dir.path(),
+                &[
+                    "index-pack".as_ref(),
+                    "-o".as_ref(),
+                    theirs.as_os_str(),
+                    path.as_os_str(),
+                ],
             );
             assert!(
                 ours == std::fs::read(&theirs).unwrap(),
@@ -576,9 +572,14 @@ mod tests {
             );
             std::fs::remove_file(&theirs).unwrap();
         }
+        git_ok(dir.path(), &["fsck".as_ref(), "--strict".as_ref()]);
+    }
+
+    /// Runs git in `dir` and fails the test, with git's stderr, if it fails.
+    fn git_ok(dir: &Path, args: &[&std::ffi::OsStr]) {
         let out = std::process::Command::new("git")
-            .args(["fsck", "--strict"])
-            .current_dir(dir.path())
+            .args(args)
+            .current_dir(dir)
             .output()
             .unwrap();
         assert!(
