@@ -51,6 +51,11 @@ const WINDOWLESS: usize = 2048;
 const LEAD: usize = 256;
 /// How far after a keyword a rule's match may end, in the window.
 const TRAIL: usize = 1024;
+/// The gates of one string may read this many bytes, plus
+/// [`GATE_BUDGET_PER_BYTE`] per byte of it, before every gate says yes.
+const GATE_BUDGET: usize = 4096;
+/// See [`GATE_BUDGET`].
+const GATE_BUDGET_PER_BYTE: usize = 2;
 /// Identifier-shaped keys shorter than this are not searched.
 const SHORTEST_KEY: usize = 20;
 /// The rule id of the structural JSON rule.
@@ -256,6 +261,8 @@ impl Redactor {
             return;
         }
         let bytes = text.as_bytes();
+        // What the gates may read of this string (see `Rule::gated_at`).
+        let mut budget = GATE_BUDGET_PER_BYTE * bytes.len() + GATE_BUDGET;
         if bytes.len() <= WINDOWLESS {
             // Short: each selected rule runs once on the whole string, in
             // rule order; the set of rules is a bitset (no allocation).
@@ -263,7 +270,9 @@ impl Redactor {
             self.set.each_keyword(bytes, |k, _, end| {
                 for &r in &self.set.keyword_rules[k] {
                     let bit = 1 << (r % 64);
-                    if seen[r / 64] & bit == 0 && self.set.rules[r].gated_at(bytes, end) {
+                    if seen[r / 64] & bit == 0
+                        && self.set.rules[r].gated_at(bytes, end, &mut budget)
+                    {
                         seen[r / 64] |= bit;
                     }
                 }
@@ -287,7 +296,7 @@ impl Redactor {
         let mut ranges: Vec<(usize, usize, usize)> = Vec::new();
         self.set.each_keyword(bytes, |k, start, end| {
             for &r in &self.set.keyword_rules[k] {
-                if self.set.rules[r].gated_at(bytes, end) {
+                if self.set.rules[r].gated_at(bytes, end, &mut budget) {
                     ranges.push((
                         r,
                         start.saturating_sub(LEAD),
@@ -833,6 +842,23 @@ mod tests {
         h.title = Some("deploy with glpat-Xk3mN8pQ2rT5vW9yZ1bC".into());
         assert_eq!(r.redact_header(&mut h), 1);
         assert!(!h.title.unwrap().contains("Xk3mN8"));
+    }
+
+    #[test]
+    fn a_string_made_to_run_every_gate_far_costs_linear_time_and_is_still_redacted() {
+        // Every `KEY` is a keyword of env-assignment, whose gate reads
+        // `[A-Z0-9_]*` to the end of the run: without a budget each of the
+        // 200,000 hits would read the rest of the 600 KB.
+        let mut text = "KEY".repeat(200_000);
+        text.push_str(" DB_PASSWORD=hunter22x\n");
+        let found = Redactor::shared().findings(&text);
+        assert!(
+            found
+                .iter()
+                .any(|f| &text[f.span.0..f.span.1] == "hunter22x"),
+            "{:?}",
+            found.iter().map(|f| &f.rule).collect::<Vec<_>>()
+        );
     }
 
     #[test]

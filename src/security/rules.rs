@@ -224,17 +224,38 @@ impl Rule {
     /// from its first byte. A gate is a necessary condition of the rule's
     /// regex, so a keyword whose gate fails cannot start a match there
     /// (`gates_never_refuse_what_their_rule_finds` checks each one).
-    pub fn gated_at(&self, text: &[u8], end: usize) -> bool {
+    ///
+    /// Each byte the gate reads is taken from `budget`; once it is spent
+    /// the gate says true (the rule then runs, as without gates), so a
+    /// string built to make every keyword's gate read far (`KEYKEYKEY…`
+    /// against `[A-Z0-9_]*=`) costs time linear in its length.
+    pub fn gated_at(&self, text: &[u8], end: usize, budget: &mut usize) -> bool {
         let Some(gate) = &self.gate else {
             return true;
         };
         let dfa = self
             .gate_dfa
             .get_or_init(|| compile_gate(gate).expect("checked when the rule set was built"));
-        let input = Input::new(&text[end..])
-            .anchored(Anchored::Yes)
-            .earliest(true);
-        matches!(dfa.try_search_fwd(&input), Ok(Some(_)))
+        let rest = &text[end..];
+        let Ok(mut sid) = dfa.start_state_forward(&Input::new(rest).anchored(Anchored::Yes)) else {
+            return true;
+        };
+        for &b in rest {
+            let Some(left) = budget.checked_sub(1) else {
+                return true;
+            };
+            *budget = left;
+            sid = dfa.next_state(sid, b);
+            if dfa.is_special_state(sid) {
+                if dfa.is_match_state(sid) {
+                    return true;
+                }
+                if dfa.is_dead_state(sid) || dfa.is_quit_state(sid) {
+                    return false;
+                }
+            }
+        }
+        dfa.is_match_state(dfa.next_eoi_state(sid))
     }
 
     /// Says whether the rule has a gate.
@@ -604,8 +625,10 @@ mod tests {
     /// Says whether some keyword of rule `r` in `text` passes its gate.
     fn gate_passes(set: &RuleSet, r: usize, text: &[u8]) -> bool {
         let mut passed = false;
+        let mut unbounded = usize::MAX;
         set.each_keyword(text, |k, _, end| {
-            passed |= set.keyword_rules[k].contains(&r) && set.rules[r].gated_at(text, end);
+            passed |= set.keyword_rules[k].contains(&r)
+                && set.rules[r].gated_at(text, end, &mut unbounded);
             !passed
         });
         passed
