@@ -206,7 +206,8 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 .count();
             writeln!(
                 out,
-                "capture    {agent}: {db}: {} of this repository tracked, {} others skipped",
+                "capture    {agent}: {}: {} of this repository tracked, {} others skipped",
+                escape_line(db),
                 super::count(ours as u64, "session"),
                 cursor.sessions.len() - ours
             )?;

@@ -128,6 +128,13 @@ pub struct RowSession {
     /// whose token did not move is not read.
     #[serde(default)]
     pub token: Option<String>,
+    /// Set for a session git-session wrote that the agent continued (see
+    /// `ops::written`): its parse numbers the session's events from 0, in
+    /// row order, and its saved state is a [`FileState`] whose seqs map
+    /// them to the stored ones, as a file's; otherwise the parse numbers
+    /// events as stored and the state is the adapter's alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mapped: bool,
 }
 
 /// Holds the cursors of one agent.
@@ -139,7 +146,8 @@ pub struct CursorIndex {
     /// same relative path in two agent homes (`--home`) are never taken for
     /// one another.
     pub files: BTreeMap<String, FileCursor>,
-    /// Database cursors by path relative to the agent's store root.
+    /// Database cursors (a JSON tree's too) by the absolute path of the
+    /// database (the tree's directory), as files are keyed.
     #[serde(default)]
     pub databases: BTreeMap<String, DbCursor>,
     #[serde(skip)]
@@ -230,6 +238,13 @@ impl CursorIndex {
             .and_then(|b| serde_json::from_slice::<CursorIndex>(&b).ok())
             .filter(|i| i.version == VERSION)
             .unwrap_or_default();
+        // Database cursors were once keyed by the path relative to the
+        // agent's store root, shared by every home: such a cursor may be
+        // another home's, so it is dropped (the sessions are read again,
+        // and what is stored already is not appended twice).
+        index
+            .databases
+            .retain(|key, _| Path::new(key).is_absolute());
         index.version = VERSION;
         index.dir = dir;
         index

@@ -433,6 +433,7 @@ pub fn handoff_reporting(
         native_id: &native_id,
         root: &root,
         files: &written,
+        rows: &changes.rows,
         seq: recorded.seq,
         adapter,
     };

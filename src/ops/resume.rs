@@ -183,6 +183,7 @@ pub fn resume_reporting(
                 agent: &agent,
                 root: &root,
                 files: &written,
+                rows: &changes.rows,
                 session: &session,
                 seq,
                 native_id: &native_id,

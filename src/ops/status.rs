@@ -265,8 +265,7 @@ fn agent_status(store: &Store, adapter: &dyn Adapter, agent: &Agent, root: &Path
     for rel in crate::native::discover(adapter, root) {
         let abs = root.join(&rel);
         if let Some(Source::Sqlite(_)) = crate::native::source_for(adapter, &rel) {
-            let key = rel.to_string_lossy().into_owned();
-            match index.databases.get(&key) {
+            match index.databases.get(&*abs.to_string_lossy()) {
                 None => out.unseen.push(abs),
                 Some(cursor) => {
                     let ours = cursor
@@ -307,7 +306,7 @@ fn agent_status(store: &Store, adapter: &dyn Adapter, agent: &Agent, root: &Path
         if !dir.is_dir() {
             continue;
         }
-        let Some(cursor) = index.databases.get(tree.dir) else {
+        let Some(cursor) = index.databases.get(&*dir.to_string_lossy()) else {
             out.unseen.push(dir);
             continue;
         };
@@ -319,7 +318,9 @@ fn agent_status(store: &Store, adapter: &dyn Adapter, agent: &Agent, root: &Path
         let in_database: std::collections::HashSet<&String> = index
             .databases
             .iter()
-            .filter(|(rel, _)| rel.as_str() != tree.dir)
+            .filter(|(db, _)| {
+                **db != *dir.to_string_lossy() && Path::new(db.as_str()).parent() == Some(root)
+            })
             .flat_map(|(_, c)| c.sessions.keys())
             .collect();
         let skip = |key: &str| {

@@ -7,19 +7,33 @@
 //! history.
 //!
 //! Kept as local state in `<git common dir>/session/written/<agent>.json`,
-//! one entry per native file (by absolute path, as capture's cursors):
-//! the native files are on this machine, so the record of writing them is
-//! too; it is never pushed. Losing it is safe in the way losing cursors is:
-//! the file is then captured as any other (see `capture`).
+//! one entry per native file (by absolute path, as capture's cursors) and
+//! one per database session (by the database's absolute path and the
+//! session's key): the native sessions are on this machine, so the record
+//! of writing them is too; it is never pushed. Losing it is safe in the
+//! way losing cursors is: the session is then captured as any other (see
+//! `capture`).
+//!
+//! A database session is told apart from what the agent added to it by
+//! its rows: per table other than the session table, the highest `rowid`
+//! of the session's rows right after the write, and for a table read by a
+//! column (rows updated in place, e.g. OpenCode's `time_updated`) the
+//! highest value of that column among them. A row at or below both is one
+//! git-session wrote; a row the agent added or touched since is above one
+//! of them (a `rowid` SQLite handed out again after a delete still carries
+//! the agent's newer time).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use git_session_adapters::RowWrite;
+use git_session_adapters::source::{Database, Incremental, Row, Source};
 use git_session_schema::{Agent, SessionId};
 use serde::{Deserialize, Serialize};
 
 use super::OpResult;
 use crate::native::cursor::{tail_hash, write_atomic};
+use crate::native::sqlite;
 
 /// How a native session came to be written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,10 +65,84 @@ pub struct WrittenFile {
     pub by: WrittenBy,
 }
 
+/// Records one database session git-session wrote (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WrittenRows {
+    /// The canonical session the rows hold.
+    pub session: String,
+    /// As [`WrittenFile::seq`].
+    pub seq: u64,
+    /// The native session id written (the root of a chain written as
+    /// several sessions).
+    pub native_id: String,
+    /// Per table, the highest `rowid` of the session's rows as written.
+    pub rowids: BTreeMap<String, i64>,
+    /// Per table read by a column, the highest value of that column among
+    /// the session's rows as written.
+    #[serde(default)]
+    pub columns: BTreeMap<String, i64>,
+    /// Resume or handoff.
+    pub by: WrittenBy,
+}
+
+impl WrittenRows {
+    /// Returns whether `row` (of the database `decl`) is one git-session
+    /// wrote: a session-table row, or one at or below the marks.
+    pub fn wrote(&self, decl: &Database, row: &Row) -> bool {
+        let Some(table) = decl.tables.iter().find(|t| t.name == row.table) else {
+            return false;
+        };
+        if table.incremental == Incremental::Whole {
+            return true;
+        }
+        if self.rowids.get(row.table).is_none_or(|m| row.rowid > *m) {
+            return false;
+        }
+        match table.incremental {
+            Incremental::Column(column) => {
+                let Some(mark) = self.columns.get(row.table) else {
+                    return false;
+                };
+                column_value(row, column).is_some_and(|v| v <= *mark)
+            }
+            _ => true,
+        }
+    }
+
+    /// Returns a digest of what was written, to tell two writes of one
+    /// session apart.
+    pub fn stamp(&self) -> String {
+        let text = serde_json::to_string(&(&self.rowids, &self.columns)).expect("marks serialize");
+        tail_of(text.as_bytes())
+    }
+}
+
+/// Returns the integer value of `column` in `row`, if it has one.
+fn column_value(row: &Row, column: &str) -> Option<i64> {
+    let v: serde_json::Value = serde_json::from_slice(&row.json).ok()?;
+    let v = v.get(column)?;
+    v.as_i64().or_else(|| v.as_f64().map(|f| f as i64))
+}
+
+fn tail_of(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct WrittenIndex {
     version: u32,
     files: BTreeMap<String, WrittenFile>,
+    /// By `<database's absolute path>#<session key>`.
+    #[serde(default)]
+    rows: BTreeMap<String, WrittenRows>,
+}
+
+fn rows_key(db: &Path, session: &str) -> String {
+    format!("{}#{session}", db.to_string_lossy())
 }
 
 const VERSION: u32 = 1;
@@ -67,18 +155,23 @@ fn index_path(state_dir: &Path, agent: &Agent) -> std::path::PathBuf {
 #[derive(Debug, Default)]
 pub struct Written {
     files: BTreeMap<String, WrittenFile>,
+    rows: BTreeMap<String, WrittenRows>,
 }
 
 impl Written {
     /// Loads the record for `agent`; empty when missing or unreadable.
     pub fn load(state_dir: &Path, agent: &Agent) -> Written {
-        let files = std::fs::read(index_path(state_dir, agent))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<WrittenIndex>(&b).ok())
-            .filter(|i| i.version == VERSION)
-            .map(|i| i.files)
-            .unwrap_or_default();
-        Written { files }
+        let index = load_index(&index_path(state_dir, agent));
+        Written {
+            files: index.files,
+            rows: index.rows,
+        }
+    }
+
+    /// Returns what git-session wrote as the session `key` of the database
+    /// at `db` (absolute), if it did.
+    pub fn lookup_rows(&self, db: &Path, key: &str) -> Option<&WrittenRows> {
+        self.rows.get(&rows_key(db, key))
     }
 
     /// Returns what git-session wrote at `key` (the file's absolute path),
@@ -103,6 +196,9 @@ pub struct Record<'a> {
     pub root: &'a Path,
     /// Every file written, absolute.
     pub files: &'a [std::path::PathBuf],
+    /// The session rows inserted ([`RowWrite::session_row`]; other rows
+    /// are ignored): each names a database session written.
+    pub rows: &'a [RowWrite],
     /// The canonical session written from.
     pub session: &'a SessionId,
     /// See [`WrittenFile::seq`].
@@ -113,19 +209,16 @@ pub struct Record<'a> {
     pub by: WrittenBy,
 }
 
-/// Records the native session files just written (the file sources the
-/// adapter would capture), replacing older entries for the same paths.
+/// Records the native sessions just written (the file sources the adapter
+/// would capture, and the database sessions), replacing older entries for
+/// the same files and sessions.
 pub fn record(
     state_dir: &Path,
     adapter: &dyn git_session_adapters::Adapter,
     what: &Record<'_>,
 ) -> OpResult<()> {
     let path = index_path(state_dir, what.agent);
-    let mut index = std::fs::read(&path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<WrittenIndex>(&b).ok())
-        .filter(|i| i.version == VERSION)
-        .unwrap_or_default();
+    let mut index = load_index(&path);
     index.version = VERSION;
     let mut changed = false;
     for file in what.files {
@@ -133,13 +226,10 @@ pub fn record(
             continue;
         };
         // File sources only (JSONL, zstd-framed): capture reads those per
-        // file; a database's sessions are known by their rows.
+        // file; a database's sessions are recorded by their rows below.
         if !matches!(
             crate::native::source_for(adapter, rel),
-            Some(
-                git_session_adapters::Source::Jsonl { .. }
-                    | git_session_adapters::Source::ZstdJsonl { .. }
-            )
+            Some(Source::Jsonl { .. } | Source::ZstdJsonl { .. })
         ) {
             continue;
         }
@@ -159,6 +249,23 @@ pub fn record(
         );
         changed = true;
     }
+    for row in what.rows.iter().filter(|r| r.session_row) {
+        let Some(Source::Sqlite(decl)) = crate::native::source_for(adapter, &row.database) else {
+            continue;
+        };
+        let Some(key) = row
+            .key
+            .first()
+            .and_then(|k| row.columns.get(k))
+            .and_then(|v| v.as_str())
+        else {
+            continue;
+        };
+        let db = what.root.join(&row.database);
+        let entry = rows_written(&db, decl, key, what)?;
+        index.rows.insert(rows_key(&db, key), entry);
+        changed = true;
+    }
     if changed {
         write_atomic(
             &path,
@@ -166,4 +273,52 @@ pub fn record(
         )?;
     }
     Ok(())
+}
+
+/// Reads the marks of the session `key` of `db` as just written.
+fn rows_written(db: &Path, decl: &Database, key: &str, what: &Record<'_>) -> OpResult<WrittenRows> {
+    let scope = sqlite::Scope {
+        marks: &BTreeMap::new(),
+        known: &BTreeMap::new(),
+        only: Some(key),
+    };
+    let (_, sessions) = sqlite::read_all(db, decl, scope, &sqlite::Options::default())?;
+    let mut rowids = BTreeMap::new();
+    let mut columns = BTreeMap::new();
+    for row in sessions
+        .iter()
+        .filter(|s| s.key == key)
+        .flat_map(|s| &s.rows)
+    {
+        let Some(table) = decl.tables.iter().find(|t| t.name == row.table) else {
+            continue;
+        };
+        if table.incremental == Incremental::Whole {
+            continue;
+        }
+        let m = rowids.entry(row.table.to_owned()).or_insert(row.rowid);
+        *m = (*m).max(row.rowid);
+        if let Incremental::Column(column) = table.incremental
+            && let Some(v) = column_value(row, column)
+        {
+            let m = columns.entry(row.table.to_owned()).or_insert(v);
+            *m = (*m).max(v);
+        }
+    }
+    Ok(WrittenRows {
+        session: what.session.to_string(),
+        seq: what.seq,
+        native_id: what.native_id.to_owned(),
+        rowids,
+        columns,
+        by: what.by,
+    })
+}
+
+fn load_index(path: &Path) -> WrittenIndex {
+    std::fs::read(path)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<WrittenIndex>(&b).ok())
+        .filter(|i| i.version == VERSION)
+        .unwrap_or_default()
 }

@@ -11,8 +11,6 @@ use crate::support::*;
 
 const CLAUDE_CWD: &str = "/tmp/oracle-sample/claude/project";
 const CODEX_CWD: &str = "/tmp/oracle-sample/codex/project";
-const ROUNDTRIP: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
-
 /// Returns every file under `dir` with the SHA-256 of its bytes.
 fn hash_tree(dir: &Path) -> BTreeMap<PathBuf, String> {
     let mut out = BTreeMap::new();

@@ -4,7 +4,6 @@
 
 use crate::support::*;
 
-const ROUNDTRIP: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
 const ESC: &str = "\u{1b}[";
 
 fn colored(out: &str) -> bool {

@@ -8,8 +8,6 @@ use serde_json::Value;
 
 use crate::support::*;
 
-const ROUNDTRIP: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
-
 fn note(repo: &Repo, commit: &str) -> Value {
     serde_json::from_str(&repo.git(&["notes", "--ref=git-session/receipts", "show", commit]))
         .unwrap()

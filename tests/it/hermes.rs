@@ -635,6 +635,26 @@ fn hermes_fresh_session_survives_capture_and_resume() {
         err.contains("already exists") && err.contains("--fork"),
         "{err}"
     );
+    // Hermes continued the session it was given: captured from there, the
+    // session grows by that turn only (no new session, nothing twice).
+    let before = repo.events(&session);
+    let refs = ref_count(&repo);
+    let out = import(&repo, &fresh);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(ref_count(&repo), refs, "{}", text(&out.stdout));
+    let added = repo.events(&session)[before.len()..].to_vec();
+    let probes: Vec<&Value> = added
+        .iter()
+        .filter(|e| e["type"] == "message.user")
+        .collect();
+    assert_eq!(probes.len(), 1, "{added:#?}");
+    assert!(
+        probes[0]["payload"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("ORACLE_RESUME_PROBE"),
+        "{added:#?}"
+    );
     let printed = repo.ok(&[
         "resume",
         &session,
@@ -644,8 +664,24 @@ fn hermes_fresh_session_survives_capture_and_resume() {
     ]);
     let fork = printed.trim().rsplit(' ').next().unwrap().to_owned();
     assert_ne!(fork, session);
+    // The fork holds the session as captured: its history and the turn
+    // Hermes added, which the check's own prompt follows.
     let forked = resume_check("hermes", &fresh, &fork, &repo.root);
-    assert_eq!(turns(&forked, &roots), want);
+    let continued = turns(&got, &roots);
+    let forked = turns(&forked, &roots);
+    assert!(forked.starts_with(&want), "{forked:#?}");
+    assert_eq!(
+        forked
+            .iter()
+            .filter(|t| t.contains("ORACLE_RESUME_PROBE"))
+            .count(),
+        continued
+            .iter()
+            .filter(|t| t.contains("ORACLE_RESUME_PROBE"))
+            .count()
+            + 1,
+        "{forked:#?}"
+    );
     // The fork did not take over the original's resume.
     let original = resume_check("hermes", &fresh, &session, &repo.root);
     assert!(turns(&original, &roots).len() > want.len());
@@ -726,4 +762,196 @@ fn hermes_handoff_says_which_database_it_wrote() {
         "{err}"
     );
     assert!(err.contains("\nloss report:\n"), "{err}");
+}
+
+/// Appends a turn to session `native` of `db` as Hermes does when it
+/// continues it: a user row and an assistant row, ids from the database.
+fn continue_in_hermes(db: &Path, native: &str, prompt: &str) {
+    let c = Connection::open(db).unwrap();
+    for (role, text, at) in [
+        ("user", prompt, 1_900_000_000.0),
+        ("assistant", "ANSWER: done.", 1_900_000_001.0),
+    ] {
+        c.execute(
+            "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?1, ?2, ?3, ?4)",
+            rusqlite::params![native, role, text, at],
+        )
+        .unwrap();
+    }
+    c.execute(
+        "UPDATE sessions SET message_count = message_count + 2 WHERE id = ?1",
+        [native],
+    )
+    .unwrap();
+}
+
+/// Returns each event's text, or its type when it has none.
+fn said(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| {
+            e["payload"]["text"]
+                .as_str()
+                .map_or_else(|| e["type"].as_str().unwrap().to_owned(), str::to_owned)
+        })
+        .collect()
+}
+
+fn ref_count(repo: &Repo) -> usize {
+    repo.git(&["for-each-ref", "refs/sessions/"])
+        .lines()
+        .count()
+}
+
+/// A session `resume` wrote into a Hermes database, then continued by
+/// Hermes, grows by Hermes' rows only: never captured as a new session
+/// repeating the history; to a fork when the session moved on meanwhile;
+/// and nothing twice when the capture cursors are lost.
+#[test]
+fn a_session_resumed_into_hermes_and_continued_there_grows_by_its_new_rows_only() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let n = repo.events(ROUNDTRIP).len();
+    let home = repo.outside("hermes-home");
+    empty_hermes_db(&home);
+    let db = db_of(&home);
+    let resume = |home: &Path| {
+        repo.ok(&[
+            "resume",
+            ROUNDTRIP,
+            "--agent",
+            "hermes",
+            "--home",
+            home.to_str().unwrap(),
+        ])
+    };
+    resume(&home);
+    let native: String = Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT id FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    // Nothing of Hermes' yet: nothing new.
+    assert!(import(&repo, &home).status.success());
+    assert_eq!(ref_count(&repo), 1);
+    assert_eq!(repo.events(ROUNDTRIP).len(), n);
+
+    continue_in_hermes(&db, &native, "NEXT-Q: and now?");
+    let out = import(&repo, &home);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(ref_count(&repo), 1, "{}", text(&out.stdout));
+    // Hermes' two rows, and the session row's new counter as a change.
+    assert_eq!(
+        said(&repo.events(ROUNDTRIP)[n..]),
+        ["meta", "NEXT-Q: and now?", "ANSWER: done."]
+    );
+    assert_eq!(text(&import(&repo, &home).stdout), "");
+    // Hermes goes on: read on from the cursor, parents as stored.
+    continue_in_hermes(&db, &native, "THIRD-Q: more?");
+    assert!(import(&repo, &home).status.success());
+    let events = repo.events(ROUNDTRIP);
+    assert_eq!(
+        said(&events[n..]),
+        [
+            "meta",
+            "NEXT-Q: and now?",
+            "ANSWER: done.",
+            "meta",
+            "THIRD-Q: more?",
+            "ANSWER: done."
+        ]
+    );
+    let total = events.len();
+    // Without cursors nothing is added twice.
+    std::fs::remove_dir_all(repo.root.join(".git/session/capture")).unwrap();
+    assert!(import(&repo, &home).status.success());
+    assert_eq!(repo.events(ROUNDTRIP).len(), total);
+    assert_eq!(ref_count(&repo), 1);
+
+    // Written again elsewhere; the session moves on before Hermes continues
+    // there: Hermes' turn is a fork, Hermes', at the point written.
+    let other = repo.outside("hermes-other");
+    empty_hermes_db(&other);
+    resume(&other);
+    let at = repo.events(ROUNDTRIP).len() as u64 - 1;
+    let note = repo.write_jsonl("note.jsonl", &[event(0)]);
+    repo.ok(&["append", ROUNDTRIP, note.to_str().unwrap()]);
+    let other_db = db_of(&other);
+    let native: String = Connection::open(&other_db)
+        .unwrap()
+        .query_row("SELECT id FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    assert!(import(&repo, &other).status.success());
+    assert_eq!(ref_count(&repo), 1, "a fork before Hermes added anything");
+    continue_in_hermes(&other_db, &native, "FORK-Q: elsewhere?");
+    let out = import(&repo, &other);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(ref_count(&repo), 2, "{}", text(&out.stdout));
+    let listed: Value = serde_json::from_str(&repo.ok(&["list", "--json"])).unwrap();
+    let fork = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] != ROUNDTRIP)
+        .unwrap();
+    assert_eq!(fork["agent"], "hermes", "{fork}");
+    let shown: Value =
+        serde_json::from_str(&repo.ok(&["show", fork["id"].as_str().unwrap(), "--json"])).unwrap();
+    assert_eq!(shown["header"]["lineage"]["parent_session"], ROUNDTRIP);
+    assert_eq!(shown["header"]["lineage"]["fork_seq"].as_u64(), Some(at));
+    let forked = shown["events"].as_array().unwrap();
+    // Not taken before Hermes added to it: the session row as it is now
+    // counts as written.
+    assert_eq!(
+        said(&forked[at as usize + 1..]),
+        ["FORK-Q: elsewhere?", "ANSWER: done."]
+    );
+    let refs = repo.git(&["for-each-ref", "refs/sessions/"]);
+    std::fs::remove_dir_all(repo.root.join(".git/session/capture")).unwrap();
+    assert!(import(&repo, &other).status.success());
+    assert!(import(&repo, &home).status.success());
+    assert_eq!(repo.git(&["for-each-ref", "refs/sessions/"]), refs);
+    repo.ok(&["verify"]);
+    repo.fsck();
+}
+
+/// A session handed off to Hermes and continued there: the child forked
+/// at the handoff holds Hermes' rows after what was written, nothing else.
+#[test]
+fn a_session_handed_off_to_hermes_and_continued_there_feeds_the_child_only() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let home = repo.outside("hermes-home");
+    empty_hermes_db(&home);
+    repo.ok(&[
+        "handoff",
+        ROUNDTRIP,
+        "--to",
+        "hermes",
+        "--home",
+        home.to_str().unwrap(),
+    ]);
+    let at = repo.events(ROUNDTRIP).len() as u64 - 1;
+    let db = db_of(&home);
+    let native: String = Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT id FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    let out = import(&repo, &home);
+    assert!(text(&out.stdout).contains(&native), "{}", text(&out.stdout));
+    assert_eq!(ref_count(&repo), 2);
+    let child = repo.events(&native);
+    assert_eq!(
+        child.len() as u64,
+        at + 1,
+        "the child holds the parent's history"
+    );
+    continue_in_hermes(&db, &native, "NEXT-Q: and now?");
+    assert!(import(&repo, &home).status.success());
+    assert_eq!(ref_count(&repo), 2);
+    assert_eq!(
+        said(&repo.events(&native)[child.len()..]),
+        ["meta", "NEXT-Q: and now?", "ANSWER: done."]
+    );
+    assert_eq!(repo.events(ROUNDTRIP).len() as u64, at + 1);
+    repo.ok(&["verify"]);
 }

@@ -9,8 +9,6 @@ use serde_json::{Value, json};
 
 use crate::support::*;
 
-const ROUNDTRIP: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
-
 fn doc() -> String {
     std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/json.md"))
         .unwrap()

@@ -361,8 +361,6 @@ fn a_checkpoint_is_restored_byte_identical_in_a_fresh_clone() {
     assert!(!b.join("debug.log").exists(), "an ignored file travelled");
 }
 
-const ROUNDTRIP: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
-
 /// Hands `id` off to `to` with its store in `home`; returns the target's native id.
 fn hand_off(c: &Clones, id: &str, to: &str, home: &Path) -> String {
     let out = c.on(

@@ -1089,6 +1089,7 @@ fn sqlite_reader_hands_sessions_one_by_one_and_reads_only_moved_tokens() {
                 seen: [("messages".to_string(), (i as i64 + 1) * 2)].into(),
                 whole: None,
                 token: Some("0".into()),
+                mapped: false,
             },
         );
     }

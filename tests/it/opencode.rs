@@ -8,7 +8,7 @@
 //! real-client tests (`*_resume_*`) run `shared/oracle/opencode-*.sh` against
 //! the mock model and compare the `turns` the client sent.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -667,6 +667,59 @@ fn opencode_samples_resume_with_the_same_history_by_import_and_by_rows() {
             );
         }
     }
+    // OpenCode continued each session it was given, in both stores:
+    // captured from there, each continuation is its prompt once, into the
+    // session (the first store captured) or a fork of it (the second, as
+    // the session moved on meanwhile), never a new session repeating it.
+    let sessions = |repo: &Repo| -> Vec<String> {
+        let listed: Value = serde_json::from_str(&repo.ok(&["list", "--json"])).unwrap();
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // The probes each session holds, by origin (the samples hold some).
+    let probes = |repo: &Repo, ids: &[String]| -> Vec<Vec<String>> {
+        ids.iter()
+            .map(|id| {
+                repo.events(id)
+                    .iter()
+                    .filter(|e| {
+                        e["type"] == "message.user"
+                            && e["payload"]["text"]
+                                .as_str()
+                                .is_some_and(|t| t.starts_with("ORACLE_RESUME_PROBE"))
+                    })
+                    .map(|e| e["origin"]["native_id"].to_string())
+                    .collect()
+            })
+            .collect()
+    };
+    let listed = sessions(&repo);
+    let had: BTreeSet<String> = probes(&repo, &listed).into_iter().flatten().collect();
+    for home in [&by_import, &by_rows] {
+        let (out, err) = import(&repo, home);
+        assert!(!err.contains("error"), "{out}{err}");
+    }
+    let after = sessions(&repo);
+    assert_eq!(
+        after.len(),
+        listed.len() + SAMPLE_SESSIONS.len(),
+        "{after:?}"
+    );
+    let each = probes(&repo, &after);
+    for (id, held) in after.iter().zip(&each) {
+        let distinct: BTreeSet<&String> = held.iter().collect();
+        assert_eq!(distinct.len(), held.len(), "{id} holds a probe twice");
+    }
+    let new: BTreeSet<String> = each
+        .into_iter()
+        .flatten()
+        .filter(|p| !had.contains(p))
+        .collect();
+    assert_eq!(new.len(), 2 * SAMPLE_SESSIONS.len(), "{new:?}");
     // The resume checks continued the sessions in the fresh stores, so the
     // session under the id has other content now: refused, and --fork
     // writes a new session id (recorded as a fork).
@@ -719,7 +772,8 @@ fn opencode_samples_resume_with_the_same_history_by_import_and_by_rows() {
         )
         .unwrap()
     };
-    assert_eq!(count(&fork), 14, "the fork has the captured parts");
+    // The sample's 14 parts and the 4 of OpenCode's turn, captured above.
+    assert_eq!(count(&fork), 18, "the fork has the captured parts");
     assert!(
         count(AUTHENTIC) > 14,
         "the original keeps what the check added"
@@ -1629,4 +1683,132 @@ fn opencode_storage_tree_with_its_cursor_lost_appends_nothing_twice() {
             .count();
         assert_eq!(starts, 1, "{id}");
     }
+}
+
+/// A session `resume` wrote into OpenCode's database as rows, then
+/// continued by OpenCode (a prompt, a tool that runs, then finishes),
+/// grows by OpenCode's rows only, its tool's final state once: never a
+/// new session repeating the history, and nothing twice without cursors.
+#[test]
+fn a_session_resumed_into_opencode_and_continued_there_grows_by_its_new_rows_only() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let n = repo.events(ROUNDTRIP).len();
+    let home = repo.outside("oc-home");
+    let db = empty_store(&home);
+    let out = resume_rows(&repo, ROUNDTRIP, &home);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let native: String = conn
+        .query_row("SELECT id FROM session", [], |r| r.get(0))
+        .unwrap();
+    let refs = || {
+        repo.git(&["for-each-ref", "refs/sessions/"])
+            .lines()
+            .count()
+    };
+    import(&repo, &home);
+    assert_eq!(refs(), 1);
+    assert_eq!(repo.events(ROUNDTRIP).len(), n, "nothing of OpenCode's yet");
+
+    let t = 1_900_000_000_000i64;
+    let row = |table: &str, id: &str, message: Option<&str>, t: i64, data: &str| {
+        match message {
+            None => conn.execute(
+                "INSERT INTO message (id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?3, ?4)",
+                rusqlite::params![id, native, t, data],
+            ),
+            Some(m) => conn.execute(
+                &format!("INSERT INTO {table} (id, message_id, session_id, time_created, time_updated, data) VALUES (?1, ?2, ?3, ?4, ?4, ?5)"),
+                rusqlite::params![id, m, native, t, data],
+            ),
+        }
+        .unwrap();
+    };
+    let touch = |t: i64| {
+        conn.execute(
+            "UPDATE session SET time_updated = ?1 WHERE id = ?2",
+            rusqlite::params![t, native],
+        )
+        .unwrap();
+    };
+    let user = "msg_9000000000001aaaaaaaaaaaaaa";
+    let asst = "msg_9000000000002aaaaaaaaaaaaaa";
+    row(
+        "message",
+        user,
+        None,
+        t,
+        r#"{"role":"user","time":{"created":1900000000000}}"#,
+    );
+    row(
+        "part",
+        "prt_9000000000001aaaaaaaaaaaaaa",
+        Some(user),
+        t,
+        r#"{"type":"text","text":"NEXT-Q: list the files"}"#,
+    );
+    row(
+        "message",
+        asst,
+        None,
+        t + 10,
+        &format!(
+            r#"{{"role":"assistant","parentID":"{user}","time":{{"created":1900000000010}}}}"#
+        ),
+    );
+    row(
+        "part",
+        "prt_9000000000002aaaaaaaaaaaaaa",
+        Some(asst),
+        t + 11,
+        r#"{"type":"tool","tool":"bash","callID":"call_next","state":{"status":"running","input":{"command":"ls"},"time":{"start":1900000000011}}}"#,
+    );
+    touch(t + 12);
+    let (out, err) = import(&repo, &home);
+    assert_eq!(refs(), 1, "{out}{err}");
+    let mid = repo.events(ROUNDTRIP);
+    let new: Vec<String> = kinds(&mid[n..])
+        .into_iter()
+        .filter(|k| k != "meta")
+        .collect();
+    assert_eq!(new, ["message.user"], "the running tool waits");
+    assert!(
+        mid[n..]
+            .iter()
+            .any(|e| e["payload"]["text"] == "NEXT-Q: list the files")
+    );
+    conn.execute(
+        "UPDATE part SET time_updated = ?1, data = ?2 WHERE id = 'prt_9000000000002aaaaaaaaaaaaaa'",
+        rusqlite::params![
+            t + 20,
+            r#"{"type":"tool","tool":"bash","callID":"call_next","state":{"status":"completed","input":{"command":"ls"},"output":"note.txt","metadata":{"exit":0},"title":"ls","time":{"start":1900000000011,"end":1900000000020}}}"#
+        ],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE message SET time_updated = ?1, data = ?2 WHERE id = ?3",
+        rusqlite::params![
+            t + 21,
+            format!(r#"{{"role":"assistant","parentID":"{user}","time":{{"created":1900000000010,"completed":1900000000021}},"finish":"tool-calls"}}"#),
+            asst
+        ],
+    )
+    .unwrap();
+    touch(t + 22);
+    import(&repo, &home);
+    let after = repo.events(ROUNDTRIP);
+    let new: Vec<String> = kinds(&after[mid.len()..])
+        .into_iter()
+        .filter(|k| k != "meta")
+        .collect();
+    assert_eq!(new, ["tool.call", "tool.result", "command.run"]);
+    assert_eq!(refs(), 1);
+    // Without cursors nothing is added twice.
+    std::fs::remove_dir_all(repo.root.join(".git/session/capture")).unwrap();
+    import(&repo, &home);
+    assert_eq!(repo.events(ROUNDTRIP).len(), after.len());
+    assert_eq!(refs(), 1);
+    repo.ok(&["verify"]);
+    repo.fsck();
 }

@@ -651,8 +651,6 @@ fn claude_to_codex_to_claude_keeps_the_original_turns() {
     repo.ok(&["verify"]);
 }
 
-const ROUNDTRIP: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
-
 /// Returns the positions of the user turns of a check that start with `text`.
 fn user_turns(report: &Value, roots: &[&Path], text: &str) -> Vec<usize> {
     conversation(report, roots)

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use crate::support::*;
 
-const ROUNDTRIP: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
 const CODEX_ID: &str = "01a22641-1298-70e1-90e6-4b6faeb436bb";
 
 #[test]

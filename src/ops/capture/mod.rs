@@ -277,9 +277,11 @@ pub fn capture_with_progress(
                     agent: &agent,
                     abs: &abs,
                     rel: &rel_text,
+                    key: &key,
                     worktrees: &worktrees,
                     cursors: &mut cursors,
                     report: &mut report,
+                    written: &written,
                     options: request.sqlite,
                     root: None,
                     spent: None,
@@ -354,9 +356,11 @@ pub fn capture_with_progress(
                 agent: &agent,
                 abs: &abs,
                 rel: tree.dir,
+                key: &abs.to_string_lossy(),
                 worktrees: &worktrees,
                 cursors: &mut cursors,
                 report: &mut report,
+                written: &written,
                 options: request.sqlite,
                 root: None,
                 spent: None,
@@ -457,9 +461,10 @@ pub fn canonical_id(agent: &Agent, native_id: &str) -> SessionId {
 
 /// Returns the id of the fork that holds an agent's continuation of a
 /// session resume wrote, when that session moved on meanwhile: UUID-shaped,
-/// from the session, the native id and the bytes written.
-fn derived_fork_id(parent: &SessionId, w: &WrittenFile) -> SessionId {
-    let digest = Sha256::digest(format!("{parent}\n{}\n{}", w.native_id, w.tail).as_bytes());
+/// from the session, the native id and a stamp of what was written (the
+/// file's bytes, a database session's marks).
+fn derived_fork_id(parent: &SessionId, native_id: &str, stamp: &str) -> SessionId {
+    let digest = Sha256::digest(format!("{parent}\n{native_id}\n{stamp}").as_bytes());
     let h: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
     SessionId::new(format!(
         "{}-{}-8{}-{}-{}",
@@ -761,7 +766,7 @@ impl FileJob<'_> {
             // go to a fork. Its id is derived from what was written, so such
             // a capture finds the same fork again.
             WrittenBy::Resume if self.continued_here(parent, w)? => parent.clone(),
-            WrittenBy::Resume => derived_fork_id(parent, w),
+            WrittenBy::Resume => derived_fork_id(parent, &w.native_id, &w.tail),
             WrittenBy::Handoff => canonical_id(self.agent, &w.native_id),
         };
         let info = commit_info(self.store, self.clock);

@@ -22,6 +22,12 @@
 //! is known first. A parent this capture does not know leaves the child a
 //! session of its own, with a warning.
 //!
+//! A new native session git-session wrote (`resume`, `handoff`: see
+//! [`crate::ops::written`]) is not a new canonical session: its rows as
+//! written are stored already, and only the agent's rows after them are
+//! appended, to the session written from, a fork of it, or the handoff's
+//! child ([`DbJob::continue_written`]).
+//!
 //! A JSON tree read as a database's rows ([`crate::native::tree`],
 //! OpenCode's older `storage/`) goes through the same per-session capture
 //! ([`DbJob::run_tree`]): its cursor is each file's stamp instead of table
@@ -37,11 +43,12 @@ use git_session_schema::{Agent, SessionId};
 
 use super::{
     CaptureReport, CaptureWarning, CapturedSession, Pending, SkippedFile, canonical_id, dedup_key,
-    header_for, inside, stored_keys,
+    header_for, inside, stored_keys, stored_keys_from,
 };
 use crate::clock::Clock;
-use crate::native::cursor::{CursorIndex, RowSession};
+use crate::native::cursor::{CursorIndex, FileState, RowSession, SeqMap};
 use crate::native::sqlite::{self, is_whole, whole_digest};
+use crate::ops::written::{Written, WrittenBy, WrittenRows};
 use crate::ops::{OpError, OpResult};
 use crate::store::{BatchSink, Scrubber, SeqMode, Store};
 
@@ -54,9 +61,15 @@ pub(super) struct DbJob<'a> {
     pub agent: &'a Agent,
     pub abs: &'a Path,
     pub rel: &'a str,
+    /// The source's key in the cursors and the record of written sessions:
+    /// its absolute path, so databases under the same relative path in two
+    /// agent homes (`--home`) are never taken for one another.
+    pub key: &'a str,
     pub worktrees: &'a [std::path::PathBuf],
     pub cursors: &'a mut CursorIndex,
     pub report: &'a mut CaptureReport,
+    /// The native sessions git-session wrote for this agent.
+    pub written: &'a Written,
     pub options: sqlite::Options,
     /// This repository's root commit, asked for once when a new session's
     /// project is checked ([`DbJob::same_project`]).
@@ -221,7 +234,7 @@ impl DbJob<'_> {
                 // database's marks and stamps stay, so the next capture
                 // reads the rest.
                 cursor.sessions = sessions;
-                self.cursors.databases.insert(self.rel.to_owned(), cursor);
+                self.cursors.databases.insert(self.key.to_owned(), cursor);
                 self.report.skipped_sources.push(SkippedFile {
                     path: self.abs.to_owned(),
                     reason: source_reason(e),
@@ -245,7 +258,7 @@ impl DbJob<'_> {
             cursor.db = db_stamp;
             cursor.wal = wal_stamp;
         }
-        self.cursors.databases.insert(self.rel.to_owned(), cursor);
+        self.cursors.databases.insert(self.key.to_owned(), cursor);
         Ok(())
     }
 
@@ -253,7 +266,7 @@ impl DbJob<'_> {
     fn cursor(&self) -> crate::native::cursor::DbCursor {
         self.cursors
             .databases
-            .get(self.rel)
+            .get(self.key)
             .cloned()
             .unwrap_or_default()
     }
@@ -270,7 +283,9 @@ impl DbJob<'_> {
             .cursors
             .databases
             .iter()
-            .filter(|(rel, _)| rel.as_str() != self.rel)
+            .filter(|(db, _)| {
+                db.as_str() != self.key && Path::new(db.as_str()).parent() == self.abs.parent()
+            })
             .flat_map(|(_, c)| c.sessions.keys().cloned())
             .collect();
         let known = cursor.sessions.clone();
@@ -323,7 +338,7 @@ impl DbJob<'_> {
         }
         cursor.sessions = sessions;
         cursor.files = files;
-        self.cursors.databases.insert(self.rel.to_owned(), cursor);
+        self.cursors.databases.insert(self.key.to_owned(), cursor);
         Ok(())
     }
 
@@ -397,7 +412,7 @@ impl DbJob<'_> {
         known: &BTreeMap<String, RowSession>,
         probe: Option<Probe>,
     ) -> OpResult<Option<RowSession>> {
-        let state_key = format!("{}#{key}", self.rel);
+        let state_key = format!("{}#{key}", self.key);
         // The reading thread's parse is of the rows as read: it stands for
         // a session the cursor does not know only.
         let probe = probe.filter(|_| entry.is_none());
@@ -449,9 +464,16 @@ impl DbJob<'_> {
                         session: None,
                         events: 0,
                         seen,
-                        whole: None,
-                        token: None,
+                        ..RowSession::default()
                     }));
+                }
+                // A session git-session wrote: only the agent's rows are new.
+                if let Some(w) = self.written.lookup_rows(self.abs, key).cloned()
+                    && let Ok(parent) = SessionId::new(w.session.as_str())
+                    && self.store.tip(&parent)?.is_some()
+                {
+                    drop(probe);
+                    return self.continue_written(key, &w, &parent);
                 }
                 if let Some(parent) = probe.parsed.session.parent.as_ref().filter(|p| p.continues) {
                     match known.get(&parent.native_id).and_then(|p| p.session.clone()) {
@@ -511,6 +533,9 @@ impl DbJob<'_> {
             ),
             hint: Some("delete .git/session/capture to capture it again".into()),
         })?;
+        if entry.as_ref().is_some_and(|e| e.mapped) {
+            return self.mapped_rows(key, &id, rows, (seen, whole));
+        }
         let incremental = entry
             .as_ref()
             .is_some_and(|e| e.session.is_some() && e.events == stored.events);
@@ -553,6 +578,166 @@ impl DbJob<'_> {
         self.finish(&id, false, &state_key, parsed, outcome, (seen, whole))
     }
 
+    /// Captures a database session git-session wrote, seen for the first
+    /// time (see [`crate::ops::written`]): its rows as written are stored
+    /// already, so only the agent's are appended: to the session written
+    /// from, to a fork of it when that session moved on since (a resume),
+    /// or to the child forked at the handoff, as a file's continuation is
+    /// (`FileJob::continue_written`). From then on the session's parse
+    /// numbers its events from 0 and its state maps them to stored seqs
+    /// ([`RowSession::mapped`]).
+    ///
+    /// A resumed session the agent added nothing to yet is waited for
+    /// (nothing kept, read again next time) when its session moved on, and
+    /// taken as the session's continuation otherwise. The session row is
+    /// counted as written: what the agent changed in it before this first
+    /// capture (its counters, a title) is not reported as a change.
+    fn continue_written(
+        &mut self,
+        key: &str,
+        w: &WrittenRows,
+        parent: &SessionId,
+    ) -> OpResult<Option<RowSession>> {
+        let state_key = format!("{}#{key}", self.key);
+        let all = self.all_rows(key)?;
+        let seen = seen_marks(self.decl, &all, None);
+        let whole = whole_digest(self.decl, &all);
+        let (ours, theirs): (Vec<Row>, Vec<Row>) =
+            all.into_iter().partition(|r| w.wrote(self.decl, r));
+        let written = self.parse(key, &ours, 0, None);
+        drop(ours);
+        let added = self.parse(
+            key,
+            &theirs,
+            written.events.len() as u64,
+            Some(written.state.clone()),
+        );
+        let scrubber = self.store.scrubber();
+        let key_of = |e: &git_session_schema::Event| dedup_key(scrubber.seal(e.clone()).event());
+        let stat = self.store.stat(parent)?;
+        let id = match w.by {
+            WrittenBy::Resume if stat.events == w.seq + 1 => parent.clone(),
+            WrittenBy::Resume if added.events.is_empty() => return Ok(None),
+            // Moved on, unless by this very continuation (captured before,
+            // its cursor since lost).
+            WrittenBy::Resume
+                if stored_keys_from(self.store, parent, w.seq + 1)?
+                    .contains_key(&key_of(&added.events[0])) =>
+            {
+                parent.clone()
+            }
+            WrittenBy::Resume => super::derived_fork_id(parent, &w.native_id, &w.stamp()),
+            WrittenBy::Handoff => canonical_id(self.agent, &w.native_id),
+        };
+        let info = super::commit_info(self.store, self.clock);
+        let created = self.store.tip(&id)?.is_none();
+        if created {
+            // A handoff's child, or the fork of a resume, is this agent's.
+            let agent = self.agent.clone();
+            let native_id = w.native_id.clone();
+            let shape = move |h: &mut git_session_schema::SessionHeader| {
+                h.agent = agent.clone();
+                h.native_id = Some(native_id.clone());
+            };
+            self.store
+                .fork_as(parent, w.seq, &id, &self.clock.now_rfc3339(), &info, &shape)?;
+        }
+        let keys = stored_keys(self.store, &id)?;
+        let mut seqs = SeqMap::default();
+        let outcome =
+            self.store
+                .append(&id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
+                    seqs = SeqMap::default();
+                    // What was written maps to the stored event it came from,
+                    // else to the last one written, so the agent's rows point at
+                    // stored parents.
+                    for e in &written.events {
+                        seqs.push(keys.get(&key_of(e)).copied().unwrap_or(w.seq));
+                    }
+                    push_mapped(sink, &added, &mut seqs, Some(&keys))
+                })?;
+        let mut parsed = added;
+        parsed.warnings.splice(0..0, written.warnings);
+        self.finish_mapped(
+            &id,
+            created,
+            &state_key,
+            parsed,
+            seqs,
+            outcome,
+            (seen, whole),
+        )
+    }
+
+    /// Captures the new rows of a session [`DbJob::continue_written`]
+    /// took: parsed on from the saved state, numbered as its parse numbers
+    /// them, stored through its seq map.
+    fn mapped_rows(
+        &mut self,
+        key: &str,
+        id: &SessionId,
+        rows: Vec<Row>,
+        marks: (BTreeMap<String, i64>, Option<String>),
+    ) -> OpResult<Option<RowSession>> {
+        let state_key = format!("{}#{key}", self.key);
+        let Some(state) = self.cursors.load_state::<FileState>(&state_key) else {
+            // The state is gone (the cursor kept): take the session from
+            // what was written again; its events already stored are known.
+            let w = self.written.lookup_rows(self.abs, key).cloned();
+            let parent = w
+                .as_ref()
+                .and_then(|w| SessionId::new(w.session.as_str()).ok());
+            return match (w, parent) {
+                (Some(w), Some(parent)) if self.store.tip(&parent)?.is_some() => {
+                    self.continue_written(key, &w, &parent)
+                }
+                _ => Err(OpError::Conflict {
+                    message: format!("the capture state of session {key} is gone"),
+                    hint: Some("delete .git/session/capture to capture it again".into()),
+                }),
+            };
+        };
+        let info = super::commit_info(self.store, self.clock);
+        let FileState { adapter, mut seqs } = state;
+        let mut parsed = None;
+        let outcome =
+            self.store
+                .append(id, SeqMode::Assign, &info, |sink: &mut BatchSink<'_>| {
+                    let p = self.parse(key, &rows, seqs.len(), Some(adapter.clone()));
+                    let mut run = seqs.clone();
+                    push_mapped(sink, &p, &mut run, None)?;
+                    parsed = Some((p, run));
+                    Ok::<_, OpError>(())
+                })?;
+        let (parsed, run) = parsed.expect("the producer ran");
+        seqs = run;
+        self.finish_mapped(id, false, &state_key, parsed, seqs, outcome, marks)
+    }
+
+    /// [`DbJob::finish`] for a mapped session: its state keeps the seq map.
+    #[allow(clippy::too_many_arguments)]
+    fn finish_mapped(
+        &mut self,
+        id: &SessionId,
+        created: bool,
+        state_key: &str,
+        mut parsed: Parsed,
+        seqs: SeqMap,
+        outcome: crate::store::AppendOutcome,
+        marks: (BTreeMap<String, i64>, Option<String>),
+    ) -> OpResult<Option<RowSession>> {
+        parsed.state = serde_json::to_value(FileState {
+            adapter: std::mem::take(&mut parsed.state),
+            seqs,
+        })
+        .expect("a parse state serializes");
+        let mut next = self.finish(id, created, state_key, parsed, outcome, marks)?;
+        if let Some(n) = next.as_mut() {
+            n.mapped = true;
+        }
+        Ok(next)
+    }
+
     /// Appends a new native session that continues another one (see
     /// [`git_session_adapters::NativeParent::continues`]) to the canonical
     /// session its parent feeds, after what is stored.
@@ -564,7 +749,7 @@ impl DbJob<'_> {
         seen: BTreeMap<String, i64>,
         whole: Option<String>,
     ) -> OpResult<Option<RowSession>> {
-        let state_key = format!("{}#{key}", self.rel);
+        let state_key = format!("{}#{key}", self.key);
         let info = super::commit_info(self.store, self.clock);
         if self.store.tip(id)?.is_none() {
             return Err(OpError::Conflict {
@@ -676,7 +861,9 @@ impl DbJob<'_> {
         self.cursors.save_state(state_key, &parsed.state)?;
         super::write_states(self.store, self.cursors)?;
         let appended = outcome.seq.map_or(0, |(a, b)| b - a + 1);
-        if outcome.commit.is_some() {
+        // A fork made with nothing of its own yet (a handoff's child) is
+        // new all the same.
+        if outcome.commit.is_some() || created {
             self.report.sessions.push(CapturedSession {
                 id: id.clone(),
                 agent: self.agent.clone(),
@@ -694,7 +881,7 @@ impl DbJob<'_> {
             events: outcome.events,
             seen,
             whole,
-            token: None,
+            ..RowSession::default()
         }))
     }
 }
@@ -717,6 +904,34 @@ fn push(
             continue;
         }
         sink.push_scrubbed(&mut event)?;
+    }
+    Ok(())
+}
+
+/// Pushes a parse numbered from `seqs.len()` on (a mapped session's, see
+/// [`RowSession::mapped`]): each event is stored with its parent mapped
+/// through `seqs`, and `seqs` extended; an event whose key `skip` holds is
+/// not stored again but mapped to the stored one.
+fn push_mapped(
+    sink: &mut BatchSink<'_>,
+    parsed: &Parsed,
+    seqs: &mut SeqMap,
+    skip: Option<&HashMap<String, u64>>,
+) -> OpResult<()> {
+    for (_, bytes) in &parsed.artifacts {
+        sink.add_artifact(bytes)?;
+    }
+    let scrubber = sink.scrubber();
+    for event in &parsed.events {
+        let mut event = scrubber.seal(event.clone());
+        if let Some(seq) = skip.and_then(|s| s.get(&dedup_key(event.event())).copied()) {
+            seqs.push(seq);
+            continue;
+        }
+        let parent = event.event().parent_seq.and_then(|p| seqs.get(p));
+        event.relink(parent);
+        let seq = sink.push_scrubbed(&mut event)?;
+        seqs.push(seq);
     }
     Ok(())
 }

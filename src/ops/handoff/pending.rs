@@ -218,6 +218,8 @@ pub(crate) struct Tail<'a> {
     pub native_id: &'a str,
     pub root: &'a Path,
     pub files: &'a [PathBuf],
+    /// The session rows written (see [`crate::ops::written::Record::rows`]).
+    pub rows: &'a [RowWrite],
     pub seq: u64,
     pub adapter: &'static dyn git_session_adapters::Adapter,
 }
@@ -232,6 +234,7 @@ pub(crate) fn written_record(store: &Store, tail: &Tail<'_>) -> OpResult<()> {
             agent: tail.to,
             root: tail.root,
             files: tail.files,
+            rows: tail.rows,
             session: tail.session,
             seq: tail.seq,
             native_id: tail.native_id,
@@ -464,12 +467,14 @@ fn finish(
         .map(|f| f.path.clone())
         .filter(|p| p.is_file())
         .collect();
+    let rows: Vec<RowWrite> = intent.rows.iter().map(PlannedRow::row).collect();
     let tail = Tail {
         session: id,
         to: &intent.to,
         native_id: &intent.native_id,
         root: &intent.root,
         files: &files,
+        rows: &rows,
         seq,
         adapter,
     };

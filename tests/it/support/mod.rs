@@ -299,6 +299,9 @@ pub fn claude_home(repo: &Repo) -> PathBuf {
     source
 }
 
+/// The session id of the Claude roundtrip fixture (see [`claude_home`]).
+pub const ROUNDTRIP: &str = "d05046d2-74b1-4451-90dc-37fbd42c25e6";
+
 /// Captures the Claude roundtrip fixture, recorded as run in `repo`.
 pub fn captured_claude(repo: &Repo) {
     let source = claude_home(repo);
