@@ -74,7 +74,8 @@ pub struct TitleArgs {
 ///
 /// A task name is 1 to 64 characters of A-Z a-z 0-9 . _ -; it is part of
 /// the session's URI. Sessions a handoff or fork starts from a session in
-/// a task are in the task too.
+/// a task are in the task too, the ones started before it was set as well
+/// (unless put in another task themselves).
 #[derive(Debug, clap::Args)]
 pub struct TaskArgs {
     /// The task.
@@ -95,10 +96,10 @@ pub fn task(args: TaskArgs, env: &Env, _out: &mut dyn Write) -> Result<(), Comma
         .map(|s| store.resolve(s))
         .collect::<Result<Vec<_>, _>>()?;
     let task = (!args.remove).then_some(args.name.as_str());
-    ops::meta::set_task(&store, &env.clock, task, &ids)?;
+    let moved = ops::meta::set_task(&store, &env.clock, task, &ids)?;
     status(format!(
         "{} {} task {}",
-        super::count(ids.len() as u64, "session"),
+        super::count(moved.len() as u64, "session"),
         if args.remove { "left" } else { "in" },
         escape_line(&args.name)
     ));

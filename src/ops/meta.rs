@@ -37,22 +37,53 @@ pub fn log(store: &Store, id: &SessionId) -> OpResult<Vec<MetaEntry>> {
 }
 
 /// Puts sessions `ids` in task `task` (or, with `None`, in none): one
-/// change per session.
+/// change per session. The sessions started from one of them (a
+/// handoff's child, a fork, a continuation, at any depth) that were in
+/// the task it was in before follow it, as the sessions started later
+/// would (they take their parent's task when they are made); one put in
+/// another task stays there. Returns every session moved, `ids` first.
 pub fn set_task(
     store: &Store,
     clock: &Clock,
     task: Option<&str>,
     ids: &[SessionId],
-) -> OpResult<()> {
-    for id in ids {
+) -> OpResult<Vec<SessionId>> {
+    let rows: Vec<(SessionId, Option<SessionId>, Option<String>)> = super::list::summaries(store)?
+        .into_iter()
+        .filter_map(|(id, s)| {
+            let s = s.ok()?;
+            let parent = s.stat.header.lineage.map(|l| l.parent_session);
+            Some((id, parent, s.meta.task))
+        })
+        .collect();
+    let task_of = |id: &SessionId| {
+        rows.iter()
+            .find(|(i, ..)| i == id)
+            .and_then(|(.., t)| t.clone())
+    };
+    let mut moved: Vec<SessionId> = Vec::new();
+    // Each named session, then its children that shared its old task.
+    let mut queue: Vec<(SessionId, Option<String>)> =
+        ids.iter().map(|id| (id.clone(), task_of(id))).collect();
+    queue.reverse();
+    while let Some((id, before)) = queue.pop() {
+        if moved.contains(&id) {
+            continue;
+        }
         change(
             store,
             clock,
-            id,
+            &id,
             MetaOp::Task {
                 task: task.map(str::to_owned),
             },
         )?;
+        for (child, _, child_task) in rows.iter().filter(|(_, p, _)| p.as_ref() == Some(&id)) {
+            if *child_task == before && !ids.contains(child) {
+                queue.push((child.clone(), before.clone()));
+            }
+        }
+        moved.push(id);
     }
-    Ok(())
+    Ok(moved)
 }

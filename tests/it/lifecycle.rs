@@ -571,6 +571,42 @@ fn a_merge_back_summary_appears_in_the_compiled_brief() {
     assert!(err.contains("into itself"), "{err}");
 }
 
+/// A task set after a handoff takes the handoff's child (made before) in
+/// too, and a child put in another task stays there; taking the session
+/// out takes its children that shared the task out with it.
+#[test]
+fn a_task_set_after_a_handoff_takes_the_existing_child_in() {
+    let c = Clones::new();
+    let a = c.a.root.clone();
+    captured_claude(&c.a);
+    let child = hand_off(&c, ROUNDTRIP, "codex", &c.a.outside("codex-home"));
+    let grandchild = hand_off(&c, &child, "claude", &c.a.outside("claude-home"));
+    let said =
+        c.a.session()
+            .args(["task", "fix-login", ROUNDTRIP])
+            .output()
+            .unwrap();
+    assert!(said.status.success());
+    assert_eq!(text(&said.stderr).trim(), "3 sessions in task fix-login");
+    let in_task = |task: &str| -> Vec<String> {
+        let mut ids: Vec<String> = c
+            .list(&a, &["--task", task])
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect();
+        ids.sort();
+        ids
+    };
+    let mut all = vec![ROUNDTRIP.to_owned(), child.clone(), grandchild.clone()];
+    all.sort();
+    assert_eq!(in_task("fix-login"), all);
+    // A child in a task of its own stays there when its parent moves.
+    c.on(&a, &["task", "side", &grandchild]);
+    c.on(&a, &["task", "fix-login", "--remove", ROUNDTRIP]);
+    assert_eq!(in_task("fix-login"), Vec::<String>::new());
+    assert_eq!(in_task("side"), [grandchild]);
+}
+
 #[test]
 fn a_task_lists_three_agents_sessions_in_order() {
     let c = Clones::new();
