@@ -76,8 +76,11 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     for skipped in &outcome.skipped_rows {
         status(format!("warning: {skipped}"));
     }
-    for notice in &outcome.notices {
-        status(format!("note: {notice}"));
+    // Said when the session is written; one already in place was.
+    if !outcome.unchanged {
+        for notice in &outcome.notices {
+            status(format!("note: {notice}"));
+        }
     }
     let line = continue_line(&outcome.cwd, other_home.as_deref(), &outcome.command);
     if args.json {
@@ -110,14 +113,38 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
 /// summary line unless `-v` asks for each; every other loss is listed.
 /// `--json` always has every line.
 pub(crate) fn say_losses(losses: &[String], prefix: &str) {
-    let is_meta = |l: &String| {
-        git_session_adapters::loss::code_of(l) == "event-unmapped" && l.contains(": meta (")
+    use git_session_adapters::loss::{code_of, seqs_of};
+    use git_session_schema::kinds;
+    let unmapped = |l: &String, what: &str| code_of(l) == "event-unmapped" && l.contains(what);
+    let is_meta = |l: &String| unmapped(l, ": meta (");
+    // git-session's own records: they stay in the canonical log, which is
+    // where they mean something; no agent has a form for them.
+    let own = [
+        kinds::HANDOFF,
+        kinds::CONTEXT_COMPILED,
+        kinds::SESSION_FORK,
+        kinds::SESSION_MERGE,
+    ];
+    let own_kind = |l: &String| {
+        own.iter()
+            .copied()
+            .find(|k| unmapped(l, &format!(": {k} has no ")))
     };
     let verbose = super::ui::is_verbose();
     let mut meta = 0usize;
+    let mut ours = 0usize;
+    let mut our_kinds: Vec<&str> = Vec::new();
     for loss in losses {
-        if is_meta(loss) && !verbose {
-            meta += git_session_adapters::loss::seqs_of(loss).len().max(1);
+        let count = seqs_of(loss).len().max(1);
+        if verbose {
+            status(format!("{prefix}{loss}"));
+        } else if is_meta(loss) {
+            meta += count;
+        } else if let Some(kind) = own_kind(loss) {
+            ours += count;
+            if !our_kinds.contains(&kind) {
+                our_kinds.push(kind);
+            }
         } else {
             status(format!("{prefix}{loss}"));
         }
@@ -126,6 +153,13 @@ pub(crate) fn say_losses(losses: &[String], prefix: &str) {
         status(format!(
             "{prefix}{} of agent bookkeeping the target has no form for (-v lists them)",
             super::count(meta as u64, "meta event")
+        ));
+    }
+    if ours > 0 {
+        status(format!(
+            "{prefix}{} of git-session's own ({}) stay in the session's log only (-v lists them)",
+            super::count(ours as u64, "record"),
+            our_kinds.join(", ")
         ));
     }
 }

@@ -146,6 +146,45 @@ fn quiet_prints_nothing_on_success() {
     assert!(err.contains("no-such-session"), "{err}");
 }
 
+/// git-session's own records (a handoff, its compiled context) are one
+/// summary line of a resume's report, each handoff adding to its count,
+/// not a line per kind; `-v` lists them.
+#[test]
+fn a_resume_after_handoffs_sums_up_git_sessions_own_records() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    for tag in ["a", "b"] {
+        let home = repo.outside(&format!("codex-{tag}"));
+        std::fs::create_dir_all(home.join(".codex")).unwrap();
+        repo.ok(&[
+            "handoff",
+            ROUNDTRIP,
+            "--to",
+            "codex",
+            "--home",
+            home.to_str().unwrap(),
+        ]);
+    }
+    let fresh = repo.outside("claude-home");
+    let h = fresh.to_str().unwrap();
+    let (_, said, code) = run(&repo, &["resume", ROUNDTRIP, "--home", h]);
+    assert_eq!(code, 0, "{said}");
+    assert!(
+        said.contains(
+            "4 records of git-session's own (context.compiled, handoff) stay in the session's log only (-v lists them)"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains("has no Claude Code record"), "{said}");
+    let (_, verbose, code) = run(&repo, &["-v", "resume", ROUNDTRIP, "--home", h]);
+    assert_eq!(code, 0, "{verbose}");
+    assert!(
+        verbose.contains("handoff has no Claude Code record")
+            && verbose.contains("context.compiled has no Claude Code record"),
+        "{verbose}"
+    );
+}
+
 #[test]
 fn verbose_prints_each_loss_and_where_capture_looked() {
     let repo = Repo::new();

@@ -292,8 +292,16 @@ fn dsh_fresh_session_resumes_three_times_with_the_same_history() {
         fresh.display()
     );
     assert!(printed.contains(&want), "{printed}");
-    // Resuming again before dsh ran is a no-op.
-    repo.ok(&["resume", &id, "--home", fresh.to_str().unwrap()]);
+    // Resuming again before dsh ran is a no-op, and the note was said.
+    let again = repo
+        .session()
+        .args(["resume", &id, "--home", fresh.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    let said = text(&again.stderr);
+    assert!(said.contains("already in place"), "{said}");
+    assert!(!said.contains("uploads"), "the privacy note again: {said}");
     let roots = [repo.root.as_path()];
     let want = turns(&checks(&home, &id, &repo.root, 1)[0], &roots);
     assert!(
