@@ -140,6 +140,7 @@ pub fn tools() -> Vec<Tool> {
                     "since": {"type": "string", "description": "RFC 3339 time"},
                     "session": session,
                     "all_clones": {"type": "boolean", "description": "also fetched sessions of other clones"},
+                    "meta": {"type": "boolean", "description": "also match meta events (agent bookkeeping, left out by default)"},
                     "max": {"type": "integer", "minimum": 1}
                 }),
                 &["pattern"],
@@ -346,9 +347,8 @@ pub fn call(cx: &Context, name: &str, args: &Value) -> Result<Value, String> {
                 },
                 all_clones: boolean(args, "all_clones")?,
                 max: Some(uint(args, "max")?.map_or(SEARCH_MAX, |m| m as usize)),
-                // As before the CLI hid them: the tool's schema has no
-                // switch for meta events yet.
-                meta: true,
+                // Left out unless asked for, as by `git session search`.
+                meta: boolean(args, "meta")?,
             };
             let report = ops::search::search(&store, &request).map_err(e)?;
             Ok(json!({
