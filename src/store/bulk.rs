@@ -165,8 +165,10 @@ impl Store {
                 )));
             }
         }
+        let published = pending.len();
         drop(pending);
         self.after_batches(loose);
+        self.after_refs(published);
         Ok(())
     }
 

@@ -21,6 +21,14 @@
 //!   push and gc. The walk starts from the session tips and stops at the
 //!   tips of the last pack, so its cost does not grow with history.
 //!   git-session never runs `git gc` itself.
+//! - **Packed session refs.** Each session is a ref; a thousand loose ref
+//!   files cost `list` (and `git for-each-ref`) a thousand opens. At the
+//!   same points, and after a capture that moved many refs at once,
+//!   git-session's own refs (`refs/sessions/`,
+//!   `refs/session-meta/`) are packed into `packed-refs` (`git pack-refs
+//!   --include`, which leaves the user's refs alone). A later update
+//!   writes a loose ref over the packed one, as git does; a deletion takes
+//!   the ref out of both.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -33,6 +41,10 @@ use super::{Store, StoreError, StoreResult, git, refs};
 pub const DELTA_ATTRIBUTE: &str = "events/*/*/*.jsonl -delta";
 
 const ATTRIBUTE_COMMENT: &str = "# git-session: session event chunks share no content; no delta search (see git session init --help)";
+
+/// How many session refs one bulk flush moves before they are packed
+/// (see [`Store::after_refs`]).
+pub const REFS_TO_PACK: usize = 64;
 
 /// How many batches are written between two packs, by default.
 pub const DEFAULT_PACK_BATCHES: u64 = 100;
@@ -159,6 +171,18 @@ impl Store {
         self.write_pending(&pending);
     }
 
+    /// Called after a bulk flush moved `refs` session refs at once (its
+    /// objects are packed already, so [`Store::after_batches`] may not
+    /// pack): from [`REFS_TO_PACK`] on, the refs are packed now.
+    pub(crate) fn after_refs(&self, refs: usize) {
+        if refs < REFS_TO_PACK || self.pack_batches() == 0 {
+            return;
+        }
+        if let Ok(_lock) = self.lock_state("pack") {
+            self.pack_refs();
+        }
+    }
+
     /// Packs the session objects written since the last pack, if any batch
     /// was written since (`git session push` does this first, so that the
     /// push sends packed data as it is).
@@ -207,7 +231,20 @@ impl Store {
         };
         pending.batches = 0;
         pending.packed_tips = tips;
+        self.pack_refs();
         Ok(outcome)
+    }
+
+    /// Packs git-session's refs into `packed-refs` (see the module docs).
+    /// Best effort: a git without `--include` (before 2.42), or a
+    /// `packed-refs` locked by another writer, leaves them loose.
+    fn pack_refs(&self) {
+        let mut args = vec!["pack-refs".to_owned()];
+        for prefix in [refs::SESSIONS_PREFIX, refs::META_PREFIX] {
+            args.push("--include".to_owned());
+            args.push(format!("{prefix}*"));
+        }
+        let _ = self.run_git(&args);
     }
 
     fn pack_objects(&self, input: &str) -> StoreResult<PackOutcome> {

@@ -58,6 +58,48 @@ fn captures_pack_every_n_batches_so_loose_objects_stay_bounded() {
     assert!(packs(&repo) <= after_gc + 1, "{before} -> {}", packs(&repo));
 }
 
+/// The pack step packs git-session's refs too (a loose ref file per
+/// session is an open per session for `list`), never the user's; a
+/// session updated or removed after it reads and goes as before.
+#[test]
+fn the_pack_step_packs_session_refs_and_leaves_the_users_alone() {
+    let repo = Repo::new();
+    repo.git(&["config", "session.packBatches", "3"]);
+    repo.git(&["branch", "users-own"]);
+    for s in ["s-one", "s-two", "s-three"] {
+        repo.import(&repo.write_jsonl(&format!("{s}.jsonl"), &session_lines(s, 3)));
+    }
+    let git_dir = repo.root.join(".git");
+    let packed = std::fs::read_to_string(git_dir.join("packed-refs")).unwrap_or_default();
+    for s in ["s-one", "s-two", "s-three"] {
+        assert!(
+            packed.contains(&format!(" refs/sessions/{s}\n")),
+            "{packed}"
+        );
+        assert!(
+            !git_dir.join("refs/sessions").join(s).exists(),
+            "{s} still loose"
+        );
+    }
+    assert!(!packed.contains("users-own"), "{packed}");
+    assert!(git_dir.join("refs/heads/users-own").exists());
+    // Appending to a packed session, and removing one, work as before.
+    append_batches(&repo, "s-one", 1);
+    assert_eq!(repo.events("s-one").len(), 5);
+    repo.ok(&["rm", "s-two"]);
+    let listed = repo.ok(&["list"]);
+    assert!(
+        listed.contains("s-one") && listed.contains("s-three"),
+        "{listed}"
+    );
+    assert!(!listed.contains("s-two"), "{listed}");
+    assert_eq!(
+        repo.git(&["for-each-ref", "--format=%(refname)", "refs/sessions/"]),
+        "refs/sessions/s-one\nrefs/sessions/s-three"
+    );
+    repo.fsck();
+}
+
 #[test]
 fn zero_pack_batches_leaves_objects_loose() {
     let repo = Repo::new();
