@@ -380,7 +380,8 @@ fn read_open(
                     continue;
                 }
             }
-            let (key, row, position) = row_json(r, session_table, &present[0]).map_err(err)?;
+            let (row, position) = row_json(r, session_table, &present[0]).map_err(err)?;
+            let key = key_of(r.get_ref(key_column).map_err(err)?);
             high = high.max(position);
             if scope.skip(&key.text) {
                 continue;
@@ -657,7 +658,7 @@ fn fetch(
     let mut rows = stmt.query(rusqlite::params![mark.unwrap_or(i64::MIN), key.value])?;
     let mut high = None;
     while let Some(r) = rows.next()? {
-        let (_, row, position) = row_json(r, table, columns)?;
+        let (row, position) = row_json(r, table, columns)?;
         high = Some(high.map_or(position, |h: i64| h.max(position)));
         out.push(row);
     }
@@ -675,23 +676,34 @@ fn position_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<i64> {
 }
 
 /// Turns a selected row (rowid, position, columns..., session) into the
-/// session key, the record, and its cursor position.
+/// record and its cursor position. The record's JSON is written straight
+/// from SQLite's values, byte for byte what serializing them as a
+/// `serde_json` object (columns in order, then `$rowid`) gives, without
+/// building the object.
 fn row_json(
     r: &rusqlite::Row<'_>,
     table: &Table,
     columns: &[&str],
-) -> rusqlite::Result<(Key, Row, i64)> {
+) -> rusqlite::Result<(Row, i64)> {
     let rowid: i64 = r.get(0)?;
     let position = position_of(r)?;
-    let mut obj = serde_json::Map::with_capacity(columns.len() + 1);
+    let mut json = Vec::with_capacity(256);
+    json.push(b'{');
     for (i, c) in columns.iter().enumerate() {
-        obj.insert((*c).to_owned(), value_json(r.get_ref(2 + i)?));
+        write_json(&mut json, *c);
+        json.push(b':');
+        match r.get_ref(2 + i)? {
+            ValueRef::Null => json.extend_from_slice(b"null"),
+            ValueRef::Integer(n) => write_json(&mut json, &n),
+            ValueRef::Text(t) => write_json(&mut json, &*String::from_utf8_lossy(t)),
+            v => write_json(&mut json, &value_json(v)),
+        }
+        json.push(b',');
     }
-    obj.insert("$rowid".into(), rowid.into());
-    let key = key_of(r.get_ref(2 + columns.len())?);
-    let json = serde_json::to_vec(&serde_json::Value::Object(obj)).expect("JSON values serialize");
+    json.extend_from_slice(b"\"$rowid\":");
+    write_json(&mut json, &rowid);
+    json.push(b'}');
     Ok((
-        key,
         Row {
             table: table.name,
             rowid,
@@ -699,6 +711,11 @@ fn row_json(
         },
         position,
     ))
+}
+
+/// Appends `value` as compact JSON.
+fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    serde_json::to_writer(out, value).expect("JSON values serialize");
 }
 
 /// Returns a session key's text and the value to bind it by.
@@ -902,5 +919,53 @@ pub fn check_target(db: &Path, decl: &Database, options: &Options) -> NativeResu
             }
             Err(e) => return Err(e.into_native()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The record written straight from SQLite's values is, byte for byte,
+    /// the `serde_json` object of them (what the records' digests and the
+    /// adapters were made with).
+    #[test]
+    fn a_row_is_written_as_the_json_object_of_its_values() {
+        let conn = Connection::open_in_memory().expect("db");
+        conn.execute_batch(
+            "CREATE TABLE t (a, b, c, d, e, f, s);
+             INSERT INTO t VALUES (NULL, -42, 1.5, 'q\"\\\n\u{7}é\u{2028}', X'00ff10', CAST(X'ff41' AS TEXT), 'k');
+             INSERT INTO t VALUES (9223372036854775807, 0.1, 1e300, '', X'', 3, 7);",
+        )
+        .expect("rows");
+        let table = Table {
+            name: "t",
+            columns: &["a", "b", "c", "d", "e", "f"],
+            session: "s",
+            incremental: Incremental::RowId,
+        };
+        let (sql, _) = select(&table, table.columns, None, false);
+        let mut stmt = conn.prepare(&sql).expect("select");
+        let mut rows = stmt.query([]).expect("query");
+        let mut seen = 0;
+        while let Some(r) = rows.next().expect("row") {
+            let (row, position) = row_json(r, &table, table.columns).expect("record");
+            let mut obj = serde_json::Map::new();
+            for (i, c) in table.columns.iter().enumerate() {
+                obj.insert(
+                    (*c).to_owned(),
+                    value_json(r.get_ref(2 + i).expect("value")),
+                );
+            }
+            obj.insert("$rowid".into(), row.rowid.into());
+            let expected = serde_json::to_vec(&serde_json::Value::Object(obj)).expect("json");
+            assert_eq!(
+                String::from_utf8_lossy(&row.json),
+                String::from_utf8_lossy(&expected)
+            );
+            assert_eq!(position, row.rowid);
+            seen += 1;
+        }
+        assert_eq!(seen, 2);
     }
 }

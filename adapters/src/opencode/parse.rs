@@ -239,7 +239,7 @@ impl Parser {
         for m in known {
             let role = self.state.messages[&m].clone();
             for part in parts.remove(&m).unwrap_or_default() {
-                self.part(&part, &role);
+                self.part(part, &role);
             }
         }
         let count = messages.len();
@@ -279,7 +279,7 @@ impl Parser {
             let role = role_of(&msg.data);
             self.message(&msg);
             for part in parts.remove(&id).unwrap_or_default() {
-                self.part(&part, &role);
+                self.part(part, &role);
             }
         }
         // What is left are parts whose message is nowhere.
@@ -354,26 +354,38 @@ impl Parser {
     /// Records a row as taken; returns its previous fingerprint entry.
     fn mark(&mut self, row: &Row, status: Option<String>) -> Option<Seen> {
         let seq = self.next_seq.saturating_sub(1);
-        let entry = Seen {
-            hash: fingerprint(row),
-            seq,
-            status,
-        };
-        let key = match row.table {
+        self.mark_hashed(row.table, row.id(), fingerprint(row), seq, status)
+    }
+
+    /// Records a row by its table, id and fingerprint as taken at `seq`.
+    fn mark_hashed(
+        &mut self,
+        table: Table,
+        id: &str,
+        hash: u64,
+        seq: u64,
+        status: Option<String>,
+    ) -> Option<Seen> {
+        let key = match table {
             Table::Session => "session".to_owned(),
-            _ => row.id().to_owned(),
+            _ => id.to_owned(),
         };
-        self.state.seen.insert(key, entry)
+        self.state.seen.insert(key, Seen { hash, seq, status })
     }
 
     /// Returns whether `row` was taken before unchanged, and its entry.
     fn seen(&self, row: &Row) -> (bool, Option<&Seen>) {
+        self.seen_hashed(row, fingerprint(row))
+    }
+
+    /// Like [`Parser::seen`], with the row's fingerprint already made.
+    fn seen_hashed(&self, row: &Row, hash: u64) -> (bool, Option<&Seen>) {
         let key = match row.table {
             Table::Session => "session",
             _ => row.id(),
         };
         match self.state.seen.get(key) {
-            Some(s) => (s.hash == fingerprint(row), Some(s)),
+            Some(s) => (s.hash == hash, Some(s)),
             None => (false, None),
         }
     }
@@ -508,77 +520,61 @@ impl Parser {
         self.mark(row, None);
     }
 
-    fn part(&mut self, row: &Row, role: &str) {
-        let (same, before) = self.seen(row);
+    fn part(&mut self, mut row: Row, role: &str) {
+        let hash = fingerprint(&row);
+        let (same, before) = self.seen_hashed(&row, hash);
         if same {
             return;
         }
         let before = before.cloned();
         let id = row.id().to_owned();
-        let data = match row.data() {
-            Ok(d) => d,
-            Err(e) => {
-                self.warn(Table::Part, &id, &format!("{e}; kept as meta"));
-                let ts = self.ts_of(row, None);
-                let body = json!({"opencode": "part.unreadable", NATIVE_KEY: row.to_native()});
-                self.push(&ts, "system", kinds::META, Level::Native, body, &id, None);
-                self.mark(row, None);
-                return;
-            }
-        };
-        let ts = self.ts_of(row, Some(&data));
-        let kind = data.get("type").and_then(Value::as_str).unwrap_or("");
-        if let Some(before) = before {
-            self.update(row, &data, before, &ts);
+        if !matches!(row.columns.get("data"), Some(Value::Object(_))) {
+            let e = row.data().err().unwrap_or_default();
+            self.warn(Table::Part, &id, &format!("{e}; kept as meta"));
+            let ts = self.ts_of(&row, None);
+            let body = json!({"opencode": "part.unreadable", NATIVE_KEY: row.to_native()});
+            self.push(&ts, "system", kinds::META, Level::Native, body, &id, None);
+            self.mark(&row, None);
             return;
         }
+        if let Some(before) = before {
+            if let Some(Value::Object(data)) = row.columns.get("data") {
+                let ts = self.ts_of(&row, Some(data));
+                self.update(&row, data, before, &ts);
+            }
+            return;
+        }
+        // The data object is moved out of the row while the event is made
+        // from it, and back into the stored row at the end: a part's row
+        // (most of a session's bytes) is never copied.
+        let Some(Value::Object(mut data)) = row.columns.get_mut("data").map(std::mem::take) else {
+            return;
+        };
+        let ts = self.ts_of(&row, Some(&data));
+        let kind = data.get("type").and_then(Value::as_str).unwrap_or("");
         let user = role == "user";
         let actor = if user { "user" } else { ACTOR_AGENT };
-        let native = row.to_native();
         let text = data.get("text").and_then(Value::as_str).unwrap_or("");
-        let mut status = None;
-        match kind {
+        let mut refs = Vec::new();
+        // Each body holds `NATIVE_KEY` where the stored row goes (filled in
+        // at the end, in place, so the keys keep their order).
+        let (actor, event_kind, level, body) = match kind {
             "text" => {
                 let synthetic = data.get("synthetic").and_then(Value::as_bool) == Some(true);
-                let body = json!({"text": text, NATIVE_KEY: native});
+                let mut body = json!({"text": text, NATIVE_KEY: null});
                 if synthetic {
-                    let mut body = body;
                     body["injected"] = json!(true);
                     body["opencode"] = json!("text");
-                    self.push(&ts, "system", kinds::META, Level::Native, body, &id, None);
+                    ("system", kinds::META, Level::Native, body)
                 } else if user {
-                    self.push(
-                        &ts,
-                        actor,
-                        kinds::MESSAGE_USER,
-                        Level::History,
-                        body,
-                        &id,
-                        None,
-                    );
+                    (actor, kinds::MESSAGE_USER, Level::History, body)
                 } else {
-                    self.push(
-                        &ts,
-                        actor,
-                        kinds::MESSAGE_ASSISTANT,
-                        Level::History,
-                        body,
-                        &id,
-                        None,
-                    );
+                    (actor, kinds::MESSAGE_ASSISTANT, Level::History, body)
                 }
             }
             "reasoning" => {
-                let body = json!({"text": text, NATIVE_KEY: native});
-                self.push(
-                    &ts,
-                    actor,
-                    kinds::MESSAGE_THINKING,
-                    Level::History,
-                    body,
-                    &id,
-                    None,
-                );
+                let body = json!({"text": text, NATIVE_KEY: null});
+                (actor, kinds::MESSAGE_THINKING, Level::History, body)
             }
             "tool" => {
                 let name = data.get("tool").and_then(Value::as_str).unwrap_or("");
@@ -587,14 +583,18 @@ impl Parser {
                 let st = state
                     .get("status")
                     .and_then(Value::as_str)
-                    .unwrap_or("pending");
+                    .unwrap_or("pending")
+                    .to_owned();
+                let (name, call_id) = (name.to_owned(), call_id.to_owned());
                 let body = json!({
                     "call_id": call_id,
                     "name": name,
                     "arguments": state.get("input").cloned().unwrap_or(json!({})),
                     "status": st,
-                    NATIVE_KEY: native,
+                    NATIVE_KEY: null,
                 });
+                let table = row.table;
+                let body = with_native(body, row, data);
                 let seq = self.push(
                     &ts,
                     ACTOR_AGENT,
@@ -604,25 +604,24 @@ impl Parser {
                     &id,
                     None,
                 );
-                status = Some(st.to_owned());
-                if matches!(st, "completed" | "error") {
-                    self.tool_done(&id, name, call_id, &state, seq, None);
+                if matches!(st.as_str(), "completed" | "error") {
+                    self.tool_done(&id, &name, &call_id, &state, seq, None);
                 }
-                self.mark_at(row, seq, status);
+                self.mark_hashed(table, &id, hash, seq, Some(st));
                 return;
             }
             "file" => {
-                let mut native = native;
-                let mut refs = Vec::new();
-                let url = data.get("url").and_then(Value::as_str).unwrap_or("");
+                let url = data
+                    .get("url")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
                 let mut artifact = None;
-                if let Some(bytes) = data_url_bytes(url) {
+                let mut stored_url = None;
+                if let Some(bytes) = data_url_bytes(&url) {
                     let aid = ArtifactId::of(&bytes);
                     refs.push(aid.to_ref());
-                    if let Some(d) = native.pointer_mut("/row/data") {
-                        d["url"] = json!(format!("artifact:{}", aid.hex()));
-                        d["gitSessionDataUrl"] = json!(url.split(',').next().unwrap_or(""));
-                    }
+                    stored_url = Some(format!("artifact:{}", aid.hex()));
                     if !self.artifacts.iter().any(|(a, _)| *a == aid) {
                         self.artifacts.push((aid.clone(), bytes));
                     }
@@ -635,69 +634,49 @@ impl Parser {
                         "url": if artifact.is_some() { Value::Null } else { json!(url) },
                         "artifact": artifact,
                     },
-                    NATIVE_KEY: native,
+                    NATIVE_KEY: null,
                 });
+                if let Some(stored) = stored_url {
+                    data.insert("url".into(), json!(stored));
+                    data.insert(
+                        "gitSessionDataUrl".into(),
+                        json!(url.split(',').next().unwrap_or("")),
+                    );
+                }
                 let kind = if user {
                     kinds::MESSAGE_USER
                 } else {
                     kinds::MESSAGE_ASSISTANT
                 };
-                self.push(&ts, actor, kind, Level::History, body, &id, None);
-                if let Some(e) = self.events.last_mut() {
-                    e.refs = refs;
-                }
+                (actor, kind, Level::History, body)
             }
             "patch" => {
                 let body = json!({
                     "reason": "snapshot",
                     "snapshot": data.get("hash"),
                     "files": data.get("files"),
-                    NATIVE_KEY: native,
+                    NATIVE_KEY: null,
                 });
-                self.push(
-                    &ts,
-                    "system",
-                    kinds::CHECKPOINT,
-                    Level::Context,
-                    body,
-                    &id,
-                    None,
-                );
+                ("system", kinds::CHECKPOINT, Level::Context, body)
             }
             "snapshot" => {
                 let body = json!({
                     "reason": "snapshot",
                     "snapshot": data.get("snapshot"),
-                    NATIVE_KEY: native,
+                    NATIVE_KEY: null,
                 });
-                self.push(
-                    &ts,
-                    "system",
-                    kinds::CHECKPOINT,
-                    Level::Context,
-                    body,
-                    &id,
-                    None,
-                );
+                ("system", kinds::CHECKPOINT, Level::Context, body)
             }
             "compaction" => {
                 let body = json!({
                     "reason": "compaction",
                     "auto": data.get("auto"),
-                    NATIVE_KEY: native,
+                    NATIVE_KEY: null,
                 });
-                self.push(
-                    &ts,
-                    "system",
-                    kinds::CHECKPOINT,
-                    Level::Context,
-                    body,
-                    &id,
-                    None,
-                );
+                ("system", kinds::CHECKPOINT, Level::Context, body)
             }
             "step-start" | "step-finish" | "agent" | "subtask" | "retry" => {
-                let mut body = json!({"opencode": kind, NATIVE_KEY: native});
+                let mut body = json!({"opencode": kind, NATIVE_KEY: null});
                 for key in [
                     "snapshot",
                     "reason",
@@ -714,14 +693,23 @@ impl Parser {
                         body[key] = v.clone();
                     }
                 }
-                self.push(&ts, "system", kinds::META, Level::Native, body, &id, None);
+                ("system", kinds::META, Level::Native, body)
             }
             other => {
-                let body = json!({"opencode": format!("part.{other}"), NATIVE_KEY: native});
-                self.push(&ts, "system", kinds::META, Level::Native, body, &id, None);
+                let body = json!({"opencode": format!("part.{other}"), NATIVE_KEY: null});
+                ("system", kinds::META, Level::Native, body)
             }
+        };
+        let table = row.table;
+        let body = with_native(body, row, data);
+        self.push(&ts, actor, event_kind, level, body, &id, None);
+        if !refs.is_empty()
+            && let Some(e) = self.events.last_mut()
+        {
+            e.refs = refs;
         }
-        self.mark(row, status);
+        let seq = self.next_seq.saturating_sub(1);
+        self.mark_hashed(table, &id, hash, seq, None);
     }
 
     fn mark_at(&mut self, row: &Row, seq: u64, status: Option<String>) {
@@ -929,6 +917,16 @@ impl Parser {
             _ => {}
         }
     }
+}
+
+/// Puts the stored form of a part row ([`Row::to_native`]), its `data`
+/// object moved back in, at `NATIVE_KEY` of `body`.
+fn with_native(mut body: Value, row: Row, data: Map<String, Value>) -> Value {
+    let table = row.table;
+    let mut columns = row.columns;
+    columns.insert("data".into(), Value::Object(data));
+    body[NATIVE_KEY] = json!({"table": table.name(), "row": columns});
+    body
 }
 
 /// Returns the last `max` bytes of `text`, cut at a char boundary.
