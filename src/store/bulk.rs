@@ -11,9 +11,12 @@
 //!   memory, readable by this store as if written); larger blobs are
 //!   written loose as before, since their file costs little next to their
 //!   bytes. When the objects held reach [`MEMORY_BYTES`], or at a flush,
-//!   they are written as one pack (zlib level 1, no deltas) with its
-//!   index, both made here from the objects in memory (no `git
-//!   index-pack` reading the pack back).
+//!   they are written as one pack (zlib level 1, no deltas; commits, trees,
+//!   then blobs smallest first) with its index, both made here from the
+//!   objects in memory (no `git index-pack` reading the pack back). Once
+//!   the capture is through, [`Store::merge_packs`] makes the packs of its
+//!   flushes one, so memory stays bounded and the pack count does not grow
+//!   with the size of an import.
 //! - **Refs.** A published batch is remembered with the session lock it
 //!   was written under; the lock stays held, so the per-session writer
 //!   semantics are those of a plain append. [`Store::tip`] sees the
@@ -45,7 +48,7 @@ pub const LOOSE_FROM: usize = 1 << 20;
 
 /// The in-memory objects of a bulk store are packed when they reach this
 /// many bytes (bounds the memory a bulk capture holds).
-pub const MEMORY_BYTES: usize = 16 << 20;
+pub const MEMORY_BYTES: usize = 4 << 20;
 
 /// Fewer objects than this are written loose at a flush, not packed.
 pub const PACK_FROM: usize = 64;
@@ -65,6 +68,15 @@ pub(crate) struct Bulk {
     /// Blobs written loose since the last flush (they count towards the
     /// next pack of loose session objects, see `pack.rs`).
     loose: u64,
+    /// The packs flushes wrote, with their entries, until
+    /// [`Store::finish`] merges them into one.
+    packs: Vec<WrittenPack>,
+}
+
+/// A pack a flush wrote: its path and what its index names.
+struct WrittenPack {
+    path: std::path::PathBuf,
+    entries: Vec<Entry>,
 }
 
 struct PendingRef {
@@ -172,6 +184,25 @@ impl Store {
         Ok(())
     }
 
+    /// Merges the packs the flushes of this bulk store wrote into one (see
+    /// [`merge_packs`]): a first import of a thousand sessions leaves one
+    /// pack, not one per [`MEMORY_BYTES`] of objects, so git's
+    /// `gc.autoPackLimit` (50 packs) stays far off. Called once a capture
+    /// is through with the bulk store, after its last [`Store::flush`].
+    /// Everything is published before; a merge that fails leaves the packs
+    /// as they were, every object still in one of them.
+    pub fn merge_packs(&self) -> StoreResult<()> {
+        let Some(bulk) = &self.bulk else {
+            return Ok(());
+        };
+        let packs = std::mem::take(&mut bulk.borrow_mut().packs);
+        if packs.len() < 2 {
+            return Ok(());
+        }
+        let odb: &gix::odb::Handle = &self.repo.objects;
+        merge_packs(&odb.store_ref().path().join("pack"), packs)
+    }
+
     /// The tip a bulk store published for `name` and holds back, if any.
     pub(crate) fn pending_tip(&self, name: &str) -> Option<ObjectId> {
         let b = self.bulk.as_ref()?.borrow();
@@ -263,7 +294,9 @@ impl Store {
         }
         let odb: &gix::odb::Handle = &self.repo.objects;
         let dir = odb.store_ref().path().join("pack");
-        write_indexed_pack(&dir, &objects)
+        let pack = write_indexed_pack(&dir, &objects)?;
+        bulk.borrow_mut().packs.push(pack);
+        Ok(())
     }
 }
 
@@ -271,43 +304,148 @@ impl Store {
 /// index-pack` would make of the pack, without reading it back): the pack
 /// first, each file synced and renamed into place, so a pack is only
 /// ever seen with its whole index.
-fn write_indexed_pack(dir: &Path, objects: &gix::odb::memory::Storage) -> StoreResult<()> {
-    let io = |path: &Path| {
-        let path = path.to_owned();
-        move |source| StoreError::Io { path, source }
-    };
-    let temp = |prefix: &str| {
-        tempfile::Builder::new()
-            .prefix(prefix)
-            .tempfile_in(dir)
-            .map_err(io(dir))
-    };
-    let mut pack = temp("tmp_pack_")?;
+fn write_indexed_pack(dir: &Path, objects: &gix::odb::memory::Storage) -> StoreResult<WrittenPack> {
+    let mut pack = temp_in(dir, "tmp_pack_")?;
     let (entries, sum) = {
         let out = std::io::BufWriter::with_capacity(1 << 16, pack.as_file_mut());
-        write_pack(out, objects).map_err(io(pack.path()))?
+        write_pack(out, objects).map_err(io_at(pack.path()))?
     };
-    let mut index = temp("tmp_idx_")?;
+    publish_pack(dir, pack, entries, &sum)
+}
+
+/// Returns a temporary file in `dir` named `<prefix>…`.
+fn temp_in(dir: &Path, prefix: &str) -> StoreResult<tempfile::NamedTempFile> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempfile_in(dir)
+        .map_err(io_at(dir))
+}
+
+/// Returns a mapping of an I/O error to a [`StoreError`] naming `path`.
+fn io_at(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + use<> {
+    let path = path.to_owned();
+    move |source| StoreError::Io { path, source }
+}
+
+/// Writes the index of the whole temporary `pack` (checksum `sum`, objects
+/// `entries`), then moves both into place under `dir`, pack first, each
+/// synced and read-only.
+fn publish_pack(
+    dir: &Path,
+    pack: tempfile::NamedTempFile,
+    entries: Vec<Entry>,
+    sum: &gix::hash::ObjectId,
+) -> StoreResult<WrittenPack> {
+    let mut index = temp_in(dir, "tmp_idx_")?;
     {
         let out = std::io::BufWriter::with_capacity(1 << 16, index.as_file_mut());
-        write_index(out, entries, &sum).map_err(io(index.path()))?;
+        write_index(out, &entries, sum).map_err(io_at(index.path()))?;
     }
     let name = format!("pack-{}", sum.to_hex());
     for (file, ext) in [(pack, "pack"), (index, "idx")] {
         let path = dir.join(format!("{name}.{ext}"));
-        file.as_file().sync_all().map_err(io(&path))?;
+        file.as_file().sync_all().map_err(io_at(&path))?;
         // Read-only, as git leaves its packs.
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
             file.as_file()
                 .set_permissions(std::fs::Permissions::from_mode(0o444))
-                .map_err(io(&path))?;
+                .map_err(io_at(&path))?;
         }
         file.persist(&path).map_err(|e| StoreError::Io {
             path: path.clone(),
             source: e.error,
         })?;
+    }
+    Ok(WrittenPack {
+        path: dir.join(format!("{name}.pack")),
+        entries,
+    })
+}
+
+/// Merges `packs` (written by [`write_pack`]: whole objects, no deltas,
+/// so an entry's bytes do not depend on where it sits) into one pack in
+/// `dir`: their entries are copied one after the other under a new header
+/// and checksum, each entry's offset moved by where its pack's entries now
+/// start (CRCs stay), and the new index written. Only once the merged
+/// pack and its index are in place are the old ones removed, index
+/// first: a reader sees every object in one pack or the other throughout.
+/// A pack that is no longer as written (its size changed) stops the merge
+/// before anything is removed.
+fn merge_packs(dir: &Path, packs: Vec<WrittenPack>) -> StoreResult<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    const HEADER: u64 = 12;
+    const TRAILER: u64 = 20;
+    let count: usize = packs.iter().map(|p| p.entries.len()).sum();
+    let count = u32::try_from(count)
+        .map_err(|_| StoreError::Refused("too many objects for one pack; left unmerged".into()))?;
+    let mut merged = temp_in(dir, "tmp_pack_")?;
+    let mut entries = Vec::with_capacity(count as usize);
+    let sum = {
+        let mut hasher = gix::hash::hasher(gix::hash::Kind::Sha1);
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, merged.as_file_mut());
+        let mut head = Vec::with_capacity(HEADER as usize);
+        head.extend_from_slice(b"PACK");
+        head.extend_from_slice(&2u32.to_be_bytes());
+        head.extend_from_slice(&count.to_be_bytes());
+        hasher.update(&head);
+        out.write_all(&head).map_err(io_at(dir))?;
+        let mut offset = HEADER;
+        let mut buf = vec![0u8; 1 << 16];
+        for pack in &packs {
+            let mut file = std::fs::File::open(&pack.path).map_err(io_at(&pack.path))?;
+            let len = file.metadata().map_err(io_at(&pack.path))?.len();
+            let body = len.checked_sub(HEADER + TRAILER).ok_or_else(|| {
+                StoreError::Refused(format!(
+                    "{} is shorter than a pack; packs left unmerged",
+                    pack.path.display()
+                ))
+            })?;
+            if pack
+                .entries
+                .iter()
+                .any(|e| e.offset < HEADER || e.offset >= HEADER + body)
+            {
+                return Err(StoreError::Refused(format!(
+                    "{} is not the pack this capture wrote; packs left unmerged",
+                    pack.path.display()
+                )));
+            }
+            file.seek(SeekFrom::Start(HEADER))
+                .map_err(io_at(&pack.path))?;
+            let mut left = body;
+            while left > 0 {
+                let n = (left as usize).min(buf.len());
+                file.read_exact(&mut buf[..n]).map_err(io_at(&pack.path))?;
+                hasher.update(&buf[..n]);
+                out.write_all(&buf[..n]).map_err(io_at(dir))?;
+                left -= n as u64;
+            }
+            entries.extend(pack.entries.iter().map(|e| Entry {
+                id: e.id,
+                crc: e.crc,
+                offset: e.offset - HEADER + offset,
+            }));
+            offset += body;
+        }
+        let sum = hasher
+            .try_finalize()
+            .map_err(|e| StoreError::Refused(format!("hashing the merged pack: {e}")))?;
+        out.write_all(sum.as_slice()).map_err(io_at(dir))?;
+        out.flush().map_err(io_at(dir))?;
+        sum
+    };
+    let written = publish_pack(dir, merged, entries, &sum)?;
+    for pack in packs.iter().filter(|p| p.path != written.path) {
+        for ext in ["idx", "pack"] {
+            let path = pack.path.with_extension(ext);
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_at(&path)(e)),
+            }
+        }
     }
     Ok(())
 }
@@ -324,7 +462,7 @@ struct Entry {
 /// whose checksum is `pack` (git's `Documentation/gitformat-pack.txt`).
 fn write_index(
     mut out: impl Write,
-    mut entries: Vec<Entry>,
+    entries: &[Entry],
     pack: &gix::hash::ObjectId,
 ) -> std::io::Result<()> {
     let mut hasher = gix::hash::hasher(gix::hash::Kind::Sha1);
@@ -332,6 +470,7 @@ fn write_index(
         hasher.update(bytes);
         out.write_all(bytes)
     };
+    let mut entries: Vec<&Entry> = entries.iter().collect();
     entries.sort_by_key(|e| e.id);
     put(&mut out, b"\xfftOc")?;
     put(&mut out, &2u32.to_be_bytes())?;
@@ -394,7 +533,20 @@ fn write_pack(
     let mut entry = Vec::new();
     let mut entries = Vec::with_capacity(objects.len());
     let mut offset = head.len() as u64;
-    for (id, (kind, data)) in objects.iter() {
+    // Commits, then trees, then blobs smallest first (git's own order, near
+    // enough): what reading a session's tip touches (its commit, trees and
+    // header) lies together at the front, not spread through the chunks.
+    let mut order: Vec<_> = objects.iter().collect();
+    order.sort_by_key(|(_, (kind, data))| {
+        let rank = match kind {
+            Kind::Commit => 0,
+            Kind::Tree => 1,
+            Kind::Blob => 2,
+            Kind::Tag => 3,
+        };
+        (rank, data.len())
+    });
+    for (id, (kind, data)) in order {
         entry.clear();
         let code: u8 = match kind {
             Kind::Commit => 1,
@@ -575,6 +727,106 @@ mod tests {
             std::fs::remove_file(&theirs).unwrap();
         }
         git_ok(dir.path(), &["fsck".as_ref(), "--strict".as_ref()]);
+    }
+
+    /// Returns the packs under `dir`'s object store.
+    fn packs(dir: &Path) -> Vec<std::path::PathBuf> {
+        let mut packs: Vec<_> = std::fs::read_dir(dir.join(".git/objects/pack"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "pack"))
+            .collect();
+        packs.sort();
+        packs
+    }
+
+    #[test]
+    fn the_packs_of_many_flushes_are_merged_into_one_that_git_reads_as_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = store(dir.path());
+        let bulk = plain.bulk();
+        // Three flushes' worth of sessions, each flush a pack.
+        let mut ids = Vec::new();
+        for round in 0..3 {
+            for i in 0..PACK_FROM {
+                ids.push(create(&bulk, round * 100 + i));
+            }
+            bulk.flush().unwrap();
+        }
+        let before = packs(dir.path());
+        assert_eq!(before.len(), 3, "{before:?}");
+        bulk.merge_packs().unwrap();
+        let after = packs(dir.path());
+        assert_eq!(after.len(), 1, "{after:?}");
+        assert!(!before.contains(&after[0]));
+        for old in &before {
+            assert!(!old.with_extension("idx").exists(), "{}", old.display());
+        }
+        // The merged index is the one git makes of the merged pack.
+        let theirs = dir.path().join("theirs.idx");
+        git_ok(
+            dir.path(),
+            &[
+                "index-pack".as_ref(),
+                "-o".as_ref(),
+                theirs.as_os_str(),
+                after[0].as_os_str(),
+            ],
+        );
+        assert!(
+            std::fs::read(after[0].with_extension("idx")).unwrap()
+                == std::fs::read(&theirs).unwrap()
+        );
+        std::fs::remove_file(&theirs).unwrap();
+        git_ok(dir.path(), &["fsck".as_ref(), "--strict".as_ref()]);
+        // The store that wrote the packs, and a new one, read every session.
+        drop(bulk);
+        let fresh = store_at(dir.path());
+        for s in [&plain, &fresh] {
+            assert_eq!(s.session_ids().unwrap(), ids);
+            for id in &ids {
+                assert_eq!(s.stat(id).unwrap().events, 3);
+            }
+        }
+        // Nothing to merge: one pack stays as it is.
+        let again = plain.bulk();
+        again.merge_packs().unwrap();
+        assert_eq!(packs(dir.path()), after);
+    }
+
+    #[test]
+    fn a_pack_changed_under_the_capture_is_left_unmerged() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = store(dir.path());
+        let bulk = plain.bulk();
+        for round in 0..2 {
+            for i in 0..PACK_FROM {
+                create(&bulk, round * 100 + i);
+            }
+            bulk.flush().unwrap();
+        }
+        let before = packs(dir.path());
+        assert_eq!(before.len(), 2);
+        // Another hand cut a pack short: the merge stops, nothing is removed.
+        let victim = &before[1];
+        let mut perms = std::fs::metadata(victim).unwrap().permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perms.set_readonly(false);
+        std::fs::set_permissions(victim, perms).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(victim)
+            .unwrap()
+            .set_len(16)
+            .unwrap();
+        let err = bulk.merge_packs().unwrap_err().to_string();
+        assert!(err.contains("unmerged"), "{err}");
+        assert_eq!(packs(dir.path()), before);
+    }
+
+    /// Opens the store of an existing repository.
+    fn store_at(dir: &Path) -> Store {
+        Store::from_repo(gix::open(dir).unwrap()).unwrap()
     }
 
     /// Runs git in `dir` and fails the test, with git's stderr, if it fails.

@@ -428,3 +428,26 @@ fn a_first_import_of_many_sessions_writes_packs_not_loose_objects() {
     assert!(repo.events(id).len() > events);
     repo.fsck();
 }
+
+/// A first import of more sessions than one flush holds (256 refs, see
+/// `store::bulk`) writes a pack per flush; the capture then merges them:
+/// one pack, every session readable, `git fsck` clean.
+#[test]
+fn a_first_import_of_many_sessions_leaves_one_pack() {
+    let repo = Repo::new();
+    repo.git(&["config", "session.redact", "false"]);
+    let home = many_claude_sessions(&repo, 300);
+    let out = repo.ok(&[
+        "import",
+        "--agent",
+        "claude",
+        "--home",
+        home.to_str().unwrap(),
+    ]);
+    assert_eq!(session_count(&repo), 300, "{out}");
+    assert_eq!(packs(&repo), 1, "{out}");
+    repo.fsck();
+    repo.ok(&["verify"]);
+    let id = "0000012b-0000-4000-8000-00000000012b";
+    assert!(!repo.events(id).is_empty());
+}

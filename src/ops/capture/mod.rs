@@ -375,6 +375,13 @@ pub fn capture_with_progress(
         }
         store.flush()?;
         cursors.save()?;
+        if let Err(e) = store.merge_packs() {
+            report.warnings.push(CaptureWarning {
+                path: store.repo().objects.store_ref().path().join("pack"),
+                line: 0,
+                message: format!("the capture's packs were left unmerged: {e}"),
+            });
+        }
     }
     // Everything below writes through the plain store: a bulk store keeps
     // new objects in memory until its next flush, and there is none after
