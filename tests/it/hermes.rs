@@ -914,6 +914,90 @@ fn a_session_resumed_into_hermes_and_continued_there_grows_by_its_new_rows_only(
     repo.fsck();
 }
 
+/// The record of what resume wrote is the store's, not the agent's: when
+/// it names a session that is gone (removed after the resume), or rows
+/// that Hermes has since deleted, the capture neither fails nor invents a
+/// continuation: the database session is captured for what it holds.
+#[test]
+fn a_written_session_that_is_gone_or_rewritten_in_hermes_is_captured_as_it_is() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let resume = |home: &Path| {
+        empty_hermes_db(home);
+        repo.ok(&[
+            "resume",
+            ROUNDTRIP,
+            "--agent",
+            "hermes",
+            "--home",
+            home.to_str().unwrap(),
+        ]);
+        let native: String = Connection::open(db_of(home))
+            .unwrap()
+            .query_row("SELECT id FROM sessions", [], |r| r.get(0))
+            .unwrap();
+        native
+    };
+    let every_text = || -> Vec<String> {
+        repo.git(&[
+            "for-each-ref",
+            "--format=%(refname:strip=2)",
+            "refs/sessions/",
+        ])
+        .lines()
+        .flat_map(|s| said(&repo.events(s)))
+        .collect()
+    };
+
+    // Hermes deletes every written row and writes the conversation anew
+    // (new rowids, other text): the written marks no longer describe the
+    // rows, and what is there now is taken once, nothing doubled.
+    let other = repo.outside("hermes-other");
+    let native = resume(&other);
+    let before = repo.events(ROUNDTRIP);
+    Connection::open(db_of(&other))
+        .unwrap()
+        .execute("DELETE FROM messages WHERE session_id = ?1", [&native])
+        .unwrap();
+    continue_in_hermes(&db_of(&other), &native, "REWRITTEN: from scratch");
+    let out = import(&repo, &other);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let texts = every_text();
+    assert_eq!(
+        texts
+            .iter()
+            .filter(|t| *t == "REWRITTEN: from scratch")
+            .count(),
+        1,
+        "{texts:?}"
+    );
+    // What was stored before is as it was.
+    assert_eq!(repo.events(ROUNDTRIP)[..before.len()], before[..]);
+    assert_eq!(text(&import(&repo, &other).stdout), "");
+
+    // The canonical session is removed; Hermes goes on with its copy.
+    let home = repo.outside("hermes-home");
+    let native = resume(&home);
+    repo.ok(&["rm", ROUNDTRIP]);
+    continue_in_hermes(&db_of(&home), &native, "AFTER-RM: still there?");
+    let refs = ref_count(&repo);
+    let out = import(&repo, &home);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(ref_count(&repo), refs + 1, "{}", text(&out.stdout));
+    let texts = every_text();
+    assert_eq!(
+        texts
+            .iter()
+            .filter(|t| *t == "AFTER-RM: still there?")
+            .count(),
+        1,
+        "{texts:?}"
+    );
+    assert_eq!(text(&import(&repo, &home).stdout), "");
+    repo.ok(&["verify"]);
+    repo.fsck();
+}
+
 /// A session handed off to Hermes and continued there: the child forked
 /// at the handoff holds Hermes' rows after what was written, nothing else.
 #[test]
