@@ -385,10 +385,7 @@ fn merge_packs(dir: &Path, packs: Vec<WrittenPack>) -> StoreResult<()> {
     let sum = {
         let mut hasher = gix::hash::hasher(gix::hash::Kind::Sha1);
         let mut out = std::io::BufWriter::with_capacity(1 << 16, merged.as_file_mut());
-        let mut head = Vec::with_capacity(HEADER as usize);
-        head.extend_from_slice(b"PACK");
-        head.extend_from_slice(&2u32.to_be_bytes());
-        head.extend_from_slice(&count.to_be_bytes());
+        let head = pack_header(count);
         hasher.update(&head);
         out.write_all(&head).map_err(io_at(dir))?;
         let mut offset = HEADER;
@@ -448,6 +445,15 @@ fn merge_packs(dir: &Path, packs: Vec<WrittenPack>) -> StoreResult<()> {
         }
     }
     Ok(())
+}
+
+/// Returns the header of a version-2 pack of `count` objects.
+fn pack_header(count: u32) -> [u8; 12] {
+    let mut head = [0u8; 12];
+    head[..4].copy_from_slice(b"PACK");
+    head[4..8].copy_from_slice(&2u32.to_be_bytes());
+    head[8..].copy_from_slice(&count.to_be_bytes());
+    head
 }
 
 /// One object of a pack as its index names it: id, CRC-32 of its packed
@@ -523,10 +529,7 @@ fn write_pack(
         out.write_all(bytes)
     };
     let count = u32::try_from(objects.len()).map_err(std::io::Error::other)?;
-    let mut head = Vec::with_capacity(12);
-    head.extend_from_slice(b"PACK");
-    head.extend_from_slice(&2u32.to_be_bytes());
-    head.extend_from_slice(&count.to_be_bytes());
+    let head = pack_header(count);
     put(&mut out, &head)?;
     let mut compress = Compress::new(gix::zlib::Compression::BEST_SPEED);
     let mut scratch = vec![0u8; 1 << 16];
@@ -708,23 +711,7 @@ mod tests {
             if path.extension().is_none_or(|x| x != "pack") {
                 continue;
             }
-            let ours = std::fs::read(path.with_extension("idx")).unwrap();
-            let theirs = dir.path().join("theirs.idx");
-            git_ok(
-                dir.path(),
-                &[
-                    "index-pack".as_ref(),
-                    "-o".as_ref(),
-                    theirs.as_os_str(),
-                    path.as_os_str(),
-                ],
-            );
-            assert!(
-                ours == std::fs::read(&theirs).unwrap(),
-                "{}",
-                path.display()
-            );
-            std::fs::remove_file(&theirs).unwrap();
+            assert_index_is_gits(dir.path(), &path);
         }
         git_ok(dir.path(), &["fsck".as_ref(), "--strict".as_ref()]);
     }
@@ -763,21 +750,7 @@ mod tests {
             assert!(!old.with_extension("idx").exists(), "{}", old.display());
         }
         // The merged index is the one git makes of the merged pack.
-        let theirs = dir.path().join("theirs.idx");
-        git_ok(
-            dir.path(),
-            &[
-                "index-pack".as_ref(),
-                "-o".as_ref(),
-                theirs.as_os_str(),
-                after[0].as_os_str(),
-            ],
-        );
-        assert!(
-            std::fs::read(after[0].with_extension("idx")).unwrap()
-                == std::fs::read(&theirs).unwrap()
-        );
-        std::fs::remove_file(&theirs).unwrap();
+        assert_index_is_gits(dir.path(), &after[0]);
         git_ok(dir.path(), &["fsck".as_ref(), "--strict".as_ref()]);
         // The store that wrote the packs, and a new one, read every session.
         drop(bulk);
@@ -827,6 +800,28 @@ mod tests {
     /// Opens the store of an existing repository.
     fn store_at(dir: &Path) -> Store {
         Store::from_repo(gix::open(dir).unwrap()).unwrap()
+    }
+
+    /// Checks that the index beside `pack` is the one `git index-pack`
+    /// makes of it.
+    fn assert_index_is_gits(dir: &Path, pack: &Path) {
+        let theirs = dir.join("theirs.idx");
+        git_ok(
+            dir,
+            &[
+                "index-pack".as_ref(),
+                "-o".as_ref(),
+                theirs.as_os_str(),
+                pack.as_os_str(),
+            ],
+        );
+        let ours = std::fs::read(pack.with_extension("idx")).unwrap();
+        assert!(
+            ours == std::fs::read(&theirs).unwrap(),
+            "{}",
+            pack.display()
+        );
+        std::fs::remove_file(&theirs).unwrap();
     }
 
     /// Runs git in `dir` and fails the test, with git's stderr, if it fails.

@@ -797,6 +797,14 @@ fn said(events: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// Returns the id of the one session in a Hermes database.
+fn only_session(db: &Path) -> String {
+    Connection::open(db)
+        .unwrap()
+        .query_row("SELECT id FROM sessions", [], |r| r.get(0))
+        .unwrap()
+}
+
 fn ref_count(repo: &Repo) -> usize {
     repo.git(&["for-each-ref", "refs/sessions/"])
         .lines()
@@ -826,10 +834,7 @@ fn a_session_resumed_into_hermes_and_continued_there_grows_by_its_new_rows_only(
         ])
     };
     resume(&home);
-    let native: String = Connection::open(&db)
-        .unwrap()
-        .query_row("SELECT id FROM sessions", [], |r| r.get(0))
-        .unwrap();
+    let native = only_session(&db);
     // Nothing of Hermes' yet: nothing new.
     assert!(import(&repo, &home).status.success());
     assert_eq!(ref_count(&repo), 1);
@@ -876,10 +881,7 @@ fn a_session_resumed_into_hermes_and_continued_there_grows_by_its_new_rows_only(
     let note = repo.write_jsonl("note.jsonl", &[event(0)]);
     repo.ok(&["append", ROUNDTRIP, note.to_str().unwrap()]);
     let other_db = db_of(&other);
-    let native: String = Connection::open(&other_db)
-        .unwrap()
-        .query_row("SELECT id FROM sessions", [], |r| r.get(0))
-        .unwrap();
+    let native = only_session(&other_db);
     assert!(import(&repo, &other).status.success());
     assert_eq!(ref_count(&repo), 1, "a fork before Hermes added anything");
     continue_in_hermes(&other_db, &native, "FORK-Q: elsewhere?");
@@ -932,11 +934,7 @@ fn a_written_session_that_is_gone_or_rewritten_in_hermes_is_captured_as_it_is() 
             "--home",
             home.to_str().unwrap(),
         ]);
-        let native: String = Connection::open(db_of(home))
-            .unwrap()
-            .query_row("SELECT id FROM sessions", [], |r| r.get(0))
-            .unwrap();
-        native
+        only_session(&db_of(home))
     };
     let every_text = || -> Vec<String> {
         repo.git(&[
@@ -1016,10 +1014,7 @@ fn a_session_handed_off_to_hermes_and_continued_there_feeds_the_child_only() {
     ]);
     let at = repo.events(ROUNDTRIP).len() as u64 - 1;
     let db = db_of(&home);
-    let native: String = Connection::open(&db)
-        .unwrap()
-        .query_row("SELECT id FROM sessions", [], |r| r.get(0))
-        .unwrap();
+    let native = only_session(&db);
     let out = import(&repo, &home);
     assert!(text(&out.stdout).contains(&native), "{}", text(&out.stdout));
     assert_eq!(ref_count(&repo), 2);
