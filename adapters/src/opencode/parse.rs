@@ -143,7 +143,38 @@ struct Parser {
 struct Msg {
     row: Row,
     created: i64,
-    data: Result<Map<String, Value>, String>,
+    /// Why `data` is not an object, when it is not.
+    unreadable: Option<String>,
+}
+
+impl Msg {
+    /// The message's `data` object (parsed by [`Row::parse_data`]), or why
+    /// there is none.
+    fn data(&self) -> Result<&Map<String, Value>, &str> {
+        match (self.row.columns.get("data"), &self.unreadable) {
+            (Some(Value::Object(map)), _) => Ok(map),
+            (_, Some(e)) => Err(e),
+            (_, None) => Err("data is missing"),
+        }
+    }
+}
+
+/// A field of a row's data for an event body: a clone of the value, or
+/// null.
+fn field(value: Option<&Value>) -> Value {
+    value.cloned().unwrap_or(Value::Null)
+}
+
+/// Builds an object from its entries, in order, moving the values in.
+/// (`json!` would rebuild each value through serde's serializer: for a
+/// part's row, a second copy of most of a session's bytes.)
+fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
+    Value::Object(
+        entries
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
+    )
 }
 
 fn fingerprint(row: &Row) -> u64 {
@@ -174,9 +205,8 @@ fn fingerprint(row: &Row) -> u64 {
     h.0
 }
 
-fn role_of(data: &Result<Map<String, Value>, String>) -> String {
-    data.as_ref()
-        .ok()
+fn role_of(data: Result<&Map<String, Value>, &str>) -> String {
+    data.ok()
         .and_then(|d| d.get("role"))
         .and_then(Value::as_str)
         .unwrap_or("assistant")
@@ -214,7 +244,10 @@ impl Parser {
                 Table::Session => self.session(&row),
                 Table::Message => messages.push(Msg {
                     created: row.int("time_created").unwrap_or(0),
-                    data: row.data(),
+                    unreadable: match row.columns.get("data") {
+                        Some(Value::Object(_)) => None,
+                        _ => row.data().err(),
+                    },
                     row,
                 }),
                 Table::Part => parts
@@ -252,7 +285,7 @@ impl Parser {
                     .newest
                     .as_ref()
                     .is_some_and(|(t, n)| (*t, n.as_str()) > (msg.created, id.as_str()));
-            let settled = match &msg.data {
+            let settled = match msg.data() {
                 Err(_) => true,
                 Ok(d) => {
                     later
@@ -266,7 +299,7 @@ impl Parser {
             if !settled {
                 self.state.held.push(HeldRow {
                     table: Table::Message.name().into(),
-                    columns: msg.row.columns.clone(),
+                    columns: msg.row.columns,
                 });
                 for part in parts.remove(&id).unwrap_or_default() {
                     self.state.held.push(HeldRow {
@@ -276,8 +309,8 @@ impl Parser {
                 }
                 continue;
             }
-            let role = role_of(&msg.data);
-            self.message(&msg);
+            let role = role_of(msg.data());
+            self.message(msg);
             for part in parts.remove(&id).unwrap_or_default() {
                 self.part(part, &role);
             }
@@ -290,18 +323,15 @@ impl Parser {
                     part.id(),
                     &format!("its message {message:?} is missing; kept as meta"),
                 );
-                let body = json!({"opencode": "part.orphaned", NATIVE_KEY: part.to_native()});
                 let ts = self.ts_of(&part, None);
-                self.push(
-                    &ts,
-                    "system",
-                    kinds::META,
-                    Level::Native,
-                    body,
-                    part.id(),
-                    None,
-                );
-                self.mark(&part, None);
+                let hash = fingerprint(&part);
+                let id = part.id().to_owned();
+                let body = object([
+                    ("opencode", json!("part.orphaned")),
+                    (NATIVE_KEY, part.into_native()),
+                ]);
+                let seq = self.push(&ts, "system", kinds::META, Level::Native, body, &id, None);
+                self.mark_hashed(Table::Part, &id, hash, seq, None);
             }
         }
     }
@@ -426,7 +456,7 @@ impl Parser {
                     "parent_id": row.text("parent_id"),
                     "agent": row.text("agent"),
                     "model": model,
-                    NATIVE_KEY: row.to_native(),
+                    NATIVE_KEY: null,
                 }),
             )
         } else {
@@ -442,7 +472,7 @@ impl Parser {
                         "reasoning": row.int("tokens_reasoning"),
                     },
                     "cost": row.columns.get("cost"),
-                    NATIVE_KEY: row.to_native(),
+                    NATIVE_KEY: null,
                 }),
             )
         };
@@ -451,18 +481,19 @@ impl Parser {
         } else {
             format!("{}@{}", row.id(), row.int("time_updated").unwrap_or(0))
         };
+        let mut body = body;
+        body[NATIVE_KEY] = row.to_native();
         self.push(&ts, "system", kind, level, body, &native_id, None);
         self.mark(row, None);
     }
 
-    fn message(&mut self, msg: &Msg) {
-        let row = &msg.row;
-        let (same, before) = self.seen(row);
+    fn message(&mut self, msg: Msg) {
+        let (same, before) = self.seen(&msg.row);
         if same {
             return;
         }
         let first = before.is_none();
-        let id = row.id().to_owned();
+        let id = msg.row.id().to_owned();
         if (msg.created, id.as_str())
             > self
                 .state
@@ -472,43 +503,48 @@ impl Parser {
         {
             self.state.newest = Some((msg.created, id.clone()));
         }
-        let role = role_of(&msg.data);
+        let role = role_of(msg.data());
         self.state.messages.insert(id.clone(), role.clone());
-        let body = match &msg.data {
+        let ts = self.ts_of(&msg.row, msg.data().ok());
+        let updated = msg.row.int("time_updated").unwrap_or(0);
+        let hash = fingerprint(&msg.row);
+        let body = match msg.data() {
             Err(e) => {
+                let e = e.to_owned();
                 self.warn(Table::Message, &id, &format!("{e}; kept as meta"));
-                json!({"opencode": "message.unreadable", NATIVE_KEY: row.to_native()})
+                json!({"opencode": "message.unreadable", NATIVE_KEY: msg.row.into_native()})
             }
             Ok(d) => {
                 let model = d
                     .get("modelID")
-                    .cloned()
-                    .or_else(|| ptr(d, "/model/modelID").cloned());
+                    .or_else(|| ptr(d, "/model/modelID"))
+                    .cloned();
                 let provider = d
                     .get("providerID")
-                    .cloned()
-                    .or_else(|| ptr(d, "/model/providerID").cloned());
-                json!({
+                    .or_else(|| ptr(d, "/model/providerID"))
+                    .cloned();
+                let mut body = json!({
                     "opencode": if first { "message" } else { "message.updated" },
                     "role": role,
-                    "model": model,
-                    "provider": provider,
-                    "agent": d.get("agent"),
-                    "tokens": d.get("tokens"),
-                    "cost": d.get("cost"),
-                    "finish": d.get("finish"),
-                    "error": d.get("error"),
-                    NATIVE_KEY: row.to_native(),
-                })
+                    "model": field(model.as_ref()),
+                    "provider": field(provider.as_ref()),
+                    "agent": field(d.get("agent")),
+                    "tokens": field(d.get("tokens")),
+                    "cost": field(d.get("cost")),
+                    "finish": field(d.get("finish")),
+                    "error": field(d.get("error")),
+                    NATIVE_KEY: null,
+                });
+                body[NATIVE_KEY] = msg.row.into_native();
+                body
             }
         };
-        let ts = self.ts_of(row, msg.data.as_ref().ok());
         let native_id = if first {
-            id
+            id.clone()
         } else {
-            format!("{id}@{}", row.int("time_updated").unwrap_or(0))
+            format!("{id}@{updated}")
         };
-        self.push(
+        let seq = self.push(
             &ts,
             "system",
             kinds::META,
@@ -517,7 +553,7 @@ impl Parser {
             &native_id,
             None,
         );
-        self.mark(row, None);
+        self.mark_hashed(Table::Message, &id, hash, seq, None);
     }
 
     fn part(&mut self, mut row: Row, role: &str) {
@@ -532,9 +568,12 @@ impl Parser {
             let e = row.data().err().unwrap_or_default();
             self.warn(Table::Part, &id, &format!("{e}; kept as meta"));
             let ts = self.ts_of(&row, None);
-            let body = json!({"opencode": "part.unreadable", NATIVE_KEY: row.to_native()});
-            self.push(&ts, "system", kinds::META, Level::Native, body, &id, None);
-            self.mark(&row, None);
+            let body = object([
+                ("opencode", json!("part.unreadable")),
+                (NATIVE_KEY, row.into_native()),
+            ]);
+            let seq = self.push(&ts, "system", kinds::META, Level::Native, body, &id, None);
+            self.mark_hashed(Table::Part, &id, hash, seq, None);
             return;
         }
         if let Some(before) = before {
@@ -579,22 +618,22 @@ impl Parser {
             "tool" => {
                 let name = data.get("tool").and_then(Value::as_str).unwrap_or("");
                 let call_id = data.get("callID").and_then(Value::as_str).unwrap_or("");
-                let state = data.get("state").cloned().unwrap_or(Value::Null);
+                let state = data.get("state").unwrap_or(&Value::Null);
                 let st = state
                     .get("status")
                     .and_then(Value::as_str)
                     .unwrap_or("pending")
                     .to_owned();
-                let (name, call_id) = (name.to_owned(), call_id.to_owned());
-                let body = json!({
-                    "call_id": call_id,
-                    "name": name,
-                    "arguments": state.get("input").cloned().unwrap_or(json!({})),
-                    "status": st,
-                    NATIVE_KEY: null,
-                });
-                let table = row.table;
-                let body = with_native(body, row, data);
+                let body = object([
+                    ("call_id", json!(call_id)),
+                    ("name", json!(name)),
+                    (
+                        "arguments",
+                        state.get("input").cloned().unwrap_or_else(|| json!({})),
+                    ),
+                    ("status", json!(st)),
+                    (NATIVE_KEY, Value::Null),
+                ]);
                 let seq = self.push(
                     &ts,
                     ACTOR_AGENT,
@@ -604,9 +643,14 @@ impl Parser {
                     &id,
                     None,
                 );
+                let call = self.events.len() - 1;
                 if matches!(st.as_str(), "completed" | "error") {
-                    self.tool_done(&id, &name, &call_id, &state, seq, None);
+                    self.tool_done(&id, name, call_id, state, seq, None);
                 }
+                // The row goes into the call once the result was made from
+                // its data (borrowed until here).
+                let table = row.table;
+                self.events[call].payload[NATIVE_KEY] = native_of(row, data);
                 self.mark_hashed(table, &id, hash, seq, Some(st));
                 return;
             }
@@ -627,15 +671,20 @@ impl Parser {
                     }
                     artifact = Some(aid.to_string());
                 }
-                let body = json!({
-                    "file": {
-                        "mime": data.get("mime"),
-                        "filename": data.get("filename"),
-                        "url": if artifact.is_some() { Value::Null } else { json!(url) },
-                        "artifact": artifact,
-                    },
-                    NATIVE_KEY: null,
-                });
+                let file = object([
+                    ("mime", field(data.get("mime"))),
+                    ("filename", field(data.get("filename"))),
+                    (
+                        "url",
+                        if artifact.is_some() {
+                            Value::Null
+                        } else {
+                            json!(url)
+                        },
+                    ),
+                    ("artifact", json!(artifact)),
+                ]);
+                let body = object([("file", file), (NATIVE_KEY, Value::Null)]);
                 if let Some(stored) = stored_url {
                     data.insert("url".into(), json!(stored));
                     data.insert(
@@ -651,28 +700,28 @@ impl Parser {
                 (actor, kind, Level::History, body)
             }
             "patch" => {
-                let body = json!({
-                    "reason": "snapshot",
-                    "snapshot": data.get("hash"),
-                    "files": data.get("files"),
-                    NATIVE_KEY: null,
-                });
+                let body = object([
+                    ("reason", json!("snapshot")),
+                    ("snapshot", field(data.get("hash"))),
+                    ("files", field(data.get("files"))),
+                    (NATIVE_KEY, Value::Null),
+                ]);
                 ("system", kinds::CHECKPOINT, Level::Context, body)
             }
             "snapshot" => {
-                let body = json!({
-                    "reason": "snapshot",
-                    "snapshot": data.get("snapshot"),
-                    NATIVE_KEY: null,
-                });
+                let body = object([
+                    ("reason", json!("snapshot")),
+                    ("snapshot", field(data.get("snapshot"))),
+                    (NATIVE_KEY, Value::Null),
+                ]);
                 ("system", kinds::CHECKPOINT, Level::Context, body)
             }
             "compaction" => {
-                let body = json!({
-                    "reason": "compaction",
-                    "auto": data.get("auto"),
-                    NATIVE_KEY: null,
-                });
+                let body = object([
+                    ("reason", json!("compaction")),
+                    ("auto", field(data.get("auto"))),
+                    (NATIVE_KEY, Value::Null),
+                ]);
                 ("system", kinds::CHECKPOINT, Level::Context, body)
             }
             "step-start" | "step-finish" | "agent" | "subtask" | "retry" => {
@@ -727,7 +776,7 @@ impl Parser {
     fn update(&mut self, row: &Row, data: &Map<String, Value>, before: Seen, ts: &str) {
         let id = row.id().to_owned();
         let updated = row.int("time_updated").unwrap_or(0);
-        let state = data.get("state").cloned().unwrap_or(Value::Null);
+        let state = data.get("state").unwrap_or(&Value::Null);
         let st = state.get("status").and_then(Value::as_str);
         let was_open = matches!(before.status.as_deref(), Some("pending" | "running"));
         if data.get("type").and_then(Value::as_str) == Some("tool")
@@ -736,21 +785,14 @@ impl Parser {
         {
             let name = data.get("tool").and_then(Value::as_str).unwrap_or("");
             let call_id = data.get("callID").and_then(Value::as_str).unwrap_or("");
-            self.tool_done(
-                &id,
-                name,
-                call_id,
-                &state,
-                before.seq,
-                Some(row.to_native()),
-            );
+            self.tool_done(&id, name, call_id, state, before.seq, Some(row.to_native()));
         } else {
-            let body = json!({
-                "opencode": "part.updated",
-                "part": id,
-                "status": st,
-                NATIVE_KEY: row.to_native(),
-            });
+            let body = object([
+                ("opencode", json!("part.updated")),
+                ("part", json!(id)),
+                ("status", json!(st)),
+                (NATIVE_KEY, row.to_native()),
+            ]);
             self.push(
                 ts,
                 "system",
@@ -810,8 +852,8 @@ impl Parser {
             &format!("{part}/tool.result"),
             Some(call_seq),
         );
-        let input = state.get("input").cloned().unwrap_or(Value::Null);
-        let metadata = state.get("metadata").cloned().unwrap_or(Value::Null);
+        let input = state.get("input").unwrap_or(&Value::Null);
+        let metadata = state.get("metadata").unwrap_or(&Value::Null);
         let path = input
             .get("filePath")
             .and_then(Value::as_str)
@@ -819,12 +861,12 @@ impl Parser {
         match name {
             "bash" if !error => {
                 let tail = tail(output, OUTPUT_TAIL);
-                let body = json!({
-                    "cmd": input.get("command"),
-                    "exit_code": metadata.get("exit"),
-                    "output_tail": tail,
-                    "call_id": call_id,
-                });
+                let body = object([
+                    ("cmd", field(input.get("command"))),
+                    ("exit_code", field(metadata.get("exit"))),
+                    ("output_tail", json!(tail)),
+                    ("call_id", json!(call_id)),
+                ]);
                 self.push(
                     &ts,
                     ACTOR_AGENT,
@@ -836,12 +878,12 @@ impl Parser {
                 );
             }
             "edit" | "write" | "patch" | "multiedit" if !error => {
-                let body = json!({
-                    "path": path,
-                    "diff": metadata.get("diff"),
-                    "tool": name,
-                    "call_id": call_id,
-                });
+                let body = object([
+                    ("path", json!(path)),
+                    ("diff", field(metadata.get("diff"))),
+                    ("tool", json!(name)),
+                    ("call_id", json!(call_id)),
+                ]);
                 self.push(
                     &ts,
                     ACTOR_AGENT,
@@ -853,12 +895,12 @@ impl Parser {
                 );
             }
             "read" if !error => {
-                let body = json!({
-                    "path": path,
-                    "offset": input.get("offset"),
-                    "limit": input.get("limit"),
-                    "call_id": call_id,
-                });
+                let body = object([
+                    ("path", json!(path)),
+                    ("offset", field(input.get("offset"))),
+                    ("limit", field(input.get("limit"))),
+                    ("call_id", json!(call_id)),
+                ]);
                 self.push(
                     &ts,
                     ACTOR_AGENT,
@@ -873,8 +915,7 @@ impl Parser {
                 let todos = input
                     .get("todos")
                     .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default();
+                    .map_or(&[][..], Vec::as_slice);
                 for (i, todo) in todos.iter().enumerate() {
                     let tid = todo
                         .get("id")
@@ -897,12 +938,12 @@ impl Parser {
                         Some(_) => continue,
                     };
                     self.state.todos.insert(tid.clone(), status.clone());
-                    let body = json!({
-                        "id": tid,
-                        "content": todo.get("content"),
-                        "status": status,
-                        "priority": todo.get("priority"),
-                    });
+                    let body = object([
+                        ("id", json!(tid)),
+                        ("content", field(todo.get("content"))),
+                        ("status", json!(status)),
+                        ("priority", field(todo.get("priority"))),
+                    ]);
                     self.push(
                         &ts,
                         ACTOR_AGENT,
@@ -919,14 +960,19 @@ impl Parser {
     }
 }
 
-/// Puts the stored form of a part row ([`Row::to_native`]), its `data`
-/// object moved back in, at `NATIVE_KEY` of `body`.
+/// Puts the stored form of a part row ([`native_of`]) at `NATIVE_KEY` of
+/// `body`.
 fn with_native(mut body: Value, row: Row, data: Map<String, Value>) -> Value {
-    let table = row.table;
-    let mut columns = row.columns;
-    columns.insert("data".into(), Value::Object(data));
-    body[NATIVE_KEY] = json!({"table": table.name(), "row": columns});
+    body[NATIVE_KEY] = native_of(row, data);
     body
+}
+
+/// Returns the stored form of a part row ([`Row::into_native`]), its
+/// `data` object (moved out while the events were made from it) moved
+/// back in.
+fn native_of(mut row: Row, data: Map<String, Value>) -> Value {
+    row.columns.insert("data".into(), Value::Object(data));
+    row.into_native()
 }
 
 /// Returns the last `max` bytes of `text`, cut at a char boundary.

@@ -124,13 +124,20 @@ impl Row {
     /// Returns the row as stored in an event: columns by name with `data`
     /// parsed when it is a JSON object (kept as text otherwise).
     pub fn to_native(&self) -> Value {
-        let mut columns = self.columns.clone();
-        if let Some(Value::String(text)) = columns.get("data")
+        self.clone().into_native()
+    }
+
+    /// Like [`Row::to_native`], moving the columns in.
+    pub fn into_native(mut self) -> Value {
+        if let Some(Value::String(text)) = self.columns.get("data")
             && let Ok(Value::Object(data)) = serde_json::from_str::<Value>(text)
         {
-            columns.insert("data".into(), Value::Object(data));
+            self.columns.insert("data".into(), Value::Object(data));
         }
-        json!({"table": self.table.name(), "row": columns})
+        let mut native = Map::with_capacity(2);
+        native.insert("table".into(), Value::from(self.table.name()));
+        native.insert("row".into(), Value::Object(self.columns));
+        Value::Object(native)
     }
 
     /// Parses a `data` column held as JSON text into the object, once, so
