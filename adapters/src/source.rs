@@ -193,7 +193,9 @@ pub struct SchemaVersion {
 ///
 /// Each row becomes one record: a JSON object with one member per column of
 /// [`Table::columns`] (integers and reals as numbers, text as strings,
-/// NULL as null, blobs as `{"$blob": "<base64>"}`), plus `"$rowid"`.
+/// NULL as null, blobs as `{"$blob": "<base64>"}`), plus `"$rowid"`. A
+/// column of [`Table::json_objects`] whose text is a JSON object is that
+/// object, not a string of it.
 #[derive(Clone, Copy, Debug)]
 pub struct Table {
     /// The table name.
@@ -206,6 +208,11 @@ pub struct Table {
     pub session: &'static str,
     /// How new rows are found.
     pub incremental: Incremental,
+    /// Text columns that hold a JSON object (OpenCode's `data`): the record
+    /// holds the object itself, so the adapter parses it once, not a string
+    /// to parse again. Text that is not a JSON object (not valid JSON, an
+    /// array, a number) stays a string.
+    pub json_objects: &'static [&'static str],
 }
 
 /// Says how the reader finds the rows added (or changed) since its cursor.

@@ -679,7 +679,8 @@ fn position_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<i64> {
 /// record and its cursor position. The record's JSON is written straight
 /// from SQLite's values, byte for byte what serializing them as a
 /// `serde_json` object (columns in order, then `$rowid`) gives, without
-/// building the object.
+/// building the object; the text of a [`Table::json_objects`] column that
+/// is a JSON object goes in as it is (checked, not parsed into a value).
 fn row_json(
     r: &rusqlite::Row<'_>,
     table: &Table,
@@ -695,6 +696,9 @@ fn row_json(
         match r.get_ref(2 + i)? {
             ValueRef::Null => json.extend_from_slice(b"null"),
             ValueRef::Integer(n) => write_json(&mut json, &n),
+            ValueRef::Text(t) if table.json_objects.contains(c) && is_json_object(t) => {
+                json.extend_from_slice(t)
+            }
             ValueRef::Text(t) => write_json(&mut json, &*String::from_utf8_lossy(t)),
             v => write_json(&mut json, &value_json(v)),
         }
@@ -711,6 +715,14 @@ fn row_json(
         },
         position,
     ))
+}
+
+/// Says whether `text` is one JSON object (valid UTF-8, nothing after it
+/// but whitespace), so it can stand in a record as it is.
+fn is_json_object(text: &[u8]) -> bool {
+    text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+        && std::str::from_utf8(text).is_ok()
+        && serde_json::from_slice::<serde::de::IgnoredAny>(text).is_ok()
 }
 
 /// Appends `value` as compact JSON.
@@ -943,6 +955,7 @@ mod tests {
             columns: &["a", "b", "c", "d", "e", "f"],
             session: "s",
             incremental: Incremental::RowId,
+            json_objects: &[],
         };
         let (sql, _) = select(&table, table.columns, None, false);
         let mut stmt = conn.prepare(&sql).expect("select");
@@ -967,5 +980,58 @@ mod tests {
             seen += 1;
         }
         assert_eq!(seen, 2);
+    }
+
+    /// A `json_objects` column holding a JSON object is the object in the
+    /// record (parsed once by the adapter); any other text stays a string,
+    /// so a bad value is still the adapter's to report, and the record
+    /// always parses.
+    #[test]
+    fn a_json_object_column_is_the_object_and_other_text_stays_a_string() {
+        let conn = Connection::open_in_memory().expect("db");
+        conn.execute_batch("CREATE TABLE t (data, s);")
+            .expect("table");
+        let texts = [
+            " {\"type\":\"text\",\"text\":\"a \\\"quoted\\\" line\\n\",\"n\":[1,2.5,null]}\n",
+            "{\"open\": ",
+            "{\"a\":1} {\"b\":2}",
+            "[1,2]",
+            "42",
+            "not json",
+            "",
+        ];
+        for t in texts {
+            conn.execute("INSERT INTO t VALUES (?1, 'k')", [t])
+                .expect("row");
+        }
+        conn.execute(
+            "INSERT INTO t VALUES (CAST(X'7b2261223a22ff227d' AS TEXT), 'k')",
+            [],
+        )
+        .expect("invalid utf-8");
+        let table = Table {
+            name: "t",
+            columns: &["data"],
+            session: "s",
+            incremental: Incremental::RowId,
+            json_objects: &["data"],
+        };
+        let (sql, _) = select(&table, table.columns, None, false);
+        let mut stmt = conn.prepare(&sql).expect("select");
+        let mut rows = stmt.query([]).expect("query");
+        let mut records = Vec::new();
+        while let Some(r) = rows.next().expect("row") {
+            let (row, _) = row_json(r, &table, table.columns).expect("record");
+            let v: serde_json::Value = serde_json::from_slice(&row.json).expect("a record parses");
+            records.push(v["data"].clone());
+        }
+        assert_eq!(
+            records[0],
+            serde_json::from_str::<serde_json::Value>(texts[0]).expect("object")
+        );
+        for (i, t) in texts.iter().enumerate().skip(1) {
+            assert_eq!(records[i], serde_json::json!(t), "{t:?} stays text");
+        }
+        assert_eq!(records[7], serde_json::json!("{\"a\":\"\u{fffd}\"}"));
     }
 }

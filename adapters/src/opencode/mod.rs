@@ -160,12 +160,14 @@ static DB: Database = Database {
             columns: SESSION_COLUMNS,
             session: "id",
             incremental: Incremental::Whole,
+            json_objects: &[],
         },
         SqlTable {
             name: "message",
             columns: &["id", "session_id", "time_created", "time_updated", "data"],
             session: "session_id",
             incremental: Incremental::Column("time_updated"),
+            json_objects: &["data"],
         },
         SqlTable {
             name: "part",
@@ -179,6 +181,7 @@ static DB: Database = Database {
             ],
             session: "session_id",
             incremental: Incremental::Column("time_updated"),
+            json_objects: &["data"],
         },
     ],
     // Every change OpenCode makes to a session appends to its event
