@@ -42,8 +42,8 @@ use git_session_adapters::{Adapter, ParseInput, Parsed, Records};
 use git_session_schema::{Agent, SessionId};
 
 use super::{
-    CaptureReport, CaptureWarning, CapturedSession, Pending, SkippedFile, canonical_id, dedup_key,
-    header_for, inside, stored_keys, stored_keys_from,
+    Balance, CaptureReport, CaptureWarning, CapturedSession, Pending, SHARE_OF, SkippedFile,
+    canonical_id, dedup_key, header_for, inside, seal_share, stored_keys, stored_keys_from,
 };
 use crate::clock::Clock;
 use crate::native::cursor::{CursorIndex, FileState, RowSession, SeqMap};
@@ -91,8 +91,9 @@ struct Prepared {
 
 /// A new session's first parse (from seq 0, no state: what
 /// [`DbJob::session_rows`] would make of the same rows), made on the
-/// reading thread; when the session belongs to this repository, every
-/// other event is redacted there already (see [`super::Block`]).
+/// reading thread; when the session belongs to this repository, the
+/// reader's share of its events is redacted there already (see
+/// [`super::Block`]; the share moves as for a file's blocks).
 pub(super) struct Probe {
     parsed: Parsed,
     events: Vec<Pending>,
@@ -105,6 +106,7 @@ impl Probe {
         scrubber: Scrubber,
         worktrees: &[std::path::PathBuf],
         s: &sqlite::SessionRows,
+        share: u32,
     ) -> Probe {
         let parsed = adapter.parse(ParseInput {
             records: Records::Rows(&s.rows),
@@ -116,23 +118,13 @@ impl Probe {
         });
         // Another project's session is never stored: nothing to redact.
         let ours = inside(worktrees, &parsed.session);
-        Probe::of(parsed, |i| ours && i % 2 == 0, scrubber)
+        Probe::of(parsed, if ours { share } else { 0 }, scrubber)
     }
 
-    /// Takes the events out of `parsed`, redacting those `now` picks.
-    fn of(mut parsed: Parsed, now: impl Fn(usize) -> bool, scrubber: Scrubber) -> Probe {
-        let events = parsed
-            .events
-            .drain(..)
-            .enumerate()
-            .map(|(i, e)| {
-                if now(i) {
-                    Pending::Done(scrubber.seal(e))
-                } else {
-                    Pending::Raw(e)
-                }
-            })
-            .collect();
+    /// Takes the events out of `parsed`, redacting `share` of every
+    /// [`SHARE_OF`].
+    fn of(mut parsed: Parsed, share: u32, scrubber: Scrubber) -> Probe {
+        let events = seal_share(parsed.events.drain(..), share, scrubber);
         Probe { parsed, events }
     }
 }
@@ -178,17 +170,32 @@ impl DbJob<'_> {
         // of a capture share the machine's cores, as a file's do. The
         // bounded channel keeps at most two sessions' rows in memory
         // besides the one being captured.
+        // The reader's share of the work, moved by whichever thread waits
+        // for the other: below `SHARE_OF`, how many of every `SHARE_OF` new
+        // sessions it parses (the writer parses the others, redacting as it
+        // writes); above, it parses every one and redacts that many more of
+        // every `SHARE_OF` events.
+        let balance = Balance::new(SHARE_OF + SHARE_OF / 2, 2 * SHARE_OF);
         let read = std::thread::scope(|threads| {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Prepared>(2);
             // What the capture is through with goes back to be freed on the
             // thread that allocated it (see `super::FileJob::feed`).
             let (spent_tx, spent_rx) = std::sync::mpsc::channel::<Spent>();
-            let known = &known;
+            let (known, balance) = (&known, &balance);
             let reader = threads.spawn(move || {
+                let mut due = 0;
                 let mut visit = |s: sqlite::SessionRows| {
-                    let probe = (!known.contains_key(&s.key))
-                        .then(|| Probe::parse(adapter, rel, scrubber, worktrees, &s));
-                    let _ = tx.send(Prepared { rows: s, probe });
+                    let now = balance.share();
+                    due += now.min(SHARE_OF);
+                    let here = due >= SHARE_OF;
+                    if here {
+                        due -= SHARE_OF;
+                    }
+                    let probe = (here && !known.contains_key(&s.key)).then(|| {
+                        let redact = now.saturating_sub(SHARE_OF);
+                        Probe::parse(adapter, rel, scrubber, worktrees, &s, redact)
+                    });
+                    balance.send(&tx, Prepared { rows: s, probe });
                     while let Ok(done) = spent_rx.try_recv() {
                         drop(done);
                     }
@@ -200,7 +207,10 @@ impl DbJob<'_> {
                 }
                 read
             });
-            for Prepared { rows: s, probe } in rx {
+            loop {
+                let Some(Prepared { rows: s, probe }) = balance.recv(&rx) else {
+                    break;
+                };
                 let key = s.key.clone();
                 let entry = sessions.get(&key).cloned();
                 match self.session(s, entry, &sessions, probe) {
@@ -452,11 +462,7 @@ impl DbJob<'_> {
                 // reading thread parsed it already (the same rows, from
                 // seq 0, no state) unless it was known when the read began.
                 let mut probe = probe.unwrap_or_else(|| {
-                    Probe::of(
-                        self.parse(key, &rows, 0, None),
-                        |_| false,
-                        self.store.scrubber(),
-                    )
+                    Probe::of(self.parse(key, &rows, 0, None), 0, self.store.scrubber())
                 });
                 if !inside(self.worktrees, &probe.parsed.session) || !self.same_project(key, &rows)
                 {
