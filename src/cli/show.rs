@@ -330,13 +330,22 @@ impl Calls {
 }
 
 /// Returns a tool call as `name: command` when its arguments carry a
-/// command (`cmd`, `command`, as a string or argv), else `name {args}`.
+/// command (`cmd`, `command`, as a string or argv), as `name: text` on one
+/// line when its input is free text (Codex's code-mode `exec` takes a
+/// JavaScript program; the commands it ran are its `command.run` events),
+/// else `name {args}`.
 pub(super) fn call_text(p: &Value) -> String {
     let name = p.get("name").and_then(Value::as_str).unwrap_or("tool");
     let args = p.get("arguments").or_else(|| p.get("input"));
     match args.and_then(command_of) {
         Some(cmd) => format!("{name}: {cmd}"),
         None => match args {
+            Some(Value::String(text)) => {
+                format!(
+                    "{name}: {}",
+                    text.split_whitespace().collect::<Vec<_>>().join(" ")
+                )
+            }
             Some(a) => format!("{name} {a}"),
             None => name.to_owned(),
         },

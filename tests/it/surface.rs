@@ -200,10 +200,15 @@ fn the_readme_first_commands_work_anywhere() {
 
 /// Returns a repository with the Codex function-tools rollout captured.
 fn codex_repo() -> (Repo, String) {
+    codex_fixture_repo("function-tools", "01a22641-1298-70e1-90e6-4b6faeb436bb")
+}
+
+/// A repository holding the Codex session `id` of `fixtures/codex/CASE`.
+fn codex_fixture_repo(case: &str, id: &str) -> (Repo, String) {
     let repo = Repo::new();
     let codex_home = repo.outside("codex-home");
     copy_tree(
-        &fixtures().join("codex/function-tools/native"),
+        &fixtures().join("codex").join(case).join("native"),
         &codex_home,
         "/tmp/oracle-sample/codex/project",
         repo.root.to_str().unwrap(),
@@ -215,7 +220,27 @@ fn codex_repo() -> (Repo, String) {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    (repo, "01a22641-1298-70e1-90e6-4b6faeb436bb".to_owned())
+    (repo, id.to_owned())
+}
+
+/// Codex's code-mode `exec` takes a JavaScript program: `show` puts it on
+/// one line as text (not a JSON string full of `\n` and `\"`), and the
+/// command it ran is its `command.run`.
+#[test]
+fn show_puts_a_code_mode_program_on_one_line() {
+    let (repo, id) = codex_fixture_repo(
+        "default-model-roundtrip",
+        "01a22641-0894-7711-86db-74d58edefe49",
+    );
+    let shown = repo.ok(&["show", &id[..8]]);
+    snapshot(&repo, "show-codex-code-mode.txt", &shown);
+    assert!(
+        shown.contains(
+            r#"exec: const r = await tools.exec_command({cmd: "echo hello > note.txt"}); text(r);"#
+        ),
+        "{shown}"
+    );
+    assert!(!shown.contains("\\n"), "{shown}");
 }
 
 /// A `--seq` range says how many meta events it hid in that range, and a
