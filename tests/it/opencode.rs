@@ -1812,3 +1812,64 @@ fn a_session_resumed_into_opencode_and_continued_there_grows_by_its_new_rows_onl
     repo.ok(&["verify"]);
     repo.fsck();
 }
+
+/// Another agent's reasoning handed to OpenCode reaches the model apart
+/// from the answer after it: OpenCode sends a different model's reasoning
+/// as text and joins a message's text parts with nothing between them,
+/// which ran "…shell command." into "I'll create …" (real client).
+#[test]
+fn a_handed_off_sessions_reasoning_reaches_opencode_apart_from_the_answer() {
+    let repo = Repo::new();
+    let codex_home = repo.outside("codex-home");
+    copy_tree(
+        &fixtures().join("codex/default-model-roundtrip/native"),
+        &codex_home,
+        "/tmp/oracle-sample/codex/project",
+        repo.root.to_str().unwrap(),
+    );
+    let out = repo
+        .session()
+        .env("CODEX_HOME", &codex_home)
+        .args(["import", "--agent", "codex"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let home = repo.outside("opencode-target");
+    std::fs::create_dir_all(&home).unwrap();
+    let out = repo
+        .session()
+        .env("PATH", path_with_client(true))
+        .args([
+            "handoff",
+            "01a22641-0894-7711-86db-74d58edefe49",
+            "--to",
+            "opencode",
+            "--home",
+            home.to_str().unwrap(),
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let native = report["native_id"].as_str().unwrap();
+    let check = resume_check("opencode", &home, native, &repo.root);
+    let sent: Vec<&str> = check["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["text"].as_str())
+        .collect();
+    let reasoning = "I will write the note with a shell command.";
+    let answer = "I'll create the note with a shell command.";
+    assert!(
+        sent.iter().any(|t| t.contains(reasoning)) && sent.iter().any(|t| t.contains(answer)),
+        "{sent:#?}"
+    );
+    assert!(
+        !sent
+            .iter()
+            .any(|t| t.contains(&format!("{reasoning}{answer}"))),
+        "the reasoning ran into the answer: {sent:#?}"
+    );
+}

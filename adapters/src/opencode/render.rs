@@ -14,7 +14,8 @@
 //! (`reasoning`, `text` and `tool` parts, a new message after tool
 //! results), each with `parentID` = its user message and the `time`
 //! objects OpenCode needs (`formats/opencode.md`); tool parts completed
-//! with their result. Shell calls become `bash`, Claude Code's file tools
+//! with their result. A reasoning part ends in a blank line: OpenCode sends
+//! another model's reasoning as text, joined to the text after it. Shell calls become `bash`, Claude Code's file tools
 //! OpenCode's `read`/`write`/`edit`/`grep`/`glob`; other tools keep their
 //! name and are reported as `tool-unmapped`.
 
@@ -249,6 +250,16 @@ impl Renderer<'_> {
                 } else {
                     self.losses
                         .extend(crate::tools::opaque_reasoning_loss(&event, &super::SPEC));
+                    // OpenCode replays the reasoning of another model (this
+                    // message's model is not the one resuming) as a text
+                    // part, and joins a message's text parts with nothing
+                    // between them: without a break, the reasoning runs
+                    // into the answer after it ("…shell command.I'll …").
+                    let text = if text.ends_with(char::is_whitespace) {
+                        text.to_owned()
+                    } else {
+                        format!("{text}\n\n")
+                    };
                     let part =
                         json!({"type": "reasoning", "text": text, "time": self.span(&event)});
                     self.assistant_part(&event, part);

@@ -588,6 +588,15 @@ fn another_agents_session_becomes_opencode_turns() {
     let mut sorted = pids.clone();
     sorted.sort();
     assert_eq!(pids, sorted);
+    // OpenCode sends another model's reasoning as text joined to the next
+    // text part: it ends in a blank line so the two stay apart.
+    let reasoning = doc
+        .parts
+        .iter()
+        .map(|p| p.data().unwrap())
+        .find(|d| d["type"] == "reasoning")
+        .unwrap();
+    assert_eq!(reasoning["text"], "A shell command will do.\n\n");
     assert_eq!(doc.session["title"], "Please write hello into note.txt");
     assert_eq!(doc.session["directory"], "/p");
     assert!(
