@@ -642,3 +642,15 @@ pub(crate) fn lossy_json(raw: &[u8]) -> Option<serde_json::Map<String, Value>> {
         _ => None,
     }
 }
+
+/// Returns a JSON object of `entries`, in order, moving the values in:
+/// `json!` passes every interpolated value through serde's serializer
+/// again, which copies each string of a record (most of a session's bytes).
+pub(crate) fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
+    Value::Object(
+        entries
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect(),
+    )
+}

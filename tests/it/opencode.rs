@@ -1819,21 +1819,10 @@ fn a_session_resumed_into_opencode_and_continued_there_grows_by_its_new_rows_onl
 /// which ran "…shell command." into "I'll create …" (real client).
 #[test]
 fn a_handed_off_sessions_reasoning_reaches_opencode_apart_from_the_answer() {
-    let repo = Repo::new();
-    let codex_home = repo.outside("codex-home");
-    copy_tree(
-        &fixtures().join("codex/default-model-roundtrip/native"),
-        &codex_home,
-        "/tmp/oracle-sample/codex/project",
-        repo.root.to_str().unwrap(),
+    let (repo, id) = codex_fixture_repo(
+        "default-model-roundtrip",
+        "01a22641-0894-7711-86db-74d58edefe49",
     );
-    let out = repo
-        .session()
-        .env("CODEX_HOME", &codex_home)
-        .args(["import", "--agent", "codex"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
     let home = repo.outside("opencode-target");
     std::fs::create_dir_all(&home).unwrap();
     let out = repo
@@ -1841,7 +1830,7 @@ fn a_handed_off_sessions_reasoning_reaches_opencode_apart_from_the_answer() {
         .env("PATH", path_with_client(true))
         .args([
             "handoff",
-            "01a22641-0894-7711-86db-74d58edefe49",
+            &id,
             "--to",
             "opencode",
             "--home",

@@ -203,26 +203,6 @@ fn codex_repo() -> (Repo, String) {
     codex_fixture_repo("function-tools", "01a22641-1298-70e1-90e6-4b6faeb436bb")
 }
 
-/// A repository holding the Codex session `id` of `fixtures/codex/CASE`.
-fn codex_fixture_repo(case: &str, id: &str) -> (Repo, String) {
-    let repo = Repo::new();
-    let codex_home = repo.outside("codex-home");
-    copy_tree(
-        &fixtures().join("codex").join(case).join("native"),
-        &codex_home,
-        "/tmp/oracle-sample/codex/project",
-        repo.root.to_str().unwrap(),
-    );
-    let out = repo
-        .session()
-        .env("CODEX_HOME", &codex_home)
-        .args(["import", "--agent", "codex"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    (repo, id.to_owned())
-}
-
 /// Codex's code-mode `exec` takes a JavaScript program: `show` puts it on
 /// one line as text (not a JSON string full of `\n` and `\"`), and the
 /// command it ran is its `command.run`.

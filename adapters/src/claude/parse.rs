@@ -26,7 +26,7 @@ use serde_json::{Map, Value, json};
 use super::uuids::UuidIndex;
 use super::wire::{Block, Content, Envelope, ToolUseResult};
 use super::{NATIVE_KEY, SESSION_TITLE, derive};
-use crate::{NativeParent, NativeSession, ParseInput, ParseState, Parsed, Warning};
+use crate::{NativeParent, NativeSession, ParseInput, ParseState, Parsed, Warning, object};
 
 /// Timestamp for records that carry none and follow nothing that did
 /// (hand-made files): the epoch says "unknown" without inventing a time.
@@ -901,18 +901,6 @@ fn meta_payload(kind: Value, record: Value) -> Value {
     }
     payload[NATIVE_KEY] = object([("record", record)]);
     payload
-}
-
-/// Returns a JSON object of `entries`, in order, moving the values in:
-/// `json!` serializes every interpolated value again, which copies each
-/// string of a record (most of a transcript's bytes).
-fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
-    Value::Object(
-        entries
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect(),
-    )
 }
 
 fn restore_content(record: &mut Value, content: Option<Value>) {

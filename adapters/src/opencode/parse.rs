@@ -29,7 +29,7 @@ use serde_json::{Map, Value, json};
 
 use super::wire::{Row, Table, ptr};
 use super::{ACTOR_AGENT, NATIVE_KEY, ms_to_rfc3339};
-use crate::{NativeParent, NativeSession, Parsed, Warning};
+use crate::{NativeParent, NativeSession, Parsed, Warning, object};
 
 /// How much of a command's output `command.run` keeps, in bytes.
 const OUTPUT_TAIL: usize = 2000;
@@ -163,18 +163,6 @@ impl Msg {
 /// null.
 fn field(value: Option<&Value>) -> Value {
     value.cloned().unwrap_or(Value::Null)
-}
-
-/// Builds an object from its entries, in order, moving the values in.
-/// (`json!` would rebuild each value through serde's serializer: for a
-/// part's row, a second copy of most of a session's bytes.)
-fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
-    Value::Object(
-        entries
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect(),
-    )
 }
 
 fn fingerprint(row: &Row) -> u64 {

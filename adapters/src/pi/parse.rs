@@ -40,7 +40,7 @@ use serde_json::{Map, Value, json};
 use super::derive::{self, PendingCall, ResultView};
 use super::{NATIVE_KEY, VERSION};
 use crate::claude::uuids::UuidIndex;
-use crate::{NativeParent, NativeSession, ParseState, Parsed, Warning};
+use crate::{NativeParent, NativeSession, ParseState, Parsed, Warning, object};
 
 /// Timestamp for entries that carry none and follow nothing that did.
 const UNKNOWN_TS: &str = "1970-01-01T00:00:00Z";
@@ -1006,14 +1006,4 @@ fn origin(native_id: Option<String>, line: u64) -> Origin {
         native_seq: Some(line),
         extra: BTreeMap::new(),
     }
-}
-
-/// Returns a JSON object of `entries`, in order, moving the values in.
-fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
-    Value::Object(
-        entries
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v))
-            .collect(),
-    )
 }

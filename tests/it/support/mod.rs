@@ -368,3 +368,24 @@ pub fn keygen(dir: &Path, name: &str, passphrase: &str) -> PathBuf {
     assert!(out.status.success(), "{}", text(&out.stderr));
     key
 }
+
+/// A repository that imported the Codex session `id` of
+/// `fixtures/codex/CASE/native` (its project path moved to the repository).
+pub fn codex_fixture_repo(case: &str, id: &str) -> (Repo, String) {
+    let repo = Repo::new();
+    let codex_home = repo.outside("codex-home");
+    copy_tree(
+        &fixtures().join("codex").join(case).join("native"),
+        &codex_home,
+        "/tmp/oracle-sample/codex/project",
+        repo.root.to_str().unwrap(),
+    );
+    let out = repo
+        .session()
+        .env("CODEX_HOME", &codex_home)
+        .args(["import", "--agent", "codex"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    (repo, id.to_owned())
+}
