@@ -4,6 +4,8 @@
 //! of 110k messages in 1,000 sessions (`hermes.rs`) and a 100k-event
 //! DeepSeek Harness log (zstd frames, `dsh.rs`).
 //! Run with `cargo bench --bench capture` (`--quick` for 20k records).
+//! `--scale` runs only Claude first imports of 10k, 100k and 400k records
+//! (time per record and peak RSS of each).
 //! `--many` runs only the first imports of 1,000 sessions (1,000 Claude
 //! files of 110 records, the Hermes database), with bulk capture and with
 //! `session.bulkCapture=false` alternated in one run (`--quick`: 200
@@ -87,6 +89,10 @@ fn main() {
             .and_then(|i| args.get(i + 1)?.parse().ok())
             .unwrap_or(3);
         many_sessions(&work_dir, manifest, records < 100_000, rounds);
+        return;
+    }
+    if args.iter().any(|a| a == "--scale") {
+        scaling(&work_dir, manifest);
         return;
     }
     if args.iter().any(|a| a == "--hermes") {
@@ -272,6 +278,26 @@ fn claude_reference(work_dir: &Path, manifest: &Path, records: usize) -> (Durati
         rss,
     );
     (t, rss)
+}
+
+/// Claude first imports of 10k, 100k and 400k records, each into a fresh
+/// repository (issue 18: time linear in the input, memory flat); prints
+/// the time per record and the peak RSS of each.
+fn scaling(work_dir: &Path, manifest: &Path) {
+    let mut runs = Vec::new();
+    for records in [10_000, 100_000, 400_000] {
+        let dir = work_dir.join(format!("scale-{records}"));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        runs.push((records, claude_reference(&dir, manifest, records)));
+    }
+    for (records, (t, rss)) in runs {
+        println!(
+            "{:<64} {:>10.2} {:>12}",
+            format!("claude import {records} records: us per record"),
+            t.as_secs_f64() * 1e6 / records as f64,
+            rss / 1024
+        );
+    }
 }
 
 /// Imports into the repository given, returning time and peak RSS.
