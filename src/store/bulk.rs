@@ -6,17 +6,24 @@
 //! A bulk store ([`Store::bulk`]) is the same store with two differences
 //! until [`Store::flush`]:
 //!
-//! - **Objects.** Small objects (trees, commits, headers, chunks and
+//! - **Objects.** Objects (trees, commits, headers, event chunks and
 //!   artifacts under [`LOOSE_FROM`] bytes) are kept in memory (gix's object
-//!   memory, readable by this store as if written); larger blobs are
-//!   written loose as before, since their file costs little next to their
-//!   bytes. When the objects held reach [`MEMORY_BYTES`], or at a flush,
-//!   they are written as one pack (zlib level 1, no deltas; commits, trees,
-//!   then blobs smallest first) with its index, both made here from the
-//!   objects in memory (no `git index-pack` reading the pack back). Once
-//!   the capture is through, [`Store::merge_packs`] makes the packs of its
-//!   flushes one, so memory stays bounded and the pack count does not grow
-//!   with the size of an import.
+//!   memory, readable by this store as if written); larger blobs (an event
+//!   near the size limit) are written loose. When the objects held reach
+//!   [`MEMORY_BYTES`] (checked as each blob is written, so a long session's
+//!   chunks do not pile up within its one batch), or at a flush, they are
+//!   written as one pack (zlib level 1, no deltas; commits, trees, then
+//!   blobs smallest first) with its index, both made here from the objects
+//!   in memory (no `git index-pack` reading the pack back). Every
+//!   [`MERGE_EVERY`] such packs are merged into one as the capture goes, and
+//!   once it is through [`Store::merge_packs`] makes all of them one, so
+//!   memory stays bounded and the pack count does not grow with the size
+//!   of an import. (Chunks were once written loose from 1 MiB on: a
+//!   400k-record session's hundred chunks then had the pack step's `git
+//!   pack-objects` inflate and deflate them all again, 4 s of a 7 s
+//!   import.) The store is opened with room for [`super::ODB_SLOTS`] packs:
+//!   gix's default, 32, leaves a pack written after the 32nd unseen by the
+//!   process that wrote it.
 //! - **Refs.** A published batch is remembered with the session lock it
 //!   was written under; the lock stays held, so the per-session writer
 //!   semantics are those of a plain append. [`Store::tip`] sees the
@@ -43,8 +50,13 @@ use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
 use super::lock::SessionLock;
 use super::{Store, StoreError, StoreResult, git};
 
-/// Blobs at least this long are written loose even in a bulk store.
-pub const LOOSE_FROM: usize = 1 << 20;
+/// Blobs at least this long are written loose even in a bulk store (an
+/// event chunk closes once it holds 4 MiB, `CHUNK_BYTES` in `append.rs`).
+pub const LOOSE_FROM: usize = 16 << 20;
+
+/// How many packs a bulk store's flushes write before they are merged
+/// into one, during the capture.
+pub const MERGE_EVERY: usize = 32;
 
 /// The in-memory objects of a bulk store are packed when they reach this
 /// many bytes (bounds the memory a bulk capture holds).
@@ -69,8 +81,11 @@ pub(crate) struct Bulk {
     /// next pack of loose session objects, see `pack.rs`).
     loose: u64,
     /// The packs flushes wrote, with their entries, until
-    /// [`Store::finish`] merges them into one.
+    /// [`Store::merge_packs`] merges them into one: first those merged
+    /// during the capture, then the flushes' own since.
     packs: Vec<WrittenPack>,
+    /// How many of `packs` are merges.
+    merged: usize,
 }
 
 /// A pack a flush wrote: its path and what its index names.
@@ -195,12 +210,16 @@ impl Store {
         let Some(bulk) = &self.bulk else {
             return Ok(());
         };
-        let packs = std::mem::take(&mut bulk.borrow_mut().packs);
+        let packs = {
+            let mut b = bulk.borrow_mut();
+            b.merged = 0;
+            std::mem::take(&mut b.packs)
+        };
         if packs.len() < 2 {
             return Ok(());
         }
         let odb: &gix::odb::Handle = &self.repo.objects;
-        merge_packs(&odb.store_ref().path().join("pack"), packs)
+        merge_packs(&odb.store_ref().path().join("pack"), &packs).map(drop)
     }
 
     /// The tip a bulk store published for `name` and holds back, if any.
@@ -261,8 +280,17 @@ impl Store {
     pub(crate) fn write_blob_sized(&self, bytes: &[u8]) -> StoreResult<ObjectId> {
         match &self.bulk {
             Some(bulk) if bytes.len() < LOOSE_FROM => {
-                bulk.borrow_mut().bytes += bytes.len();
-                Ok(self.repo.write_blob(bytes).map_err(git)?.detach())
+                let id = self.repo.write_blob(bytes).map_err(git)?.detach();
+                let full = {
+                    let mut b = bulk.borrow_mut();
+                    b.bytes += bytes.len();
+                    b.bytes >= MEMORY_BYTES
+                };
+                if full {
+                    // Objects only: refs move when their batch is published.
+                    self.flush_objects()?;
+                }
+                Ok(id)
             }
             Some(bulk) => {
                 bulk.borrow_mut().loose += 1;
@@ -278,11 +306,11 @@ impl Store {
         let Some(bulk) = &self.bulk else {
             return Ok(());
         };
-        bulk.borrow_mut().bytes = 0;
+        let held = std::mem::take(&mut bulk.borrow_mut().bytes);
         let Some(objects) = self.repo.objects.reset_object_memory() else {
             return Ok(());
         };
-        if objects.len() < PACK_FROM {
+        if objects.len() < PACK_FROM && held < MEMORY_BYTES {
             // A batch or two (an incremental capture): loose objects, not
             // one more small pack per capture.
             let odb: &gix::odb::Handle = &self.repo.objects;
@@ -295,7 +323,18 @@ impl Store {
         let odb: &gix::odb::Handle = &self.repo.objects;
         let dir = odb.store_ref().path().join("pack");
         let pack = write_indexed_pack(&dir, &objects)?;
-        bulk.borrow_mut().packs.push(pack);
+        let mut b = bulk.borrow_mut();
+        b.packs.push(pack);
+        if b.packs.len() - b.merged >= MERGE_EVERY {
+            let at = b.merged;
+            // A merge that fails leaves the packs as they are: every object
+            // is still in one of them, and the final merge tries again.
+            if let Ok(merged) = merge_packs(&dir, &b.packs[at..]) {
+                b.packs.truncate(at);
+                b.packs.push(merged);
+                b.merged += 1;
+            }
+        }
         Ok(())
     }
 }
@@ -373,7 +412,7 @@ fn publish_pack(
 /// first: a reader sees every object in one pack or the other throughout.
 /// A pack that is no longer as written (its size changed) stops the merge
 /// before anything is removed.
-fn merge_packs(dir: &Path, packs: Vec<WrittenPack>) -> StoreResult<()> {
+fn merge_packs(dir: &Path, packs: &[WrittenPack]) -> StoreResult<WrittenPack> {
     use std::io::{Read, Seek, SeekFrom};
     const HEADER: u64 = 12;
     const TRAILER: u64 = 20;
@@ -390,7 +429,7 @@ fn merge_packs(dir: &Path, packs: Vec<WrittenPack>) -> StoreResult<()> {
         out.write_all(&head).map_err(io_at(dir))?;
         let mut offset = HEADER;
         let mut buf = vec![0u8; 1 << 16];
-        for pack in &packs {
+        for pack in packs {
             let mut file = std::fs::File::open(&pack.path).map_err(io_at(&pack.path))?;
             let len = file.metadata().map_err(io_at(&pack.path))?.len();
             let body = len.checked_sub(HEADER + TRAILER).ok_or_else(|| {
@@ -444,7 +483,7 @@ fn merge_packs(dir: &Path, packs: Vec<WrittenPack>) -> StoreResult<()> {
             }
         }
     }
-    Ok(())
+    Ok(written)
 }
 
 /// Returns the header of a version-2 pack of `count` objects.
@@ -765,6 +804,113 @@ mod tests {
         let again = plain.bulk();
         again.merge_packs().unwrap();
         assert_eq!(packs(dir.path()), after);
+    }
+
+    /// More packs than gix's default of 32 slots: each is seen by the
+    /// store that wrote it (opened as `Store::discover` opens it), during
+    /// the capture and after the merges.
+    #[test]
+    fn every_pack_a_long_capture_writes_is_seen_by_the_store_that_wrote_it() {
+        let dir = tempfile::tempdir().unwrap();
+        gix::init(dir.path()).unwrap();
+        let plain = Store::discover(dir.path()).unwrap();
+        let bulk = plain.bulk();
+        let mut ids = Vec::new();
+        for round in 0..(3 * MERGE_EVERY + 8) {
+            for i in 0..PACK_FROM {
+                let blob = format!("round {round} blob {i}");
+                ids.push(bulk.write_blob_sized(blob.as_bytes()).unwrap());
+            }
+            bulk.flush_objects().unwrap();
+            // Read back at once, as a tree written next checks its blobs.
+            let last = ids.last().unwrap();
+            assert!(bulk.repo.has_object(last), "round {round}: {last} unseen");
+        }
+        // One merge during the capture, then the flushes since.
+        assert_eq!(packs(dir.path()).len(), 3 + 8);
+        for id in &ids {
+            assert!(bulk.repo.has_object(id), "{id} unseen");
+        }
+        bulk.merge_packs().unwrap();
+        assert_eq!(packs(dir.path()).len(), 1);
+        for id in &ids {
+            let blob = bulk.repo.find_object(*id).unwrap();
+            assert!(blob.data.starts_with(b"round "));
+        }
+        git_ok(dir.path(), &["fsck".as_ref(), "--strict".as_ref()]);
+    }
+
+    /// A session of several 4 MiB chunks in one batch: its chunks go into
+    /// the capture's pack as it writes them (no loose chunk for the pack
+    /// step's `git pack-objects` to compress again), and read back whole.
+    #[test]
+    fn a_long_sessions_chunks_go_into_the_pack_not_loose() {
+        let dir = tempfile::tempdir().unwrap();
+        gix::init(dir.path()).unwrap();
+        let plain = Store::discover(dir.path()).unwrap();
+        let bulk = plain.bulk();
+        let id = SessionId::new("long-session").unwrap();
+        let header = SessionHeader::new(id.clone(), Agent::Claude, "2026-01-01T00:00:00Z");
+        let info = CommitInfo {
+            time: 1_767_225_600,
+            code_commit: None,
+            attach: None,
+            after_commit: false,
+        };
+        // About 10 MiB: three chunks.
+        let text = "a line of tool output ".repeat(1500);
+        let events: u64 = 320;
+        bulk.create(&header, SeqMode::Assign, &info, |sink| {
+            for n in 0..events {
+                sink.push(Event::new(
+                    0,
+                    "2026-01-01T00:00:00Z",
+                    Agent::Claude,
+                    "tool",
+                    "tool.result",
+                    Level::History,
+                    serde_json::json!({ "output": format!("{n} {text}") }),
+                ))?;
+            }
+            Ok::<_, StoreError>(())
+        })
+        .unwrap();
+        bulk.flush().unwrap();
+        bulk.merge_packs().unwrap();
+        // Only the capture's last few objects are loose (fewer than a
+        // pack's worth), the last chunk among them; every full chunk is
+        // in the pack.
+        let loose = loose_sizes(dir.path());
+        assert!(loose.len() < PACK_FROM, "{loose:?}");
+        let big = loose.iter().filter(|&&n| n >= 1 << 20).count();
+        assert!(big <= 1, "loose chunks: {loose:?}");
+        assert_eq!(packs(dir.path()).len(), 1);
+        drop(bulk);
+        let fresh = store_at(dir.path());
+        assert_eq!(fresh.stat(&id).unwrap().events, events);
+        git_ok(dir.path(), &["fsck".as_ref(), "--strict".as_ref()]);
+    }
+
+    /// Returns the size of each loose object of the repository at `dir`.
+    fn loose_sizes(dir: &Path) -> Vec<u64> {
+        let objects = dir.join(".git/objects");
+        let mut sizes = Vec::new();
+        for fan in std::fs::read_dir(&objects).unwrap().flatten() {
+            let name = fan.file_name().to_string_lossy().into_owned();
+            if name.len() != 2 || !fan.path().is_dir() {
+                continue;
+            }
+            for file in std::fs::read_dir(fan.path()).unwrap().flatten() {
+                let id = format!("{name}{}", file.file_name().to_string_lossy());
+                let out = std::process::Command::new("git")
+                    .args(["cat-file", "-s", &id])
+                    .current_dir(dir)
+                    .output()
+                    .unwrap();
+                sizes.push(String::from_utf8_lossy(&out.stdout).trim().parse().unwrap());
+            }
+        }
+        sizes
     }
 
     #[test]

@@ -281,12 +281,34 @@ pub struct SessionStat {
     pub code_commit: Option<ObjectId>,
 }
 
+/// How many packs the object database of an open store can see at least
+/// (gix allots slots for them when it opens a repository, 32 by default):
+/// a pack written after the last free slot, by this process or another,
+/// stays unseen until the repository is opened again. A bulk capture
+/// writes a pack per few MiB and merges them every
+/// [`bulk::MERGE_EVERY`].
+pub const ODB_SLOTS: usize = 1024;
+
 impl Store {
-    /// Opens the repository containing `path`.
+    /// Opens the repository containing `path`, with room for
+    /// [`ODB_SLOTS`] packs in its object database.
     pub fn discover(path: &Path) -> StoreResult<Store> {
-        let repo = gix::discover(path).map_err(|_| StoreError::NotARepo {
-            path: path.to_owned(),
-        })?;
+        let slots = |o: gix::open::Options| {
+            o.object_store_slots(gix::odb::store::init::Slots::AsNeededByDiskState {
+                multiplier: 1.1,
+                minimum: ODB_SLOTS,
+            })
+        };
+        let defaults = gix::sec::trust::Mapping::<gix::open::Options>::default();
+        let trust = gix::sec::trust::Mapping {
+            full: slots(defaults.full),
+            reduced: slots(defaults.reduced),
+        };
+        let repo = gix::ThreadSafeRepository::discover_opts(path, Default::default(), trust)
+            .map(gix::Repository::from)
+            .map_err(|_| StoreError::NotARepo {
+                path: path.to_owned(),
+            })?;
         Self::from_repo(repo)
     }
 
