@@ -648,7 +648,27 @@ mod tests {
     }
 
     fn create(store: &Store, i: usize) -> SessionId {
-        let id = SessionId::new(format!("bulk-{i:03}")).unwrap();
+        let texts = (0..3).map(|n| format!("session {i} message {n}"));
+        create_session(
+            store,
+            &format!("bulk-{i:03}"),
+            "message.user",
+            "text",
+            texts,
+        )
+    }
+
+    /// Creates session `id` in one batch: one `kind` event per text, the
+    /// text under `field`.
+    fn create_session(
+        store: &Store,
+        id: &str,
+        kind: &str,
+        field: &str,
+        texts: impl Iterator<Item = String>,
+    ) -> SessionId {
+        let texts: Vec<String> = texts.collect();
+        let id = SessionId::new(id).unwrap();
         let header = SessionHeader::new(id.clone(), Agent::Claude, "2026-01-01T00:00:00Z");
         let info = CommitInfo {
             time: 1_767_225_600,
@@ -658,15 +678,15 @@ mod tests {
         };
         store
             .create(&header, SeqMode::Assign, &info, |sink| {
-                for n in 0..3 {
+                for text in &texts {
                     sink.push(Event::new(
                         0,
                         "2026-01-01T00:00:00Z",
                         Agent::Claude,
                         "user",
-                        "message.user",
+                        kind,
                         Level::History,
-                        serde_json::json!({ "text": format!("session {i} message {n}") }),
+                        serde_json::json!({ field: text }),
                     ))?;
                 }
                 Ok::<_, StoreError>(())
@@ -849,32 +869,11 @@ mod tests {
         gix::init(dir.path()).unwrap();
         let plain = Store::discover(dir.path()).unwrap();
         let bulk = plain.bulk();
-        let id = SessionId::new("long-session").unwrap();
-        let header = SessionHeader::new(id.clone(), Agent::Claude, "2026-01-01T00:00:00Z");
-        let info = CommitInfo {
-            time: 1_767_225_600,
-            code_commit: None,
-            attach: None,
-            after_commit: false,
-        };
         // About 10 MiB: three chunks.
         let text = "a line of tool output ".repeat(1500);
         let events: u64 = 320;
-        bulk.create(&header, SeqMode::Assign, &info, |sink| {
-            for n in 0..events {
-                sink.push(Event::new(
-                    0,
-                    "2026-01-01T00:00:00Z",
-                    Agent::Claude,
-                    "tool",
-                    "tool.result",
-                    Level::History,
-                    serde_json::json!({ "output": format!("{n} {text}") }),
-                ))?;
-            }
-            Ok::<_, StoreError>(())
-        })
-        .unwrap();
+        let outputs = (0..events).map(|n| format!("{n} {text}"));
+        let id = create_session(&bulk, "long-session", "tool.result", "output", outputs);
         bulk.flush().unwrap();
         bulk.merge_packs().unwrap();
         // Only the capture's last few objects are loose (fewer than a
