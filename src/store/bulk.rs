@@ -84,7 +84,8 @@ pub(crate) struct Bulk {
     /// [`Store::merge_packs`] merges them into one: first those merged
     /// during the capture, then the flushes' own since.
     packs: Vec<WrittenPack>,
-    /// How many of `packs` are merges.
+    /// How many of `packs` the capture leaves as they are until its end:
+    /// its merges so far (and packs a failed merge left).
     merged: usize,
 }
 
@@ -327,12 +328,16 @@ impl Store {
         b.packs.push(pack);
         if b.packs.len() - b.merged >= MERGE_EVERY {
             let at = b.merged;
-            // A merge that fails leaves the packs as they are: every object
-            // is still in one of them, and the final merge tries again.
-            if let Ok(merged) = merge_packs(&dir, &b.packs[at..]) {
-                b.packs.truncate(at);
-                b.packs.push(merged);
-                b.merged += 1;
+            // A merge that fails leaves the packs as they are (every object
+            // is still in one of them) and is not tried again before the
+            // final merge, which a flush each would make quadratic.
+            match merge_packs(&dir, &b.packs[at..]) {
+                Ok(merged) => {
+                    b.packs.truncate(at);
+                    b.packs.push(merged);
+                    b.merged += 1;
+                }
+                Err(_) => b.merged = b.packs.len(),
             }
         }
         Ok(())
@@ -940,6 +945,54 @@ mod tests {
         let err = bulk.merge_packs().unwrap_err().to_string();
         assert!(err.contains("unmerged"), "{err}");
         assert_eq!(packs(dir.path()), before);
+    }
+
+    /// A merge during the capture that fails (a pack cut short under it)
+    /// leaves the packs, and is not tried again at every later flush.
+    #[test]
+    fn a_failed_merge_during_the_capture_is_not_tried_again() {
+        let dir = tempfile::tempdir().unwrap();
+        gix::init(dir.path()).unwrap();
+        let plain = Store::discover(dir.path()).unwrap();
+        let bulk = plain.bulk();
+        let flush = |round: usize| {
+            for i in 0..PACK_FROM {
+                let blob = format!("round {round} blob {i}");
+                bulk.write_blob_sized(blob.as_bytes()).unwrap();
+            }
+            bulk.flush_objects().unwrap();
+        };
+        for round in 0..MERGE_EVERY - 1 {
+            flush(round);
+        }
+        let victim = packs(dir.path())[0].clone();
+        let mut perms = std::fs::metadata(&victim).unwrap().permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perms.set_readonly(false);
+        std::fs::set_permissions(&victim, perms).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&victim)
+            .unwrap()
+            .set_len(16)
+            .unwrap();
+        flush(MERGE_EVERY);
+        assert_eq!(
+            packs(dir.path()).len(),
+            MERGE_EVERY,
+            "nothing merged or removed"
+        );
+        let held = |b: &Store| {
+            let b = b.bulk.as_ref().unwrap().borrow();
+            (b.packs.len(), b.merged)
+        };
+        assert_eq!(held(&bulk), (MERGE_EVERY, MERGE_EVERY));
+        for round in 0..MERGE_EVERY {
+            flush(MERGE_EVERY + 1 + round);
+        }
+        // The 32 flushes since are merged; the packs before stay.
+        assert_eq!(held(&bulk), (MERGE_EVERY + 1, MERGE_EVERY + 1));
+        assert_eq!(packs(dir.path()).len(), MERGE_EVERY + 1);
     }
 
     /// Opens the store of an existing repository.
