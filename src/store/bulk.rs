@@ -836,22 +836,16 @@ mod tests {
     /// the capture and after the merges.
     #[test]
     fn every_pack_a_long_capture_writes_is_seen_by_the_store_that_wrote_it() {
-        let dir = tempfile::tempdir().unwrap();
-        gix::init(dir.path()).unwrap();
-        let plain = Store::discover(dir.path()).unwrap();
+        let (dir, plain) = discovered();
         let bulk = plain.bulk();
         let mut ids = Vec::new();
         for round in 0..(3 * MERGE_EVERY + 8) {
-            for i in 0..PACK_FROM {
-                let blob = format!("round {round} blob {i}");
-                ids.push(bulk.write_blob_sized(blob.as_bytes()).unwrap());
-            }
-            bulk.flush_objects().unwrap();
+            ids.extend(flush_round(&bulk, round));
             // Read back at once, as a tree written next checks its blobs.
             let last = ids.last().unwrap();
             assert!(bulk.repo.has_object(last), "round {round}: {last} unseen");
         }
-        // One merge during the capture, then the flushes since.
+        // Three merges during the capture, then the flushes since.
         assert_eq!(packs(dir.path()).len(), 3 + 8);
         for id in &ids {
             assert!(bulk.repo.has_object(id), "{id} unseen");
@@ -870,9 +864,7 @@ mod tests {
     /// step's `git pack-objects` to compress again), and read back whole.
     #[test]
     fn a_long_sessions_chunks_go_into_the_pack_not_loose() {
-        let dir = tempfile::tempdir().unwrap();
-        gix::init(dir.path()).unwrap();
-        let plain = Store::discover(dir.path()).unwrap();
+        let (dir, plain) = discovered();
         let bulk = plain.bulk();
         // About 10 MiB: three chunks.
         let text = "a line of tool output ".repeat(1500);
@@ -931,17 +923,7 @@ mod tests {
         let before = packs(dir.path());
         assert_eq!(before.len(), 2);
         // Another hand cut a pack short: the merge stops, nothing is removed.
-        let victim = &before[1];
-        let mut perms = std::fs::metadata(victim).unwrap().permissions();
-        #[allow(clippy::permissions_set_readonly_false)]
-        perms.set_readonly(false);
-        std::fs::set_permissions(victim, perms).unwrap();
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(victim)
-            .unwrap()
-            .set_len(16)
-            .unwrap();
+        cut_short(&before[1]);
         let err = bulk.merge_packs().unwrap_err().to_string();
         assert!(err.contains("unmerged"), "{err}");
         assert_eq!(packs(dir.path()), before);
@@ -951,31 +933,13 @@ mod tests {
     /// leaves the packs, and is not tried again at every later flush.
     #[test]
     fn a_failed_merge_during_the_capture_is_not_tried_again() {
-        let dir = tempfile::tempdir().unwrap();
-        gix::init(dir.path()).unwrap();
-        let plain = Store::discover(dir.path()).unwrap();
+        let (dir, plain) = discovered();
         let bulk = plain.bulk();
-        let flush = |round: usize| {
-            for i in 0..PACK_FROM {
-                let blob = format!("round {round} blob {i}");
-                bulk.write_blob_sized(blob.as_bytes()).unwrap();
-            }
-            bulk.flush_objects().unwrap();
-        };
+        let flush = |round| drop(flush_round(&bulk, round));
         for round in 0..MERGE_EVERY - 1 {
             flush(round);
         }
-        let victim = packs(dir.path())[0].clone();
-        let mut perms = std::fs::metadata(&victim).unwrap().permissions();
-        #[allow(clippy::permissions_set_readonly_false)]
-        perms.set_readonly(false);
-        std::fs::set_permissions(&victim, perms).unwrap();
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&victim)
-            .unwrap()
-            .set_len(16)
-            .unwrap();
+        cut_short(&packs(dir.path())[0]);
         flush(MERGE_EVERY);
         assert_eq!(
             packs(dir.path()).len(),
@@ -993,6 +957,41 @@ mod tests {
         // The 32 flushes since are merged; the packs before stay.
         assert_eq!(held(&bulk), (MERGE_EVERY + 1, MERGE_EVERY + 1));
         assert_eq!(packs(dir.path()).len(), MERGE_EVERY + 1);
+    }
+
+    /// A new repository, its store opened as `Store::discover` opens one.
+    fn discovered() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        gix::init(dir.path()).unwrap();
+        let store = Store::discover(dir.path()).unwrap();
+        (dir, store)
+    }
+
+    /// Writes a pack's worth of small blobs named by `round` into `bulk`
+    /// and flushes them; returns their ids.
+    fn flush_round(bulk: &Store, round: usize) -> Vec<ObjectId> {
+        let ids = (0..PACK_FROM)
+            .map(|i| {
+                let blob = format!("round {round} blob {i}");
+                bulk.write_blob_sized(blob.as_bytes()).unwrap()
+            })
+            .collect();
+        bulk.flush_objects().unwrap();
+        ids
+    }
+
+    /// Cuts the pack at `path` short, as another hand might.
+    fn cut_short(path: &Path) {
+        let mut perms = std::fs::metadata(path).unwrap().permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perms.set_readonly(false);
+        std::fs::set_permissions(path, perms).unwrap();
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_len(16)
+            .unwrap();
     }
 
     /// Opens the store of an existing repository.

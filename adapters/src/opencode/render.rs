@@ -15,7 +15,8 @@
 //! results), each with `parentID` = its user message and the `time`
 //! objects OpenCode needs (`formats/opencode.md`); tool parts completed
 //! with their result. A reasoning part ends in a blank line: OpenCode sends
-//! another model's reasoning as text, joined to the text after it. Shell calls become `bash`, Claude Code's file tools
+//! another model's reasoning as text, joined to the text after it. Shell
+//! calls become `bash`, Claude Code's file tools
 //! OpenCode's `read`/`write`/`edit`/`grep`/`glob`; other tools keep their
 //! name and are reported as `tool-unmapped`.
 

@@ -1190,10 +1190,7 @@ impl FileJob<'_> {
             let producer = scope.spawn(move || reader.run(state, tx, spent_rx));
             let mut warnings = Vec::new();
             let mut failed = None;
-            loop {
-                let Some(mut block) = balance.recv(&rx) else {
-                    break;
-                };
+            while let Some(mut block) = balance.recv(&rx) {
                 let parsed = &mut block.parsed;
                 if let Err(e) =
                     self.push_block(sink, &parsed.artifacts, &mut block.events, seqs, known)
@@ -1294,7 +1291,7 @@ struct BlockReader<'a> {
     framed: bool,
     first_seq: u64,
     /// How many of every [`SHARE_OF`] events this thread redacts (the
-    /// writer redacts the rest), moved by the time each side waits for the
+    /// writer redacts the rest), moved by whichever side waits for the
     /// other (see [`Balance`]); `None`: every other event.
     share: Option<&'a Balance>,
 }

@@ -207,10 +207,7 @@ impl DbJob<'_> {
                 }
                 read
             });
-            loop {
-                let Some(Prepared { rows: s, probe }) = balance.recv(&rx) else {
-                    break;
-                };
+            while let Some(Prepared { rows: s, probe }) = balance.recv(&rx) {
                 let key = s.key.clone();
                 let entry = sessions.get(&key).cloned();
                 match self.session(s, entry, &sessions, probe) {
