@@ -79,6 +79,9 @@ pub struct Finding {
 pub struct Redactor {
     set: RuleSet,
     fingerprint: String,
+    /// Tells this redactor's entries in a thread's [`Recent`] strings
+    /// from another's.
+    serial: u64,
 }
 
 impl Default for Redactor {
@@ -117,7 +120,13 @@ impl Redactor {
             "the rule bitset holds {} rules",
             RULE_WORDS * 64
         );
-        Redactor { set, fingerprint }
+        static SERIAL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let serial = SERIAL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Redactor {
+            set,
+            fingerprint,
+            serial,
+        }
     }
 
     /// The process's one redactor, built on first use.
@@ -260,6 +269,23 @@ impl Redactor {
         if text.len() < SHORTEST || plain_words(text) {
             return;
         }
+        let bytes = text.as_bytes();
+        if bytes.len() <= Recent::LONGEST {
+            if Recent::seen(self.serial, bytes) {
+                return;
+            }
+            let before = out.len();
+            self.search(text, out);
+            if out.len() == before {
+                Recent::insert(self.serial, bytes);
+            }
+            return;
+        }
+        self.search(text, out);
+    }
+
+    /// [`Redactor::scan`] without the shortcuts.
+    fn search(&self, text: &str, out: &mut Vec<(usize, usize, usize)>) {
         let bytes = text.as_bytes();
         // What the gates may read of this string (see `Rule::gated_at`).
         let mut budget = GATE_BUDGET_PER_BYTE * bytes.len() + GATE_BUDGET;
@@ -575,6 +601,71 @@ impl Memo {
     }
 }
 
+/// Short strings a thread's redactor found clean lately: ids, paths,
+/// versions, branch and model names recur in every record of a session
+/// (about 70 % of the bytes of such strings in the public Claude sessions
+/// of `samples/`), and a lookup costs a fraction of a search. Direct
+/// mapped by a cheap hash; a byte comparison decides, so a crafted
+/// collision only costs a search.
+struct Recent {
+    /// The redactor the entries are for (see [`Redactor::serial`]).
+    owner: u64,
+    /// `LONGEST + 1` bytes a slot: the length, then the string.
+    slots: Vec<u8>,
+}
+
+impl Recent {
+    /// Strings longer than this are not kept.
+    const LONGEST: usize = 63;
+    /// log2 of the number of slots: 1,024 slots, 64 KiB in all.
+    const SLOT_BITS: u32 = 10;
+
+    thread_local! {
+        static RECENT: std::cell::RefCell<Recent> = const {
+            std::cell::RefCell::new(Recent { owner: u64::MAX, slots: Vec::new() })
+        };
+    }
+
+    /// Where `bytes` is kept. The hash's high bits: its last step is a
+    /// multiplication, whose low bits see only the low bytes of each word
+    /// (strings differing in their last bytes would share a slot).
+    fn slot(bytes: &[u8]) -> usize {
+        (fast_hash(bytes) >> (64 - Recent::SLOT_BITS)) as usize * (Recent::LONGEST + 1)
+    }
+
+    /// Says whether `bytes` (at most `LONGEST`) was found clean lately by
+    /// the redactor numbered `owner`.
+    fn seen(owner: u64, bytes: &[u8]) -> bool {
+        Recent::RECENT.with(|cell| {
+            let recent = cell.borrow();
+            if recent.owner != owner {
+                return false;
+            }
+            let at = Recent::slot(bytes);
+            let slot = &recent.slots[at..at + Recent::LONGEST + 1];
+            usize::from(slot[0]) == bytes.len() && &slot[1..=bytes.len()] == bytes
+        })
+    }
+
+    /// Keeps `bytes` (at most `LONGEST`) as found clean by `owner`.
+    fn insert(owner: u64, bytes: &[u8]) {
+        Recent::RECENT.with(|cell| {
+            let mut recent = cell.borrow_mut();
+            if recent.owner != owner {
+                recent.owner = owner;
+                recent.slots.clear();
+                recent
+                    .slots
+                    .resize((1 << Recent::SLOT_BITS) * (Recent::LONGEST + 1), 0);
+            }
+            let at = Recent::slot(bytes);
+            let slot = &mut recent.slots[at..at + Recent::LONGEST + 1];
+            slot[0] = bytes.len() as u8;
+            slot[1..=bytes.len()].copy_from_slice(bytes);
+        })
+    }
+}
+
 /// A fast, unkeyed hash of 8-byte words (collisions are resolved by
 /// comparing bytes, see [`Memo`]).
 fn fast_hash(bytes: &[u8]) -> u64 {
@@ -621,12 +712,13 @@ fn plain_words(text: &str) -> bool {
 
 /// Says whether an object key must be searched for secrets itself.
 fn key_needs_search(key: &str) -> bool {
-    !plain_words(key)
-        && key.len() >= SHORTEST
+    // Lengths first: most keys are short and their bytes are not read.
+    key.len() >= SHORTEST
         && (key.len() >= SHORTEST_KEY
             || !key
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
+        && !plain_words(key)
 }
 
 /// Says whether a JSON key names a secret: its last words are one of the
@@ -859,6 +951,35 @@ mod tests {
             "{:?}",
             found.iter().map(|f| &f.rule).collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn a_short_string_kept_as_clean_never_vouches_for_another() {
+        let r = Redactor::new();
+        let secret = "password=hunter2";
+        // A clean string of the secret's length in the same slot of the
+        // thread's recent strings: only the bytes may decide.
+        let clean = (0u32..)
+            .map(|i| format!("v{i:0>15}"))
+            .find(|c| Recent::slot(c.as_bytes()) == Recent::slot(secret.as_bytes()))
+            .unwrap();
+        assert_eq!(clean.len(), secret.len());
+        assert!(r.findings(&clean).is_empty());
+        assert!(Recent::seen(r.serial, clean.as_bytes()));
+        assert!(!Recent::seen(r.serial, secret.as_bytes()));
+        for _ in 0..2 {
+            assert_eq!(r.findings(secret).len(), 1, "{secret}");
+        }
+        // What one redactor kept is not taken by another.
+        let other = Redactor::new();
+        assert!(!Recent::seen(other.serial, clean.as_bytes()));
+        assert!(other.findings(&clean).is_empty());
+        assert!(!Recent::seen(r.serial, clean.as_bytes()));
+        // The same text in an event is redacted however often it recurs.
+        for _ in 0..3 {
+            let mut e = event(json!({"text": secret, "k": [secret, clean]}));
+            assert_eq!(r.redact(&mut e), 2, "{}", e.payload);
+        }
     }
 
     #[test]
