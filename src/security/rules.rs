@@ -845,13 +845,7 @@ mod tests {
             "key-",
             ":AA",
         ];
-        let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         let mut checked = 0;
         for _ in 0..15_000 {
             let n = 2 + (next() % 14) as usize;
@@ -860,7 +854,7 @@ mod tests {
                 let piece = PIECES[(next() % PIECES.len() as u64) as usize];
                 // Token-like runs often enough for the value groups.
                 text.push_str(piece);
-                if next() % 4 == 0 {
+                if next().is_multiple_of(4) {
                     text.push_str("Zq7x0a9FkLmN0pQr5tUv8wXy2b3c4d5e6f7a8b9c0d1");
                 }
             }
@@ -877,6 +871,16 @@ mod tests {
             }
         }
         assert!(checked > 300, "only {checked} random matches");
+    }
+
+    /// A repeatable pseudo-random sequence (xorshift64) for generated texts.
+    fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
     }
 
     /// Every keyword occurrence, by a plain walk of the automaton's
@@ -911,13 +915,7 @@ mod tests {
             .find(|k| k.len() == longest)
             .unwrap()
             .to_ascii_uppercase();
-        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for len in [LANES * LANE_MIN - 1, LANES * LANE_MIN, 4099, 10_007] {
             let cuts: Vec<usize> = (1..LANES).map(|j| j * len / LANES).collect();
             // One text per offset: the keyword starts `back` bytes before
