@@ -329,24 +329,17 @@ thread_local! {
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Notes `(match state, end)` for each position of `text[from..]` where
-/// `dfa`, started at `from`, is in a match state and the end is past
-/// `after`.
-fn keyword_ends_from(
-    dfa: &DFA,
-    text: &[u8],
-    from: usize,
-    after: usize,
-    out: &mut Vec<(aho_corasick::automaton::StateID, usize)>,
-) {
+/// Notes `(match state, end)` for each position of `text` where `dfa` is
+/// in a match state.
+fn keyword_ends(dfa: &DFA, text: &[u8], out: &mut Vec<(aho_corasick::automaton::StateID, usize)>) {
     let mut sid = dfa
         .start_state(aho_corasick::Anchored::No)
         .expect("an unanchored automaton has an unanchored start");
-    for (i, &b) in text.iter().enumerate().skip(from) {
+    for (i, &b) in text.iter().enumerate() {
         sid = dfa.next_state(aho_corasick::Anchored::No, sid, b);
         // One comparison per byte: match states are special.
         if dfa.is_special(sid) {
-            note_match(dfa, sid, i + 1, after, out);
+            note_match(dfa, sid, i + 1, 0, out);
         }
     }
 }
@@ -367,7 +360,7 @@ fn note_match(
     }
 }
 
-/// [`keyword_ends_from`] over all of `text`, cut into [`LANES`] pieces
+/// [`keyword_ends`] over `text`, cut into [`LANES`] pieces
 /// walked in lockstep; the notes come out in order of their ends.
 fn keyword_ends_in_lanes(
     dfa: &DFA,
@@ -427,7 +420,7 @@ impl RuleSet {
         let mut ends = KEYWORD_ENDS.with(|cell| std::mem::take(&mut *cell.borrow_mut()));
         ends.clear();
         if text.len() < LANES * LANE_MIN {
-            keyword_ends_from(dfa, text, 0, 0, &mut ends);
+            keyword_ends(dfa, text, &mut ends);
         } else {
             keyword_ends_in_lanes(dfa, text, self.longest_keyword, &mut ends);
         }
