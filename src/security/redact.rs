@@ -493,37 +493,36 @@ impl Redactor {
         depth: usize,
         memo: &mut Memo,
     ) {
-        // Objects are small: a scan beats hashing the key.
-        let ty = map
-            .iter()
-            .find(|(k, _)| k.as_str() == "type")
-            .and_then(|(_, v)| v.as_str());
-        let kind = match ty {
-            Some("thinking") => Kind::Thinking,
-            Some("redacted_thinking") => Kind::RedactedThinking,
-            Some("reasoning") | Some("compaction") => Kind::Reasoning,
-            Some("base64") => Kind::Base64,
-            _ => Kind::Other,
-        };
+        // One pass: the object's kind (its `type`) is read as the pass meets
+        // it, and a string that may be an opaque blob (its key is one an
+        // opaque place has) met before the kind is known waits for the end
+        // of the pass. Looking the kind up first was a second pass over the
+        // entries of every object, and few objects have such a key.
+        let mut kind = None;
+        let mut undecided = Vec::new();
         let mut renamed = false;
-        for (k, v) in map.iter_mut() {
-            if v.is_string() && opaque_place(kind, in_opaque, k) {
-                continue;
+        for (i, (k, v)) in map.iter_mut().enumerate() {
+            if k == "type" {
+                kind = Some(kind_of(v.as_str()));
+            } else if v.is_string() && opaque_key(k) {
+                match kind {
+                    Some(kind) if opaque_place(kind, in_opaque, k) => continue,
+                    Some(_) => {}
+                    None => {
+                        undecided.push(i);
+                        continue;
+                    }
+                }
             }
-            if let Value::String(s) = v
-                && names_secret(k)
-                && !is_placeholder(s)
-                && !self.set.global.iter().any(|a| {
-                    let b = s.as_bytes();
-                    a.allows(b, b, b)
-                })
-            {
-                *s = format!("[REDACTED:{JSON_FIELD}]");
-                *counts.entry(JSON_FIELD).or_default() += 1;
-                continue;
+            renamed |= self.walk_entry(k, v, counts, depth, memo);
+        }
+        if !undecided.is_empty() {
+            let kind = kind.unwrap_or(Kind::Other);
+            for (i, (k, v)) in map.iter_mut().enumerate() {
+                if undecided.contains(&i) && !opaque_place(kind, in_opaque, k) {
+                    renamed |= self.walk_entry(k, v, counts, depth, memo);
+                }
             }
-            self.walk(v, Some(k), counts, depth, memo);
-            renamed |= key_needs_search(k);
         }
         if renamed {
             // Rebuild the object only when a key itself holds a secret.
@@ -547,6 +546,33 @@ impl Redactor {
                 }
             }
         }
+    }
+
+    /// Redacts one entry of an object (not an opaque place): the value, or
+    /// the whole of it when the key names a secret; returns whether the
+    /// key itself must be searched.
+    fn walk_entry<'s>(
+        &'s self,
+        k: &str,
+        v: &mut Value,
+        counts: &mut BTreeMap<&'s str, usize>,
+        depth: usize,
+        memo: &mut Memo,
+    ) -> bool {
+        if let Value::String(s) = v
+            && names_secret(k)
+            && !is_placeholder(s)
+            && !self.set.global.iter().any(|a| {
+                let b = s.as_bytes();
+                a.allows(b, b, b)
+            })
+        {
+            *s = format!("[REDACTED:{JSON_FIELD}]");
+            *counts.entry(JSON_FIELD).or_default() += 1;
+            return false;
+        }
+        self.walk(v, Some(k), counts, depth, memo);
+        key_needs_search(k)
     }
 }
 
@@ -691,6 +717,22 @@ enum Kind {
     Other,
 }
 
+/// The kind of an object whose `type` is `ty`.
+fn kind_of(ty: Option<&str>) -> Kind {
+    match ty {
+        Some("thinking") => Kind::Thinking,
+        Some("redacted_thinking") => Kind::RedactedThinking,
+        Some("reasoning") | Some("compaction") => Kind::Reasoning,
+        Some("base64") => Kind::Base64,
+        _ => Kind::Other,
+    }
+}
+
+/// Says whether `key` is one an opaque place has (see [`opaque_place`]).
+fn opaque_key(key: &str) -> bool {
+    matches!(key, "signature" | "data" | "encrypted_content")
+}
+
 /// Says whether the string under `key` of an object of `kind` is a
 /// provider-bound opaque blob.
 fn opaque_place(kind: Kind, in_opaque: bool, key: &str) -> bool {
@@ -706,18 +748,81 @@ fn opaque_place(kind: Kind, in_opaque: bool, key: &str) -> bool {
 /// (`tool_use`, `cache_creation_input_tokens`, `end turn`): no rule finds
 /// a secret in that (they need a digit, a capital, or a `=`, `:`, `/`).
 fn plain_words(text: &str) -> bool {
-    text.bytes()
-        .all(|b| b.is_ascii_lowercase() || matches!(b, b'_' | b'-' | b' '))
+    all_bytes(text.as_bytes(), Bytes::PLAIN)
+}
+
+/// A class of ASCII bytes, tested one byte at a time (`has`) or eight at a
+/// time (`mask` of a little-endian word: the high bit of each byte of the
+/// class set) by [`all_bytes`].
+#[derive(Clone, Copy)]
+struct Bytes {
+    has: fn(u8) -> bool,
+    mask: fn(u64) -> u64,
+}
+
+impl Bytes {
+    /// Lowercase letters, `_`, `-` and space (see [`plain_words`]).
+    const PLAIN: Bytes = Bytes {
+        has: |b| b.is_ascii_lowercase() || matches!(b, b'_' | b'-' | b' '),
+        mask: |x| in_range(x, b'a', b'z') | is(x, b'_') | is(x, b'-') | is(x, b' '),
+    };
+    /// Letters, digits, `_` and `-`: an identifier-shaped key.
+    const IDENT: Bytes = Bytes {
+        has: |b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'),
+        mask: |x| {
+            in_range(x, b'a', b'z')
+                | in_range(x, b'A', b'Z')
+                | in_range(x, b'0', b'9')
+                | is(x, b'_')
+                | is(x, b'-')
+        },
+    };
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `x` (all ASCII) that is in `lo..=hi`: set
+/// where the byte is at least `lo` and not past `hi`. No byte's sum
+/// carries into the next.
+#[inline(always)]
+fn in_range(x: u64, lo: u8, hi: u8) -> u64 {
+    (x + ONES * u64::from(0x80 - lo)) & !(x + ONES * u64::from(0x7f - hi))
+}
+
+/// The high bit of each byte of `x` (all ASCII) that is `c`: the xor is 0
+/// there and below 0x80 elsewhere, so adding 0x7f sets the high bit
+/// exactly where it is not 0.
+#[inline(always)]
+fn is(x: u64, c: u8) -> u64 {
+    !((x ^ (ONES * u64::from(c))) + ONES * 0x7f)
+}
+
+/// Says whether every byte of `bytes` is in `class`, eight at a time: the
+/// bytes after the last whole word are read as the word that ends the
+/// text (overlapping the one before), and texts of 4 to 7 bytes as two
+/// overlapping halves.
+#[inline(always)]
+fn all_bytes(bytes: &[u8], class: Bytes) -> bool {
+    let ok = |x: u64| x & HIGH == 0 && (class.mask)(x) & HIGH == HIGH;
+    let n = bytes.len();
+    if n >= 8 {
+        let word = |w: &[u8]| u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        let mut words = bytes.chunks_exact(8);
+        words.all(|w| ok(word(w))) && (words.remainder().is_empty() || ok(word(&bytes[n - 8..])))
+    } else if n >= 4 {
+        let half = |h: &[u8]| u64::from(u32::from_le_bytes(h.try_into().expect("4 bytes")));
+        ok(half(&bytes[..4]) | half(&bytes[n - 4..]) << 32)
+    } else {
+        bytes.iter().all(|&b| (class.has)(b))
+    }
 }
 
 /// Says whether an object key must be searched for secrets itself.
 fn key_needs_search(key: &str) -> bool {
     // Lengths first: most keys are short and their bytes are not read.
     key.len() >= SHORTEST
-        && (key.len() >= SHORTEST_KEY
-            || !key
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
+        && (key.len() >= SHORTEST_KEY || !all_bytes(key.as_bytes(), Bytes::IDENT))
         && !plain_words(key)
 }
 
@@ -725,10 +830,25 @@ fn key_needs_search(key: &str) -> bool {
 /// names below, whatever the case and separators (`client_secret`,
 /// `apiKey`, `X-Auth-Token`, `DB_PASSWORD`).
 fn names_secret(key: &str) -> bool {
-    const TAILS: [&[u8]; 12] = [
-        b"sword", b"asswd", b"hrase", b"ecret", b"token", b"ntial", b"tials", b"ation", b"ookie",
-        b"pikey", b"sskey", b"tekey",
-    ];
+    /// The last five letters and digits of each name below, lowercase,
+    /// as [`names_secret`] packs them.
+    const TAILS: [u64; 12] = {
+        const NAMES: [&[u8; 5]; 12] = [
+            b"sword", b"asswd", b"hrase", b"ecret", b"token", b"ntial", b"tials", b"ation",
+            b"ookie", b"pikey", b"sskey", b"tekey",
+        ];
+        let mut packed = [0; 12];
+        let mut i = 0;
+        while i < NAMES.len() {
+            let mut j = 0;
+            while j < 5 {
+                packed[i] |= (NAMES[i][j] as u64) << (8 * j);
+                j += 1;
+            }
+            i += 1;
+        }
+        packed
+    };
     const NAMES: [&[u8]; 18] = [
         b"password",
         b"passwd",
@@ -752,18 +872,20 @@ fn names_secret(key: &str) -> bool {
     if key.len() < 5 {
         return false;
     }
-    let mut tail = [0u8; 5];
+    // The last five letters and digits, lowercase, packed in a word (the
+    // last one in the top byte): a register, not a buffer read back.
+    let mut tail = 0u64;
     let mut n = 0;
-    for b in key.bytes().rev() {
+    for &b in key.as_bytes().iter().rev() {
         if b.is_ascii_alphanumeric() {
-            tail[4 - n] = b.to_ascii_lowercase();
             n += 1;
+            tail |= u64::from(b.to_ascii_lowercase()) << (8 * (5 - n));
             if n == 5 {
                 break;
             }
         }
     }
-    if n < 5 || !TAILS.contains(&&tail[..]) {
+    if n < 5 || !TAILS.contains(&tail) {
         return false;
     }
     let norm: Vec<u8> = key
@@ -784,6 +906,14 @@ fn is_placeholder(s: &str) -> bool {
 
 /// Says whether `s` may be a JSON object or array kept as text.
 fn looks_like_json(s: &str) -> bool {
+    // Most strings start with neither a bracket nor white space.
+    if !s
+        .as_bytes()
+        .first()
+        .is_some_and(|&b| matches!(b, b'{' | b'[') || b <= b' ' || b >= 0x80)
+    {
+        return false;
+    }
     let t = s.trim();
     (t.starts_with('{') && t.ends_with('}')) || (t.starts_with('[') && t.ends_with(']'))
 }
@@ -806,6 +936,59 @@ fn is_base64_data_url(s: &str) -> bool {
 mod tests {
     use super::*;
     use git_session_schema::{Agent, Level};
+
+    #[test]
+    fn byte_classes_read_eight_bytes_at_a_time_as_one_at_a_time() {
+        // Every byte value at every place of a word (and of the tail after
+        // it), among bytes of the class.
+        for class in [Bytes::PLAIN, Bytes::IDENT] {
+            let one_at_a_time = |bytes: &[u8]| bytes.iter().all(|&b| (class.has)(b));
+            for len in 0..=20 {
+                for b in 0..=255u8 {
+                    for at in 0..len {
+                        let mut bytes = b"abcdefgh-_zabcdefgh-_z"[..len].to_vec();
+                        bytes[at] = b;
+                        assert_eq!(all_bytes(&bytes, class), one_at_a_time(&bytes), "{bytes:?}");
+                    }
+                }
+            }
+        }
+        for b in 0..=255u8 {
+            let plain = b.is_ascii_lowercase() || matches!(b, b'_' | b'-' | b' ');
+            assert_eq!((Bytes::PLAIN.has)(b), plain, "{b}");
+            let ident = b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-');
+            assert_eq!((Bytes::IDENT.has)(b), ident, "{b}");
+        }
+        assert!(plain_words("cache_creation_input_tokens"));
+        assert!(!plain_words("cache_creation_input_tokenS"));
+        assert!(!plain_words("cache_creation_input_tokens."));
+        assert!(!key_needs_search("cacheCreationInput"));
+        for key in [
+            "password",
+            "DB_PASSWORD",
+            "clientSecret",
+            "X-Auth-Token",
+            "api_key",
+            "apiKey",
+        ] {
+            assert!(names_secret(key), "{key}");
+        }
+        for key in [
+            "passwords_seen",
+            "input_tokens",
+            "keyword",
+            "Tokens",
+            "pass",
+            "sword",
+        ] {
+            assert!(!names_secret(key), "{key}");
+        }
+        for json in ["{}", " [1]", "\u{b}{\"a\": 1}", "\u{a0}[]"] {
+            assert!(looks_like_json(json), "{json:?}");
+        }
+        assert!(!looks_like_json("a{}"));
+        assert!(key_needs_search("cacheCreation.Input"));
+    }
 
     fn event(payload: Value) -> Event {
         Event::new(
