@@ -271,13 +271,14 @@ impl Redactor {
         }
         let bytes = text.as_bytes();
         if bytes.len() <= Recent::LONGEST {
-            if Recent::seen(self.serial, bytes) {
+            let at = Recent::slot(bytes);
+            if Recent::seen(self.serial, at, bytes) {
                 return;
             }
             let before = out.len();
             self.search(text, out);
             if out.len() == before {
-                Recent::insert(self.serial, bytes);
+                Recent::insert(self.serial, at, bytes);
             }
             return;
         }
@@ -659,22 +660,23 @@ impl Recent {
         (fast_hash(bytes) >> (64 - Recent::SLOT_BITS)) as usize * (Recent::LONGEST + 1)
     }
 
-    /// Says whether `bytes` (at most `LONGEST`) was found clean lately by
-    /// the redactor numbered `owner`.
-    fn seen(owner: u64, bytes: &[u8]) -> bool {
+    /// Says whether `bytes` (at most `LONGEST`, kept at slot `at`: see
+    /// [`Recent::slot`]) was found clean lately by the redactor numbered
+    /// `owner`.
+    fn seen(owner: u64, at: usize, bytes: &[u8]) -> bool {
         Recent::RECENT.with(|cell| {
             let recent = cell.borrow();
             if recent.owner != owner {
                 return false;
             }
-            let at = Recent::slot(bytes);
             let slot = &recent.slots[at..at + Recent::LONGEST + 1];
             usize::from(slot[0]) == bytes.len() && &slot[1..=bytes.len()] == bytes
         })
     }
 
-    /// Keeps `bytes` (at most `LONGEST`) as found clean by `owner`.
-    fn insert(owner: u64, bytes: &[u8]) {
+    /// Keeps `bytes` (at most `LONGEST`, at slot `at`) as found clean by
+    /// `owner`.
+    fn insert(owner: u64, at: usize, bytes: &[u8]) {
         Recent::RECENT.with(|cell| {
             let mut recent = cell.borrow_mut();
             if recent.owner != owner {
@@ -684,7 +686,6 @@ impl Recent {
                     .slots
                     .resize((1 << Recent::SLOT_BITS) * (Recent::LONGEST + 1), 0);
             }
-            let at = Recent::slot(bytes);
             let slot = &mut recent.slots[at..at + Recent::LONGEST + 1];
             slot[0] = bytes.len() as u8;
             slot[1..=bytes.len()].copy_from_slice(bytes);
@@ -748,35 +749,49 @@ fn opaque_place(kind: Kind, in_opaque: bool, key: &str) -> bool {
 /// (`tool_use`, `cache_creation_input_tokens`, `end turn`): no rule finds
 /// a secret in that (they need a digit, a capital, or a `=`, `:`, `/`).
 fn plain_words(text: &str) -> bool {
-    all_bytes(text.as_bytes(), Bytes::PLAIN)
+    all_bytes::<Plain>(text.as_bytes())
 }
 
 /// A class of ASCII bytes, tested one byte at a time (`has`) or eight at a
 /// time (`mask` of a little-endian word: the high bit of each byte of the
-/// class set) by [`all_bytes`].
-#[derive(Clone, Copy)]
-struct Bytes {
-    has: fn(u8) -> bool,
-    mask: fn(u64) -> u64,
+/// class set) by [`all_bytes`]. A trait, not a value holding functions:
+/// each class's tests are then inlined where [`all_bytes`] runs (called
+/// through pointers they were a fifth of redaction's instructions).
+trait Bytes {
+    fn has(b: u8) -> bool;
+    fn mask(x: u64) -> u64;
 }
 
-impl Bytes {
-    /// Lowercase letters, `_`, `-` and space (see [`plain_words`]).
-    const PLAIN: Bytes = Bytes {
-        has: |b| b.is_ascii_lowercase() || matches!(b, b'_' | b'-' | b' '),
-        mask: |x| in_range(x, b'a', b'z') | is(x, b'_') | is(x, b'-') | is(x, b' '),
-    };
-    /// Letters, digits, `_` and `-`: an identifier-shaped key.
-    const IDENT: Bytes = Bytes {
-        has: |b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'),
-        mask: |x| {
-            in_range(x, b'a', b'z')
-                | in_range(x, b'A', b'Z')
-                | in_range(x, b'0', b'9')
-                | is(x, b'_')
-                | is(x, b'-')
-        },
-    };
+/// Lowercase letters, `_`, `-` and space (see [`plain_words`]).
+struct Plain;
+
+impl Bytes for Plain {
+    #[inline(always)]
+    fn has(b: u8) -> bool {
+        b.is_ascii_lowercase() || matches!(b, b'_' | b'-' | b' ')
+    }
+    #[inline(always)]
+    fn mask(x: u64) -> u64 {
+        in_range(x, b'a', b'z') | is(x, b'_') | is(x, b'-') | is(x, b' ')
+    }
+}
+
+/// Letters, digits, `_` and `-`: an identifier-shaped key.
+struct Ident;
+
+impl Bytes for Ident {
+    #[inline(always)]
+    fn has(b: u8) -> bool {
+        b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-')
+    }
+    #[inline(always)]
+    fn mask(x: u64) -> u64 {
+        in_range(x, b'a', b'z')
+            | in_range(x, b'A', b'Z')
+            | in_range(x, b'0', b'9')
+            | is(x, b'_')
+            | is(x, b'-')
+    }
 }
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -803,8 +818,8 @@ fn is(x: u64, c: u8) -> u64 {
 /// text (overlapping the one before), and texts of 4 to 7 bytes as two
 /// overlapping halves.
 #[inline(always)]
-fn all_bytes(bytes: &[u8], class: Bytes) -> bool {
-    let ok = |x: u64| x & HIGH == 0 && (class.mask)(x) & HIGH == HIGH;
+fn all_bytes<C: Bytes>(bytes: &[u8]) -> bool {
+    let ok = |x: u64| x & HIGH == 0 && C::mask(x) & HIGH == HIGH;
     let n = bytes.len();
     if n >= 8 {
         let word = |w: &[u8]| u64::from_le_bytes(w.try_into().expect("8 bytes"));
@@ -814,7 +829,7 @@ fn all_bytes(bytes: &[u8], class: Bytes) -> bool {
         let half = |h: &[u8]| u64::from(u32::from_le_bytes(h.try_into().expect("4 bytes")));
         ok(half(&bytes[..4]) | half(&bytes[n - 4..]) << 32)
     } else {
-        bytes.iter().all(|&b| (class.has)(b))
+        bytes.iter().all(|&b| C::has(b))
     }
 }
 
@@ -822,7 +837,7 @@ fn all_bytes(bytes: &[u8], class: Bytes) -> bool {
 fn key_needs_search(key: &str) -> bool {
     // Lengths first: most keys are short and their bytes are not read.
     key.len() >= SHORTEST
-        && (key.len() >= SHORTEST_KEY || !all_bytes(key.as_bytes(), Bytes::IDENT))
+        && (key.len() >= SHORTEST_KEY || !all_bytes::<Ident>(key.as_bytes()))
         && !plain_words(key)
 }
 
@@ -941,23 +956,25 @@ mod tests {
     fn byte_classes_read_eight_bytes_at_a_time_as_one_at_a_time() {
         // Every byte value at every place of a word (and of the tail after
         // it), among bytes of the class.
-        for class in [Bytes::PLAIN, Bytes::IDENT] {
-            let one_at_a_time = |bytes: &[u8]| bytes.iter().all(|&b| (class.has)(b));
+        fn words_as_bytes<C: Bytes>() {
+            let one_at_a_time = |bytes: &[u8]| bytes.iter().all(|&b| C::has(b));
             for len in 0..=20 {
                 for b in 0..=255u8 {
                     for at in 0..len {
                         let mut bytes = b"abcdefgh-_zabcdefgh-_z"[..len].to_vec();
                         bytes[at] = b;
-                        assert_eq!(all_bytes(&bytes, class), one_at_a_time(&bytes), "{bytes:?}");
+                        assert_eq!(all_bytes::<C>(&bytes), one_at_a_time(&bytes), "{bytes:?}");
                     }
                 }
             }
         }
+        words_as_bytes::<Plain>();
+        words_as_bytes::<Ident>();
         for b in 0..=255u8 {
             let plain = b.is_ascii_lowercase() || matches!(b, b'_' | b'-' | b' ');
-            assert_eq!((Bytes::PLAIN.has)(b), plain, "{b}");
+            assert_eq!(Plain::has(b), plain, "{b}");
             let ident = b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-');
-            assert_eq!((Bytes::IDENT.has)(b), ident, "{b}");
+            assert_eq!(Ident::has(b), ident, "{b}");
         }
         assert!(plain_words("cache_creation_input_tokens"));
         assert!(!plain_words("cache_creation_input_tokenS"));
@@ -1148,16 +1165,32 @@ mod tests {
             .unwrap();
         assert_eq!(clean.len(), secret.len());
         assert!(r.findings(&clean).is_empty());
-        assert!(Recent::seen(r.serial, clean.as_bytes()));
-        assert!(!Recent::seen(r.serial, secret.as_bytes()));
+        assert!(Recent::seen(
+            r.serial,
+            Recent::slot(clean.as_bytes()),
+            clean.as_bytes()
+        ));
+        assert!(!Recent::seen(
+            r.serial,
+            Recent::slot(secret.as_bytes()),
+            secret.as_bytes()
+        ));
         for _ in 0..2 {
             assert_eq!(r.findings(secret).len(), 1, "{secret}");
         }
         // What one redactor kept is not taken by another.
         let other = Redactor::new();
-        assert!(!Recent::seen(other.serial, clean.as_bytes()));
+        assert!(!Recent::seen(
+            other.serial,
+            Recent::slot(clean.as_bytes()),
+            clean.as_bytes()
+        ));
         assert!(other.findings(&clean).is_empty());
-        assert!(!Recent::seen(r.serial, clean.as_bytes()));
+        assert!(!Recent::seen(
+            r.serial,
+            Recent::slot(clean.as_bytes()),
+            clean.as_bytes()
+        ));
         // The same text in an event is redacted however often it recurs.
         for _ in 0..3 {
             let mut e = event(json!({"text": secret, "k": [secret, clean]}));

@@ -305,8 +305,11 @@ pub struct RuleSet {
     pub rules: Vec<Rule>,
     /// The global allow-lists of both files.
     pub global: Vec<Allowlist>,
-    /// Finds every keyword in one pass (see [`RuleSet::each_keyword`]).
+    /// The keywords' automaton: which keywords end in a match state.
     keywords: DFA,
+    /// The same automaton as a compact table, walked by
+    /// [`RuleSet::each_keyword`].
+    table: KeywordTable,
     /// For each keyword (by pattern index), the rules it selects.
     pub keyword_rules: Vec<Vec<usize>>,
     /// Rules without keywords, run on every string.
@@ -325,78 +328,183 @@ const LANE_MIN: usize = 256;
 thread_local! {
     /// Where [`RuleSet::each_keyword`] notes match states (reused; taken
     /// out while in use, so a nested call gets its own).
-    static KEYWORD_ENDS: std::cell::RefCell<Vec<(aho_corasick::automaton::StateID, usize)>> =
+    static KEYWORD_ENDS: std::cell::RefCell<Vec<(u16, usize)>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Notes `(match state, end)` for each position of `text` where `dfa` is
+/// Rows of a [`KeywordTable`]: at most this many automaton states (a power
+/// of two, so a state masked by `STATES - 1` indexes a row without a
+/// bounds check).
+const STATES: usize = 2048;
+/// Columns of a [`KeywordTable`]: at most this many byte classes (a power
+/// of two, likewise).
+const CLASSES: usize = 64;
+/// Marks a match state in a [`KeywordTable`]'s cells.
+const MATCH: u16 = 0x8000;
+
+/// The keywords' Aho-Corasick automaton (aho-corasick's DFA) copied into a
+/// fixed-size table of `u16` states, for the pass over every string byte:
+/// one class lookup and one table lookup a byte, no bounds checks, the
+/// match flag in the state itself. aho-corasick's own `next_state` costs
+/// about twice the instructions (a checked index into a `Vec`, a second
+/// comparison for special states), and that pass was a third of
+/// redaction.
+struct KeywordTable {
+    /// Each byte's class: bytes no state tells apart share one.
+    classes: [u8; 256],
+    /// `next[state][class]`: the next state, with [`MATCH`] set when it
+    /// is a match state. Row 0 is the start.
+    next: Box<[[u16; CLASSES]; STATES]>,
+    /// aho-corasick's state for each row (to read a match state's keywords).
+    ac: Vec<aho_corasick::automaton::StateID>,
+}
+
+impl std::fmt::Debug for KeywordTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeywordTable")
+            .field("states", &self.ac.len())
+            .finish()
+    }
+}
+
+impl KeywordTable {
+    /// Copies `dfa`'s states reachable from its unanchored start; fails
+    /// when they do not fit the table.
+    fn new(dfa: &DFA) -> Result<KeywordTable, String> {
+        use aho_corasick::Anchored::No;
+        use std::collections::HashMap;
+        let start = dfa.start_state(No).map_err(|e| format!("keywords: {e}"))?;
+        // Every reachable state, numbered in the order found, with its
+        // transitions on all 256 bytes.
+        let mut number = HashMap::from([(start, 0u16)]);
+        let mut ac = vec![start];
+        let mut rows: Vec<[u16; 256]> = Vec::new();
+        while rows.len() < ac.len() {
+            let sid = ac[rows.len()];
+            let mut row = [0u16; 256];
+            for (b, cell) in row.iter_mut().enumerate() {
+                let to = dfa.next_state(No, sid, b as u8);
+                let n = match number.get(&to) {
+                    Some(&n) => n,
+                    None => {
+                        let n = ac.len();
+                        if n >= STATES {
+                            return Err(format!(
+                                "keywords: the automaton has more than {STATES} states"
+                            ));
+                        }
+                        number.insert(to, n as u16);
+                        ac.push(to);
+                        n as u16
+                    }
+                };
+                *cell = n;
+            }
+            rows.push(row);
+        }
+        // Bytes whose columns are equal share a class.
+        let mut classes = [0u8; 256];
+        let mut columns: Vec<Vec<u16>> = Vec::new();
+        for (b, class) in classes.iter_mut().enumerate() {
+            let column: Vec<u16> = rows.iter().map(|r| r[b]).collect();
+            let c = match columns.iter().position(|c| *c == column) {
+                Some(c) => c,
+                None => {
+                    columns.push(column);
+                    columns.len() - 1
+                }
+            };
+            if c >= CLASSES {
+                return Err(format!(
+                    "keywords: the automaton tells more than {CLASSES} bytes apart"
+                ));
+            }
+            *class = c as u8;
+        }
+        let mut next: Box<[[u16; CLASSES]; STATES]> = vec![[0u16; CLASSES]; STATES]
+            .into_boxed_slice()
+            .try_into()
+            .expect("STATES rows");
+        for (s, row) in rows.iter().enumerate() {
+            for b in 0..256 {
+                let to = row[b];
+                let flag = if dfa.is_match(ac[usize::from(to)]) {
+                    MATCH
+                } else {
+                    0
+                };
+                next[s][usize::from(classes[b])] = to | flag;
+            }
+        }
+        Ok(KeywordTable { classes, next, ac })
+    }
+
+    /// The state after `state` reads `b` (the match flag set or not).
+    #[inline(always)]
+    fn step(&self, state: u16, b: u8) -> u16 {
+        let class = usize::from(self.classes[usize::from(b)]) & (CLASSES - 1);
+        self.next[usize::from(state) & (STATES - 1)][class]
+    }
+}
+
+/// Notes `(state, end)` for each position of `text` where the automaton is
 /// in a match state.
-fn keyword_ends(dfa: &DFA, text: &[u8], out: &mut Vec<(aho_corasick::automaton::StateID, usize)>) {
-    let mut sid = dfa
-        .start_state(aho_corasick::Anchored::No)
-        .expect("an unanchored automaton has an unanchored start");
+fn keyword_ends(table: &KeywordTable, text: &[u8], out: &mut Vec<(u16, usize)>) {
+    let mut state = 0u16;
     for (i, &b) in text.iter().enumerate() {
-        sid = dfa.next_state(aho_corasick::Anchored::No, sid, b);
-        // One comparison per byte: match states are special.
-        if dfa.is_special(sid) {
-            note_match(dfa, sid, i + 1, 0, out);
+        state = table.step(state, b);
+        if state & MATCH != 0 {
+            note_match(state, i + 1, 0, out);
         }
     }
 }
 
-/// Notes `(sid, end)` if `sid` is a match state and `end` is past `after`
-/// (kept out of the byte loop: most bytes reach no match).
+/// Notes `(state, end)` if `end` is past `after` (kept out of the byte
+/// loop: most bytes reach no match).
 #[cold]
 #[inline(never)]
-fn note_match(
-    dfa: &DFA,
-    sid: aho_corasick::automaton::StateID,
-    end: usize,
-    after: usize,
-    out: &mut Vec<(aho_corasick::automaton::StateID, usize)>,
-) {
-    if dfa.is_match(sid) && end > after {
-        out.push((sid, end));
+fn note_match(state: u16, end: usize, after: usize, out: &mut Vec<(u16, usize)>) {
+    if end > after {
+        out.push((state & !MATCH, end));
     }
 }
 
 /// [`keyword_ends`] over `text`, cut into [`LANES`] pieces
 /// walked in lockstep; the notes come out in order of their ends.
 fn keyword_ends_in_lanes(
-    dfa: &DFA,
+    table: &KeywordTable,
     text: &[u8],
     longest: usize,
-    out: &mut Vec<(aho_corasick::automaton::StateID, usize)>,
+    out: &mut Vec<(u16, usize)>,
 ) {
-    use aho_corasick::automaton::StateID;
     let n = text.len();
     // Piece j owns the keyword ends in (cut[j], cut[j + 1]]; it starts
     // reading `longest - 1` bytes before its cut.
     let cut: [usize; LANES + 1] = std::array::from_fn(|j| j * n / LANES);
     let from: [usize; LANES] =
         std::array::from_fn(|j| cut[j].saturating_sub(longest.saturating_sub(1)));
-    let start = dfa
-        .start_state(aho_corasick::Anchored::No)
-        .expect("an unanchored automaton has an unanchored start");
-    let mut sid = [start; LANES];
-    let mut lanes: [Vec<(StateID, usize)>; LANES] = Default::default();
+    let mut state = [0u16; LANES];
+    let mut lanes: [Vec<(u16, usize)>; LANES] = Default::default();
     let steps = (0..LANES).map(|j| cut[j + 1] - from[j]).min().unwrap_or(0);
+    let pieces: [&[u8]; LANES] = std::array::from_fn(|j| &text[from[j]..from[j] + steps]);
+    // One step of every lane per round is the point: the lanes' lookups
+    // overlap. Iterating one piece would walk the lanes one after another.
+    #[allow(clippy::needless_range_loop)]
     for step in 0..steps {
         for j in 0..LANES {
-            let i = from[j] + step;
-            sid[j] = dfa.next_state(aho_corasick::Anchored::No, sid[j], text[i]);
-            if dfa.is_special(sid[j]) {
-                note_match(dfa, sid[j], i + 1, cut[j], &mut lanes[j]);
+            state[j] = table.step(state[j], pieces[j][step]);
+            if state[j] & MATCH != 0 {
+                note_match(state[j], from[j] + step + 1, cut[j], &mut lanes[j]);
             }
         }
     }
     for j in 0..LANES {
-        let mut s = sid[j];
+        let mut s = state[j];
         let rest = from[j] + steps;
         for (i, &b) in text[..cut[j + 1]].iter().enumerate().skip(rest) {
-            s = dfa.next_state(aho_corasick::Anchored::No, s, b);
-            if dfa.is_special(s) {
-                note_match(dfa, s, i + 1, cut[j], &mut lanes[j]);
+            s = table.step(s, b);
+            if s & MATCH != 0 {
+                note_match(s, i + 1, cut[j], &mut lanes[j]);
             }
         }
         out.append(&mut lanes[j]);
@@ -420,11 +528,12 @@ impl RuleSet {
         let mut ends = KEYWORD_ENDS.with(|cell| std::mem::take(&mut *cell.borrow_mut()));
         ends.clear();
         if text.len() < LANES * LANE_MIN {
-            keyword_ends(dfa, text, &mut ends);
+            keyword_ends(&self.table, text, &mut ends);
         } else {
-            keyword_ends_in_lanes(dfa, text, self.longest_keyword, &mut ends);
+            keyword_ends_in_lanes(&self.table, text, self.longest_keyword, &mut ends);
         }
-        'all: for &(sid, end) in &ends {
+        'all: for &(state, end) in &ends {
+            let sid = self.table.ac[usize::from(state)];
             for k in 0..dfa.match_len(sid) {
                 let p = dfa.match_pattern(sid, k);
                 if !hit(p.as_usize(), end - dfa.pattern_len(p), end) {
@@ -535,10 +644,12 @@ impl RuleSet {
             .prefilter(false)
             .build(&words)
             .map_err(|e| format!("keywords: {e}"))?;
+        let table = KeywordTable::new(&keywords)?;
         Ok(RuleSet {
             rules,
             global,
             keywords,
+            table,
             keyword_rules,
             always,
             path_only,
@@ -933,6 +1044,36 @@ mod tests {
                 );
                 assert!(lanes.len() > LANES, "{}", lanes.len());
             }
+        }
+    }
+
+    #[test]
+    fn the_keyword_table_walks_as_the_automaton_does() {
+        let set = RuleSet::builtin();
+        let keywords: Vec<&String> = set.rules.iter().flat_map(|r| &r.keywords).collect();
+        let mut next = xorshift(0x2545_f491_4f6c_dd1d);
+        for round in 0..2_000 {
+            // Keywords (some upper case) among bytes of every value.
+            let mut text = Vec::new();
+            while text.len() < round % 700 {
+                match next() % 4 {
+                    0 => {
+                        let k = keywords[(next() % keywords.len() as u64) as usize];
+                        if next().is_multiple_of(2) {
+                            text.extend(k.to_ascii_uppercase().bytes());
+                        } else {
+                            text.extend(k.bytes());
+                        }
+                    }
+                    _ => text.push(next() as u8),
+                }
+            }
+            let mut found = Vec::new();
+            set.each_keyword(&text, |k, s, e| {
+                found.push((k, s, e));
+                true
+            });
+            assert_eq!(found, keywords_one_by_one(&set, &text), "{text:?}");
         }
     }
 
