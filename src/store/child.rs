@@ -13,7 +13,9 @@
 //!
 //! SIGKILL cannot be forwarded. For that case network commands leave a
 //! record under `<state dir>/children/` while they run: the next run ends
-//! a recorded child whose parent is gone before it starts its own.
+//! a recorded child whose parent is gone before it starts its own. The
+//! record is written right after the spawn (the child's pid is not known
+//! before), so a SIGKILL in between leaves a child no record names.
 //!
 //! Linux and other Unix only; nothing here is needed for correctness of
 //! the log (git's own ref updates are atomic), only to leave no debris.

@@ -372,6 +372,13 @@ fn a_killed_sync_leaves_no_git_child_running() {
         .trim()
         .parse()
         .unwrap();
+    // The record is written just after git is spawned: on a loaded machine
+    // the transport can start first. A kill before it is written leaves
+    // nothing to find (the window the module docs name).
+    let record = repo
+        .root
+        .join(format!(".git/session/children/{}.pid", child.id()));
+    wait_for("the sync to record its git child", || record.exists());
     child.kill().unwrap();
     child.wait().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(200));
