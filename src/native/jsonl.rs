@@ -131,14 +131,14 @@ impl RecordReader for JsonlReader {
             {
                 self.searched_total += fresh.len() as u64;
             }
-            let Some(end) = fresh.iter().rposition(|&b| b == b'\n') else {
+            let Some(end) = memchr::memrchr(b'\n', fresh) else {
                 self.searched = self.buf.len();
                 continue;
             };
             let end = self.searched + end;
             let block = &self.buf[..=end];
             let records = Records::lines(block, self.pos.lines, self.pos.offset);
-            self.pos.lines += block.iter().filter(|&&b| b == b'\n').count() as u64;
+            self.pos.lines += memchr::memchr_iter(b'\n', block).count() as u64;
             self.pos.offset += block.len() as u64;
             self.handed = end + 1;
             return Ok(Some(records));

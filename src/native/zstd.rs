@@ -184,7 +184,7 @@ impl FramedReader {
                     first_line: self.pos.lines,
                     bytes,
                 };
-                let lines = frame.bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+                let lines = memchr::memchr_iter(b'\n', &frame.bytes).count() as u64;
                 self.pos.offset += size as u64;
                 self.pos.frames += 1;
                 self.pos.lines += lines;

@@ -291,7 +291,7 @@ impl Iterator for LineIter<'_> {
                 continue;
             }
             let rest = &self.data[self.pos..];
-            let len = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+            let len = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
             if len as u64 > self.store.limits.event {
                 let seq = self.seq;
                 self.chunks = Vec::new().into_iter();

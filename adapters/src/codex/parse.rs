@@ -43,7 +43,7 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
         crate::Records::Lines {
             bytes, first_line, ..
         } => {
-            for (i, raw) in bytes.split(|&b| b == b'\n').enumerate() {
+            for (i, raw) in crate::source::split_newlines(bytes).enumerate() {
                 let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
                 if raw.iter().all(u8::is_ascii_whitespace) {
                     continue;
