@@ -121,37 +121,35 @@ pub fn resume_reporting(
     } else {
         request.id.clone()
     };
-    let mut events = StoredEvents {
-        lines: store.lines(&request.id, 0, None)?,
-        id: request.id.clone(),
-        error: None,
-        last: None,
-    };
-    let target = NativeTarget {
-        adapter,
-        root: &root,
-        header: &header,
-        artifacts_of: &request.id,
-        native_id: &native_id,
-        cwd: &cwd,
-        home: &request.home,
-        env: request.env,
-    };
-    progress.stage(
-        "Writing the session back",
-        "events",
-        store.stat(&request.id)?.events,
-    );
-    let result = write_native(
-        store,
-        clock,
-        &target,
-        &mut super::progress::Counted {
-            iter: &mut events,
-            progress,
-        },
-    );
-    if let Some(e) = events.error {
+    let lines = store.lines(&request.id, 0, None)?;
+    let total = store.stat(&request.id)?.events;
+    // Decoding the stored JSON is about half of a write-back's work: a
+    // second thread does it while this one reads chunks and renders.
+    let (result, error, last) = std::thread::scope(|scope| {
+        let mut events = StoredEvents::new(scope, lines, request.id.clone());
+        let target = NativeTarget {
+            adapter,
+            root: &root,
+            header: &header,
+            artifacts_of: &request.id,
+            native_id: &native_id,
+            cwd: &cwd,
+            home: &request.home,
+            env: request.env,
+        };
+        progress.stage("Writing the session back", "events", total);
+        let result = write_native(
+            store,
+            clock,
+            &target,
+            &mut super::progress::Counted {
+                iter: &mut events,
+                progress,
+            },
+        );
+        (result, events.error.take(), events.last)
+    });
+    if let Some(e) = error {
         return Err(e);
     }
     let Written {
@@ -174,7 +172,7 @@ pub fn resume_reporting(
         },
         other => other,
     })?;
-    if let Some(seq) = events.last.filter(|_| !unchanged) {
+    if let Some(seq) = last.filter(|_| !unchanged) {
         // So that capture appends only what the agent adds to it.
         super::written::record(
             store.state_dir(),
@@ -588,40 +586,218 @@ fn native_exists(e: crate::native::NativeError, native_id: &str) -> OpError {
     }
 }
 
-/// Decodes stored lines one at a time; the first error ends the stream and
-/// is kept for the caller.
+/// Lines a batch of [`StoredEvents`] holds.
+const DECODE_BATCH: usize = 256;
+/// Batches handed to the decoding thread and not yet taken back.
+const DECODE_AHEAD: usize = 4;
+/// Batches the reading thread decodes itself while it waits for the other.
+const DECODE_HERE: usize = 2;
+
+/// A batch's events, or the seq and complaint of the first line that did
+/// not decode.
+type Decoded = Vec<Result<Event, (u64, git_session_schema::codec::CodecError)>>;
+
+/// A batch of [`StoredEvents`], in order.
+enum Batch {
+    /// With the decoding thread.
+    Sent,
+    /// Decoded here.
+    Here(Decoded),
+}
+
+/// The stored events in order, decoded by two threads. This one reads the
+/// chunks (inflating them) and hands lines to a second thread in batches,
+/// a few ahead; while the next batch is not back yet, it decodes the
+/// following one itself rather than wait, so the work splits by whichever
+/// thread has time. The first error ends the stream and is kept for the
+/// caller.
 struct StoredEvents<'s> {
     lines: crate::store::LineIter<'s>,
     id: SessionId,
     error: Option<OpError>,
     /// The seq of the last event given out.
     last: Option<u64>,
+    /// Batches to decode (`None` once the lines are all read).
+    to_decoder: Option<std::sync::mpsc::SyncSender<Vec<crate::store::StoredLine>>>,
+    from_decoder: std::sync::mpsc::Receiver<Decoded>,
+    /// The batches read and not given out yet, in order.
+    queue: std::collections::VecDeque<Batch>,
+    /// The batch being given out.
+    ready: std::vec::IntoIter<Result<Event, (u64, git_session_schema::codec::CodecError)>>,
+    /// A read error met after the lines read; reported after their events.
+    read_error: Option<OpError>,
+}
+
+impl<'s> StoredEvents<'s> {
+    /// Starts the decoding thread in `scope`; it ends when the stream is
+    /// dropped.
+    fn new<'scope>(
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        lines: crate::store::LineIter<'s>,
+        id: SessionId,
+    ) -> StoredEvents<'s> {
+        let (to_decoder, batches) =
+            std::sync::mpsc::sync_channel::<Vec<crate::store::StoredLine>>(DECODE_AHEAD);
+        let (decoded, from_decoder) = std::sync::mpsc::sync_channel::<Decoded>(DECODE_AHEAD);
+        scope.spawn(move || {
+            for batch in batches {
+                if decoded.send(decode(&batch)).is_err() {
+                    break;
+                }
+            }
+        });
+        StoredEvents {
+            lines,
+            id,
+            error: None,
+            last: None,
+            to_decoder: Some(to_decoder),
+            from_decoder,
+            queue: std::collections::VecDeque::new(),
+            ready: Vec::new().into_iter(),
+            read_error: None,
+        }
+    }
+
+    /// Reads the next batch of lines; empty once they end.
+    fn read_batch(&mut self) -> Vec<crate::store::StoredLine> {
+        let mut batch = Vec::new();
+        if self.to_decoder.is_none() {
+            return batch;
+        }
+        batch.reserve(DECODE_BATCH);
+        while batch.len() < DECODE_BATCH {
+            match self.lines.next() {
+                Some(Ok(line)) => batch.push(line),
+                Some(Err(e)) => {
+                    self.read_error = Some(e.into());
+                    self.to_decoder = None;
+                    break;
+                }
+                None => {
+                    self.to_decoder = None;
+                    break;
+                }
+            }
+        }
+        batch
+    }
+
+    /// Reads and sends batches until [`DECODE_AHEAD`] are with the
+    /// decoding thread or the lines end.
+    fn send_ahead(&mut self) {
+        let sent = |q: &std::collections::VecDeque<Batch>| {
+            q.iter().filter(|b| matches!(b, Batch::Sent)).count()
+        };
+        while sent(&self.queue) < DECODE_AHEAD {
+            let batch = self.read_batch();
+            if batch.is_empty() {
+                return;
+            }
+            let Some(to_decoder) = &self.to_decoder else {
+                // The last lines: decoded here, no thread to wait for.
+                self.queue.push_back(Batch::Here(decode(&batch)));
+                return;
+            };
+            if to_decoder.send(batch).is_err() {
+                // The thread is gone (it panicked): said when its
+                // batches do not come back.
+                self.to_decoder = None;
+                return;
+            }
+            self.queue.push_back(Batch::Sent);
+        }
+    }
+
+    /// The next batch in order: the decoding thread's when it is back,
+    /// else (with a few at most) one decoded here meanwhile.
+    fn next_batch(&mut self) -> Option<Result<Decoded, OpError>> {
+        loop {
+            self.send_ahead();
+            match self.queue.front()? {
+                Batch::Here(_) => {
+                    let Some(Batch::Here(decoded)) = self.queue.pop_front() else {
+                        unreachable!("the front was decoded here");
+                    };
+                    return Some(Ok(decoded));
+                }
+                Batch::Sent => {}
+            }
+            let here = self
+                .queue
+                .iter()
+                .filter(|b| matches!(b, Batch::Here(_)))
+                .count();
+            let got = match self.from_decoder.try_recv() {
+                Err(std::sync::mpsc::TryRecvError::Empty) if here < DECODE_HERE => {
+                    let batch = self.read_batch();
+                    if !batch.is_empty() {
+                        self.queue.push_back(Batch::Here(decode(&batch)));
+                        continue;
+                    }
+                    self.from_decoder.recv().ok()
+                }
+                Err(std::sync::mpsc::TryRecvError::Empty) => self.from_decoder.recv().ok(),
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => None,
+                Ok(decoded) => Some(decoded),
+            };
+            self.queue.pop_front();
+            return Some(got.ok_or_else(|| {
+                OpError::from(StoreError::Corrupt {
+                    id: self.id.clone(),
+                    message: "the thread decoding its events stopped".into(),
+                })
+            }));
+        }
+    }
+}
+
+/// Decodes a batch of lines; stops at the first that does not decode.
+fn decode(batch: &[crate::store::StoredLine]) -> Decoded {
+    let mut out = Vec::with_capacity(batch.len());
+    for line in batch {
+        let event = line.decode().map_err(|e| (line.seq, e));
+        let bad = event.is_err();
+        out.push(event);
+        if bad {
+            break;
+        }
+    }
+    out
 }
 
 impl Iterator for StoredEvents<'_> {
     type Item = Event;
 
     fn next(&mut self) -> Option<Event> {
-        if self.error.is_some() {
-            return None;
-        }
-        let decoded = match self.lines.next()? {
-            Ok(line) => line.decode().map_err(|e| {
-                OpError::from(StoreError::Corrupt {
-                    id: self.id.clone(),
-                    message: format!("seq {}: {e}", line.seq),
-                })
-            }),
-            Err(e) => Err(e.into()),
-        };
-        match decoded {
-            Ok(event) => {
-                self.last = Some(event.seq);
-                Some(event)
+        loop {
+            if self.error.is_some() {
+                return None;
             }
-            Err(e) => {
-                self.error = Some(e);
-                None
+            match self.ready.next() {
+                Some(Ok(event)) => {
+                    self.last = Some(event.seq);
+                    return Some(event);
+                }
+                Some(Err((seq, e))) => {
+                    self.error = Some(OpError::from(StoreError::Corrupt {
+                        id: self.id.clone(),
+                        message: format!("seq {seq}: {e}"),
+                    }));
+                    return None;
+                }
+                None => {}
+            }
+            match self.next_batch() {
+                Some(Ok(decoded)) => self.ready = decoded.into_iter(),
+                Some(Err(e)) => {
+                    self.error = Some(e);
+                    return None;
+                }
+                None => {
+                    self.error = self.read_error.take();
+                    return None;
+                }
             }
         }
     }
@@ -663,5 +839,91 @@ mod path_tests {
             Some(PathBuf::from("/r/b/c"))
         );
         assert_eq!(normalized(Path::new("/r/../..")), None);
+    }
+}
+
+#[cfg(test)]
+mod stored_events_tests {
+    use git_session_schema::event::Level;
+    use git_session_schema::{Agent, Event, SessionHeader, SessionId};
+
+    use super::*;
+    use crate::store::{CommitInfo, SeqMode, StoredLine};
+
+    #[test]
+    fn the_events_come_out_in_order_whichever_thread_decoded_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::from_repo(gix::init(dir.path()).unwrap()).unwrap();
+        let id = SessionId::new("many-batches").unwrap();
+        let header = SessionHeader::new(id.clone(), Agent::Claude, "2026-01-01T00:00:00Z");
+        let info = CommitInfo {
+            time: 1_767_225_600,
+            code_commit: None,
+            attach: None,
+            after_commit: false,
+        };
+        // Enough for every batch kind: sent, decoded here, and the last.
+        let n = DECODE_BATCH * (DECODE_AHEAD + DECODE_HERE) * 3 + 17;
+        store
+            .create(&header, SeqMode::Assign, &info, |sink| {
+                for i in 0..n {
+                    sink.push(Event::new(
+                        0,
+                        "2026-01-01T00:00:00Z",
+                        Agent::Claude,
+                        "user",
+                        "message.user",
+                        Level::History,
+                        serde_json::json!({ "text": format!("message {i}") }),
+                    ))?;
+                }
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        for slow in [false, true] {
+            let lines = store.lines(&id, 0, None).unwrap();
+            let (seqs, last, error) = std::thread::scope(|scope| {
+                let mut events = StoredEvents::new(scope, lines, id.clone());
+                let mut seqs = Vec::new();
+                for event in &mut events {
+                    assert_eq!(event.payload["text"], format!("message {}", event.seq));
+                    seqs.push(event.seq);
+                    if slow && seqs.len().is_multiple_of(200) {
+                        // The other thread gets ahead.
+                        std::thread::sleep(std::time::Duration::from_millis(2));
+                    }
+                }
+                (seqs, events.last, events.error.take())
+            });
+            assert!(error.is_none(), "{error:?}");
+            assert_eq!(seqs, (0..n as u64).collect::<Vec<_>>());
+            assert_eq!(last, Some(n as u64 - 1));
+        }
+    }
+
+    #[test]
+    fn a_batch_stops_at_its_first_bad_line() {
+        let good = |seq: u64| {
+            let mut line = Vec::new();
+            let event = Event::new(
+                seq,
+                "2026-01-01T00:00:00Z",
+                Agent::Claude,
+                "user",
+                "message.user",
+                Level::History,
+                serde_json::json!({}),
+            );
+            git_session_schema::codec::encode_event(&event, &mut line);
+            StoredLine { seq, bytes: line }
+        };
+        let bad = StoredLine {
+            seq: 1,
+            bytes: b"{\"seq\":".to_vec(),
+        };
+        let decoded = decode(&[good(0), bad, good(2)]);
+        assert_eq!(decoded.len(), 2);
+        assert!(decoded[0].is_ok());
+        assert!(matches!(decoded[1], Err((1, _))));
     }
 }
