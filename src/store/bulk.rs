@@ -173,8 +173,7 @@ impl Store {
                 deref: false,
             })
             .collect();
-        let outcome = self.repo.edit_references(edits.clone());
-        if let Err(e) = outcome {
+        if let Err(e) = self.edit_session_refs(edits.clone()) {
             // The locks are held, so only a writer that bypasses them (or
             // a ref lock left by a killed git) gets here: publish the
             // others one by one and name those that could not be.
@@ -193,10 +192,8 @@ impl Store {
                 )));
             }
         }
-        let published = pending.len();
         drop(pending);
         self.after_batches(loose);
-        self.after_refs(published);
         Ok(())
     }
 
@@ -776,6 +773,95 @@ mod tests {
                 continue;
             }
             assert_index_is_gits(dir.path(), &path);
+        }
+        git_ok(dir.path(), &["fsck".as_ref(), "--strict".as_ref()]);
+    }
+
+    #[test]
+    fn many_refs_go_straight_into_packed_refs_and_each_is_still_compared() {
+        use crate::store::pack::REFS_TO_PACK;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = store(dir.path());
+        // Sessions published one by one are loose refs.
+        let old: Vec<SessionId> = (0..REFS_TO_PACK + 6).map(|i| create(&plain, i)).collect();
+        let refs_dir = dir.path().join(".git/refs/sessions");
+        let loose = || -> Vec<String> {
+            std::fs::read_dir(&refs_dir)
+                .map(|d| {
+                    d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        assert_eq!(loose().len(), old.len());
+        let info = CommitInfo {
+            time: 1_767_225_601,
+            code_commit: None,
+            attach: None,
+            after_commit: false,
+        };
+        let append_to_all = |bulk: &Store| {
+            for id in &old {
+                bulk.append(id, SeqMode::Assign, &info, |sink| {
+                    sink.push(Event::new(
+                        0,
+                        "2026-01-01T00:00:01Z",
+                        Agent::Claude,
+                        "user",
+                        "message.user",
+                        Level::History,
+                        serde_json::json!({ "text": "more" }),
+                    ))
+                    .map(|_| ())
+                })
+                .unwrap();
+            }
+        };
+        // A bulk flush of many: loose refs updated, new ones created, all
+        // into packed-refs, no loose ref or lock file left.
+        let bulk = plain.bulk();
+        append_to_all(&bulk);
+        let new: Vec<SessionId> = (500..510).map(|i| create(&bulk, i)).collect();
+        bulk.flush().unwrap();
+        drop(bulk);
+        assert_eq!(loose(), Vec::<String>::new());
+        let packed = std::fs::read_to_string(dir.path().join(".git/packed-refs")).unwrap();
+        for id in old.iter().chain(&new) {
+            let tip = plain.tip(id).unwrap().unwrap();
+            assert!(
+                packed.contains(&format!("{tip} refs/sessions/{id}\n")),
+                "{id} not packed at {tip}"
+            );
+        }
+        for id in &old {
+            assert_eq!(plain.stat(id).unwrap().events, 4, "{id}");
+        }
+        git_ok(dir.path(), &["fsck".as_ref(), "--strict".as_ref()]);
+
+        // Another writer that ignores the locks moves one ref between the
+        // batch and the flush: that ref is refused and named, the others
+        // are published against the tips they were built on.
+        let bulk = plain.bulk();
+        append_to_all(&bulk);
+        let moved = &old[3];
+        let elsewhere = plain.tip(&old[4]).unwrap().unwrap();
+        git_ok(
+            dir.path(),
+            &[
+                "update-ref".as_ref(),
+                format!("refs/sessions/{moved}").as_ref(),
+                elsewhere.to_string().as_ref(),
+            ],
+        );
+        let refused = bulk.flush().unwrap_err().to_string();
+        drop(bulk);
+        assert!(
+            refused.contains(&format!("refs/sessions/{moved}")),
+            "{refused}"
+        );
+        assert_eq!(plain.tip(moved).unwrap(), Some(elsewhere));
+        for id in old.iter().filter(|id| *id != moved) {
+            assert_eq!(plain.stat(id).unwrap().events, 5, "{id}");
         }
         git_ok(dir.path(), &["fsck".as_ref(), "--strict".as_ref()]);
     }
