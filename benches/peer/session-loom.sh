@@ -78,10 +78,15 @@ pair() {
   local what="$1"; shift
   local agent="$1" repo="$2" home="$3" peer_root="$4"
   mv "$repo" "$W/$agent.pristine"
+  # Used copies are moved aside, not deleted, until the end: a run right
+  # after thousands of deletions pays for them in ext4's inode allocator
+  # (docs/benchmarks.md, 2026-12-06).
+  mkdir -p "$W/used"
   for i in $(seq "$ROUNDS"); do
-    rm -rf "$repo"; cp -a "$W/$agent.pristine" "$repo"
+    [ -e "$repo" ] && mv "$repo" "$W/used/$agent-repo-$i"
+    cp -a "$W/$agent.pristine" "$repo"
     run "gs-$agent" "$repo" env HOME="$home" "$GS" import --agent "$agent" --home "$home"
-    rm -rf "$W/store-$agent"
+    [ -e "$W/store-$agent" ] && mv "$W/store-$agent" "$W/used/$agent-store-$i"
     run "ssl-$agent" "$W" env HOME="$home" "$SCAN" "$agent" "$peer_root" "$W/store-$agent"
   done
   local n
