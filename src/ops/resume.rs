@@ -593,9 +593,11 @@ const DECODE_AHEAD: usize = 4;
 /// Batches the reading thread decodes itself while it waits for the other.
 const DECODE_HERE: usize = 2;
 
-/// A batch's events, or the seq and complaint of the first line that did
-/// not decode.
-type Decoded = Vec<Result<Event, (u64, git_session_schema::codec::CodecError)>>;
+/// A line that did not decode: its seq and the complaint.
+type BadLine = (u64, git_session_schema::codec::CodecError);
+
+/// A batch's events, up to the first line that did not decode.
+type Decoded = Vec<Result<Event, BadLine>>;
 
 /// A batch of [`StoredEvents`], in order.
 enum Batch {
@@ -623,7 +625,7 @@ struct StoredEvents<'s> {
     /// The batches read and not given out yet, in order.
     queue: std::collections::VecDeque<Batch>,
     /// The batch being given out.
-    ready: std::vec::IntoIter<Result<Event, (u64, git_session_schema::codec::CodecError)>>,
+    ready: std::vec::IntoIter<Result<Event, BadLine>>,
     /// A read error met after the lines read; reported after their events.
     read_error: Option<OpError>,
 }
