@@ -847,41 +847,24 @@ mod path_tests {
 #[cfg(test)]
 mod stored_events_tests {
     use git_session_schema::event::Level;
-    use git_session_schema::{Agent, Event, SessionHeader, SessionId};
+    use git_session_schema::{Agent, Event};
 
     use super::*;
-    use crate::store::{CommitInfo, SeqMode, StoredLine};
+    use crate::store::StoredLine;
 
     #[test]
     fn the_events_come_out_in_order_whichever_thread_decoded_them() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::from_repo(gix::init(dir.path()).unwrap()).unwrap();
-        let id = SessionId::new("many-batches").unwrap();
-        let header = SessionHeader::new(id.clone(), Agent::Claude, "2026-01-01T00:00:00Z");
-        let info = CommitInfo {
-            time: 1_767_225_600,
-            code_commit: None,
-            attach: None,
-            after_commit: false,
-        };
+        let store = crate::store::test_support::store(dir.path());
         // Enough for every batch kind: sent, decoded here, and the last.
         let n = DECODE_BATCH * (DECODE_AHEAD + DECODE_HERE) * 3 + 17;
-        store
-            .create(&header, SeqMode::Assign, &info, |sink| {
-                for i in 0..n {
-                    sink.push(Event::new(
-                        0,
-                        "2026-01-01T00:00:00Z",
-                        Agent::Claude,
-                        "user",
-                        "message.user",
-                        Level::History,
-                        serde_json::json!({ "text": format!("message {i}") }),
-                    ))?;
-                }
-                Ok::<_, StoreError>(())
-            })
-            .unwrap();
+        let id = crate::store::test_support::create_session(
+            &store,
+            "many-batches",
+            "message.user",
+            "text",
+            (0..n).map(|i| format!("message {i}")),
+        );
         for slow in [false, true] {
             let lines = store.lines(&id, 0, None).unwrap();
             let (seqs, last, error) = std::thread::scope(|scope| {

@@ -637,14 +637,14 @@ fn write_pack(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use git_session_schema::event::Level;
     use git_session_schema::{Agent, Event, SessionHeader, SessionId};
 
     use super::*;
     use crate::store::{CommitInfo, SeqMode};
 
-    fn store(dir: &Path) -> Store {
+    pub(crate) fn store(dir: &Path) -> Store {
         let repo = gix::init(dir).unwrap();
         Store::from_repo(repo).unwrap()
     }
@@ -662,7 +662,7 @@ mod tests {
 
     /// Creates session `id` in one batch: one `kind` event per text, the
     /// text under `field`.
-    fn create_session(
+    pub(crate) fn create_session(
         store: &Store,
         id: &str,
         kind: &str,
@@ -697,6 +697,30 @@ mod tests {
         id
     }
 
+    /// Appends one `message.user` event ("more") to `id` in its own batch.
+    fn append_more(store: &Store, id: &SessionId) {
+        let info = CommitInfo {
+            time: 1_767_225_601,
+            code_commit: None,
+            attach: None,
+            after_commit: false,
+        };
+        store
+            .append(id, SeqMode::Assign, &info, |sink| {
+                sink.push(Event::new(
+                    0,
+                    "2026-01-01T00:00:01Z",
+                    Agent::Claude,
+                    "user",
+                    "message.user",
+                    Level::History,
+                    serde_json::json!({ "text": "more" }),
+                ))
+                .map(|_| ())
+            })
+            .unwrap();
+    }
+
     fn lock_is_free(store: &Store, id: &SessionId) -> bool {
         let path = store.state_dir.join("locks").join(format!("{id}.lock"));
         std::fs::File::open(path).unwrap().try_lock().is_ok()
@@ -713,25 +737,7 @@ mod tests {
         assert!(plain.tip(&id).unwrap().is_none());
         assert!(!lock_is_free(&plain, &id));
         // A second batch of the held session does not wait for its own lock.
-        let info = CommitInfo {
-            time: 1_767_225_601,
-            code_commit: None,
-            attach: None,
-            after_commit: false,
-        };
-        bulk.append(&id, SeqMode::Assign, &info, |sink| {
-            sink.push(Event::new(
-                0,
-                "2026-01-01T00:00:01Z",
-                Agent::Claude,
-                "user",
-                "message.user",
-                Level::History,
-                serde_json::json!({ "text": "more" }),
-            ))
-            .map(|_| ())
-        })
-        .unwrap();
+        append_more(&bulk, &id);
         // Dropped without a flush (a killed capture): nothing was published.
         drop(bulk);
         assert!(plain.tip(&id).unwrap().is_none());
@@ -794,27 +800,9 @@ mod tests {
                 .unwrap_or_default()
         };
         assert_eq!(loose().len(), old.len());
-        let info = CommitInfo {
-            time: 1_767_225_601,
-            code_commit: None,
-            attach: None,
-            after_commit: false,
-        };
         let append_to_all = |bulk: &Store| {
             for id in &old {
-                bulk.append(id, SeqMode::Assign, &info, |sink| {
-                    sink.push(Event::new(
-                        0,
-                        "2026-01-01T00:00:01Z",
-                        Agent::Claude,
-                        "user",
-                        "message.user",
-                        Level::History,
-                        serde_json::json!({ "text": "more" }),
-                    ))
-                    .map(|_| ())
-                })
-                .unwrap();
+                append_more(bulk, id);
             }
         };
         // A bulk flush of many: loose refs updated, new ones created, all

@@ -12,6 +12,9 @@
 mod append;
 mod artifacts;
 mod bulk;
+/// Test helpers that make stores and sessions (used by other modules' tests).
+#[cfg(test)]
+pub(crate) use bulk::tests as test_support;
 mod checkpoint;
 mod child;
 pub mod crypt;
