@@ -858,6 +858,7 @@ mod tests {
             "creds ?= Xk29fLq0Zp3mN8",
             "ACCESS_KEY=>9fLq0Zp3mN8aXk2",
             "password , 9fLq0Zp3mN8aXk2",
+            "token: a1+/bcdefghi",
             "Api\t\"\t:=  Xk29fLq0Zp3mN8aa",
             "passphrase := \"hunter2hunter\"",
             "Password=\"s3cr3t!\"",
@@ -880,6 +881,15 @@ mod tests {
             "s.AbCdEfGhIjKlMnOpQrStUvWx ",
             "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.abc",
             "eyAbCdEfGhIjKlMnOpQrStUv.eyAbCdEfGhIjKlMnOpQrSt.AbCdEfGhIjKl",
+            "Authorization: Bearer abcdefgh12345678",
+            "proxy-authorization=\"basic  QWxhZGRpbjpvcGVu\"",
+            "CO_API_KEY = \"Zq7x0a9FkLmN0pQr5tUv8wXy2b3c4d5e6f7a8b9c\"",
+            "cohere_token:Zq7x0a9FkLmN0pQr5tUv8wXy2b3c4d5e6f7a8b9c",
+            "aws_secret_access_key = Zq7x0a9FkLmN0pQr5tUv8wXy2b3c4d5e6f7a8b9c",
+            "AWS.SECRET\":'Zq7x0a9/kLmN0pQr5tUv8wXy2b3c4d5e6f7a8b+=",
+            "postgres://admin:hunter2@db.example.com/x",
+            "redis://:p4ssw0rd@cache:6379",
+            "https://user:tok3nvalue",
         ];
         for text in examples {
             let text = text.as_bytes();
@@ -903,7 +913,22 @@ mod tests {
         }
         // Strings made of the pieces these rules are written from, in
         // random order: wherever a gated rule matches, its gate passes.
-        const PIECES: [&str; 44] = [
+        const PIECES: [&str; 59] = [
+            "+",
+            "authorization",
+            "Authorization",
+            "proxy-",
+            "bearer",
+            "Bearer",
+            "basic",
+            "cohere",
+            "CO_API_KEY",
+            "aws",
+            "AWS",
+            "://",
+            "http",
+            "@",
+            "/",
             "api",
             "API",
             "Api",
