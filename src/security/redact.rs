@@ -64,7 +64,7 @@ const JSON_FIELD: &str = "json-secret-field";
 /// (bounds the work a hostile document can cause).
 const MAX_DEPTH: usize = 64;
 /// Bumped when the engine (not the rules) changes what it finds.
-const ENGINE_VERSION: &str = "git-session redact 2";
+const ENGINE_VERSION: &str = "git-session redact 3";
 
 /// One secret found in a string.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -176,18 +176,20 @@ impl Redactor {
     /// Redacts `event` in place, adding what each rule found to `counts`,
     /// and records nothing in the event.
     pub fn redact_counts<'s>(&'s self, event: &mut Event, counts: &mut BTreeMap<&'s str, usize>) {
-        let mut memo = Memo::default();
-        self.walk(&mut event.payload, None, counts, 0, &mut memo);
-        for (k, v) in event.extra.iter_mut() {
-            if k != "redacted" {
-                self.walk(v, Some(k), counts, 0, &mut memo);
+        Scratch::with(self.serial, |scratch| {
+            scratch.memo.clear();
+            self.walk(&mut event.payload, None, counts, 0, scratch);
+            for (k, v) in event.extra.iter_mut() {
+                if k != "redacted" {
+                    self.walk(v, Some(k), counts, 0, scratch);
+                }
             }
-        }
-        for r in event.refs.iter_mut() {
-            if let Some(clean) = self.redact_text(r, counts) {
-                *r = clean;
+            for r in event.refs.iter_mut() {
+                if let Some(clean) = self.redact_in(r, counts, &mut scratch.recent) {
+                    *r = clean;
+                }
             }
-        }
+        })
     }
 
     /// Redacts the free-text fields of a header (title, cwd, unknown
@@ -206,24 +208,28 @@ impl Redactor {
         header: &mut SessionHeader,
         counts: &mut BTreeMap<&'s str, usize>,
     ) {
-        for field in [&mut header.title, &mut header.cwd] {
-            if let Some(text) = field.as_mut()
-                && let Some(clean) = self.redact_text(text, counts)
-            {
-                *text = clean;
+        Scratch::with(self.serial, |scratch| {
+            for field in [&mut header.title, &mut header.cwd] {
+                if let Some(text) = field.as_mut()
+                    && let Some(clean) = self.redact_in(text, counts, &mut scratch.recent)
+                {
+                    *text = clean;
+                }
             }
-        }
-        let mut memo = Memo::default();
-        for (k, v) in header.extra.iter_mut() {
-            self.walk(v, Some(k), counts, 0, &mut memo);
-        }
+            scratch.memo.clear();
+            for (k, v) in header.extra.iter_mut() {
+                self.walk(v, Some(k), counts, 0, scratch);
+            }
+        })
     }
 
     /// Returns every secret the rules find in `text`, in order, overlapping
     /// findings merged (the first rule names the merged one).
     pub fn findings(&self, text: &str) -> Vec<Finding> {
         let mut found: Vec<(usize, usize, usize)> = Vec::new();
-        self.scan(text, &mut found);
+        Scratch::with(self.serial, |scratch| {
+            self.scan(text, &mut found, &mut scratch.recent)
+        });
         found
             .into_iter()
             .map(|(s, e, r)| Finding {
@@ -239,8 +245,20 @@ impl Redactor {
         text: &str,
         counts: &mut BTreeMap<&'s str, usize>,
     ) -> Option<String> {
+        Scratch::with(self.serial, |scratch| {
+            self.redact_in(text, counts, &mut scratch.recent)
+        })
+    }
+
+    /// [`Redactor::redact_text`] with the thread's recent strings in hand.
+    fn redact_in<'s>(
+        &'s self,
+        text: &str,
+        counts: &mut BTreeMap<&'s str, usize>,
+        recent: &mut Recent,
+    ) -> Option<String> {
         let mut found = Vec::new();
-        self.scan(text, &mut found);
+        self.scan(text, &mut found, recent);
         if found.is_empty() {
             return None;
         }
@@ -265,20 +283,20 @@ impl Redactor {
     /// `LEAD` before to `TRAIL` after each hit (merged), or on the whole
     /// string when it is short. A match that touches the edge of its range
     /// might be cut by it, so that rule then runs on the whole string.
-    fn scan(&self, text: &str, out: &mut Vec<(usize, usize, usize)>) {
+    fn scan(&self, text: &str, out: &mut Vec<(usize, usize, usize)>, recent: &mut Recent) {
         if text.len() < SHORTEST || plain_words(text) {
             return;
         }
         let bytes = text.as_bytes();
         if bytes.len() <= Recent::LONGEST {
             let at = Recent::slot(bytes);
-            if Recent::seen(self.serial, at, bytes) {
+            if recent.seen(at, bytes) {
                 return;
             }
             let before = out.len();
             self.search(text, out);
             if out.len() == before {
-                Recent::insert(self.serial, at, bytes);
+                recent.insert(at, bytes);
             }
             return;
         }
@@ -437,7 +455,7 @@ impl Redactor {
         key: Option<&str>,
         counts: &mut BTreeMap<&'s str, usize>,
         depth: usize,
-        memo: &mut Memo,
+        scratch: &mut Scratch,
     ) {
         match value {
             Value::String(s) => {
@@ -447,8 +465,8 @@ impl Redactor {
                 let json = looks_like_json(s);
                 // Text searched once per event: whether a string that is
                 // not JSON holds a secret depends on its bytes alone.
-                let key = (!json).then(|| memo.key(s)).flatten();
-                if key.is_some_and(|k| memo.contains(s, k)) {
+                let key = (!json).then(|| scratch.memo.key(s)).flatten();
+                if key.is_some_and(|k| scratch.memo.contains(s, k)) {
                     return;
                 }
                 // JSON kept as text (tool-call arguments): its own strings
@@ -461,26 +479,26 @@ impl Redactor {
                     && (inner.is_object() || inner.is_array())
                 {
                     let before: usize = counts.values().sum();
-                    self.walk(&mut inner, None, counts, depth + 1, memo);
+                    self.walk(&mut inner, None, counts, depth + 1, scratch);
                     if counts.values().sum::<usize>() > before {
                         *s = inner.to_string();
                     }
                     return;
                 }
-                match self.redact_text(s, counts) {
+                match self.redact_in(s, counts, &mut scratch.recent) {
                     Some(clean) => *s = clean,
                     None => {
                         if let Some(k) = key {
-                            memo.insert(s, k);
+                            scratch.memo.insert(s, k);
                         }
                     }
                 }
             }
             Value::Array(items) => items
                 .iter_mut()
-                .for_each(|v| self.walk(v, None, counts, depth + 1, memo)),
+                .for_each(|v| self.walk(v, None, counts, depth + 1, scratch)),
             Value::Object(map) => {
-                self.walk_object(map, key == Some("opaque"), counts, depth + 1, memo)
+                self.walk_object(map, key == Some("opaque"), counts, depth + 1, scratch)
             }
             _ => {}
         }
@@ -492,7 +510,7 @@ impl Redactor {
         in_opaque: bool,
         counts: &mut BTreeMap<&'s str, usize>,
         depth: usize,
-        memo: &mut Memo,
+        scratch: &mut Scratch,
     ) {
         // One pass: the object's kind (its `type`) is read as the pass meets
         // it, and a string that may be an opaque blob (its key is one an
@@ -501,11 +519,22 @@ impl Redactor {
         // entries of every object, and few objects have such a key.
         let mut kind = None;
         let mut undecided = Vec::new();
-        let mut renamed = false;
+        // The entries whose key must be searched itself: the first 64 by
+        // bit, whether any later one does by `far`.
+        let mut search = 0u64;
+        let mut far = false;
         for (i, (k, v)) in map.iter_mut().enumerate() {
-            if k == "type" {
+            let facts = scratch.keys.facts(k);
+            if facts.has(KeyFacts::SEARCH) {
+                if i < 64 {
+                    search |= 1 << i;
+                } else {
+                    far = true;
+                }
+            }
+            if facts.has(KeyFacts::TYPE) {
                 kind = Some(kind_of(v.as_str()));
-            } else if v.is_string() && opaque_key(k) {
+            } else if v.is_string() && facts.has(KeyFacts::OPAQUE) {
                 match kind {
                     Some(kind) if opaque_place(kind, in_opaque, k) => continue,
                     Some(_) => {}
@@ -515,23 +544,27 @@ impl Redactor {
                     }
                 }
             }
-            renamed |= self.walk_entry(k, v, counts, depth, memo);
+            self.walk_entry(k, facts, v, counts, depth, scratch);
         }
         if !undecided.is_empty() {
             let kind = kind.unwrap_or(Kind::Other);
             for (i, (k, v)) in map.iter_mut().enumerate() {
                 if undecided.contains(&i) && !opaque_place(kind, in_opaque, k) {
-                    renamed |= self.walk_entry(k, v, counts, depth, memo);
+                    let facts = KeyFacts::of(k);
+                    self.walk_entry(k, facts, v, counts, depth, scratch);
                 }
             }
         }
-        if renamed {
+        if search != 0 || far {
             // Rebuild the object only when a key itself holds a secret.
             let mut clean: Vec<(usize, String)> = Vec::new();
             for (i, k) in map.keys().enumerate() {
-                if key_needs_search(k)
-                    && let Some(c) = self.redact_text(k, counts)
-                {
+                let searched = if i < 64 {
+                    search >> i & 1 == 1
+                } else {
+                    scratch.keys.facts(k).has(KeyFacts::SEARCH)
+                };
+                if searched && let Some(c) = self.redact_in(k, counts, &mut scratch.recent) {
                     clean.push((i, c));
                 }
             }
@@ -550,18 +583,18 @@ impl Redactor {
     }
 
     /// Redacts one entry of an object (not an opaque place): the value, or
-    /// the whole of it when the key names a secret; returns whether the
-    /// key itself must be searched.
+    /// the whole of it when the key names a secret. `facts` are the key's.
     fn walk_entry<'s>(
         &'s self,
         k: &str,
+        facts: KeyFacts,
         v: &mut Value,
         counts: &mut BTreeMap<&'s str, usize>,
         depth: usize,
-        memo: &mut Memo,
-    ) -> bool {
+        scratch: &mut Scratch,
+    ) {
         if let Value::String(s) = v
-            && names_secret(k)
+            && facts.has(KeyFacts::NAMES_SECRET)
             && !is_placeholder(s)
             && !self.set.global.iter().any(|a| {
                 let b = s.as_bytes();
@@ -570,10 +603,9 @@ impl Redactor {
         {
             *s = format!("[REDACTED:{JSON_FIELD}]");
             *counts.entry(JSON_FIELD).or_default() += 1;
-            return false;
+            return;
         }
-        self.walk(v, Some(k), counts, depth, memo);
-        key_needs_search(k)
+        self.walk(v, Some(k), counts, depth, scratch);
     }
 }
 
@@ -596,6 +628,48 @@ fn merge_findings(out: &mut Vec<(usize, usize, usize)>) {
     }
 }
 
+/// What a thread's redactor keeps from one string and event to the next,
+/// taken once per event (a thread-local lookup per string was a tenth of
+/// the walk): the event's clean long strings, recent clean short strings,
+/// and the facts of the object keys it met.
+struct Scratch {
+    /// The redactor the entries are for (see [`Redactor::serial`]).
+    owner: u64,
+    memo: Memo,
+    recent: Recent,
+    keys: Keys,
+}
+
+impl Scratch {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Option<Scratch>> = const { std::cell::RefCell::new(None) };
+    }
+
+    fn new(owner: u64) -> Scratch {
+        Scratch {
+            owner,
+            memo: Memo::default(),
+            recent: Recent::new(),
+            keys: Keys::new(),
+        }
+    }
+
+    /// Runs `f` with this thread's scratch for the redactor numbered
+    /// `owner` (emptied when another redactor used it last). A call made
+    /// while the thread's scratch is taken gets a fresh one.
+    fn with<R>(owner: u64, f: impl FnOnce(&mut Scratch) -> R) -> R {
+        Scratch::SCRATCH.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut slot) => {
+                if slot.as_ref().is_none_or(|s| s.owner != owner) {
+                    *slot = Some(Scratch::new(owner));
+                }
+                f(slot.as_mut().expect("just set"))
+            }
+            Err(_) => f(&mut Scratch::new(owner)),
+        })
+    }
+}
+
 /// Strings of one event found clean: an event's canonical payload and the
 /// native record kept beside it repeat the same text, which is then
 /// searched once. A cheap hash picks the candidate and a byte comparison
@@ -611,6 +685,18 @@ struct Memo {
 impl Memo {
     /// Strings shorter than this are searched again (cheaper than keeping).
     const SHORTEST: usize = 64;
+    /// Kept between events up to this much; an event with more clean
+    /// text gives its buffer back.
+    const KEPT: usize = 1 << 20;
+
+    /// Forgets the last event's strings.
+    fn clear(&mut self) {
+        if self.bytes.capacity() > Memo::KEPT {
+            self.bytes = Vec::new();
+        }
+        self.bytes.clear();
+        self.seen.clear();
+    }
 
     fn key(&self, s: &str) -> Option<u64> {
         (s.len() >= Memo::SHORTEST).then(|| fast_hash(s.as_bytes()))
@@ -635,8 +721,6 @@ impl Memo {
 /// mapped by a cheap hash; a byte comparison decides, so a crafted
 /// collision only costs a search.
 struct Recent {
-    /// The redactor the entries are for (see [`Redactor::serial`]).
-    owner: u64,
     /// `LONGEST + 1` bytes a slot: the length, then the string.
     slots: Vec<u8>,
 }
@@ -647,10 +731,10 @@ impl Recent {
     /// log2 of the number of slots: 1,024 slots, 64 KiB in all.
     const SLOT_BITS: u32 = 10;
 
-    thread_local! {
-        static RECENT: std::cell::RefCell<Recent> = const {
-            std::cell::RefCell::new(Recent { owner: u64::MAX, slots: Vec::new() })
-        };
+    fn new() -> Recent {
+        Recent {
+            slots: vec![0; (1 << Recent::SLOT_BITS) * (Recent::LONGEST + 1)],
+        }
     }
 
     /// Where `bytes` is kept. The hash's high bits: its last step is a
@@ -661,36 +745,158 @@ impl Recent {
     }
 
     /// Says whether `bytes` (at most `LONGEST`, kept at slot `at`: see
-    /// [`Recent::slot`]) was found clean lately by the redactor numbered
-    /// `owner`.
-    fn seen(owner: u64, at: usize, bytes: &[u8]) -> bool {
-        Recent::RECENT.with(|cell| {
-            let recent = cell.borrow();
-            if recent.owner != owner {
-                return false;
-            }
-            let slot = &recent.slots[at..at + Recent::LONGEST + 1];
-            usize::from(slot[0]) == bytes.len() && &slot[1..=bytes.len()] == bytes
-        })
+    /// [`Recent::slot`]) was found clean lately.
+    fn seen(&self, at: usize, bytes: &[u8]) -> bool {
+        let slot = &self.slots[at..at + Recent::LONGEST + 1];
+        usize::from(slot[0]) == bytes.len() && &slot[1..=bytes.len()] == bytes
     }
 
-    /// Keeps `bytes` (at most `LONGEST`, at slot `at`) as found clean by
-    /// `owner`.
-    fn insert(owner: u64, at: usize, bytes: &[u8]) {
-        Recent::RECENT.with(|cell| {
-            let mut recent = cell.borrow_mut();
-            if recent.owner != owner {
-                recent.owner = owner;
-                recent.slots.clear();
-                recent
-                    .slots
-                    .resize((1 << Recent::SLOT_BITS) * (Recent::LONGEST + 1), 0);
-            }
-            let slot = &mut recent.slots[at..at + Recent::LONGEST + 1];
-            slot[0] = bytes.len() as u8;
-            slot[1..=bytes.len()].copy_from_slice(bytes);
-        })
+    /// Keeps `bytes` (at most `LONGEST`, at slot `at`) as found clean.
+    fn insert(&mut self, at: usize, bytes: &[u8]) {
+        let slot = &mut self.slots[at..at + Recent::LONGEST + 1];
+        slot[0] = bytes.len() as u8;
+        slot[1..=bytes.len()].copy_from_slice(bytes);
     }
+}
+
+/// What the walk asks of an object key (see [`KeyFacts::of`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct KeyFacts(u8);
+
+impl KeyFacts {
+    /// The key is `type`.
+    const TYPE: u8 = 1;
+    /// The key is one an opaque place has ([`opaque_key`]).
+    const OPAQUE: u8 = 2;
+    /// The key names a secret ([`names_secret`]).
+    const NAMES_SECRET: u8 = 4;
+    /// The key itself must be searched ([`key_needs_search`]).
+    const SEARCH: u8 = 8;
+
+    /// Decides the facts of `key`.
+    fn of(key: &str) -> KeyFacts {
+        let mut facts = 0;
+        if key == "type" {
+            facts |= KeyFacts::TYPE;
+        }
+        if opaque_key(key) {
+            facts |= KeyFacts::OPAQUE;
+        }
+        if names_secret(key) {
+            facts |= KeyFacts::NAMES_SECRET;
+        }
+        if key_needs_search(key) {
+            facts |= KeyFacts::SEARCH;
+        }
+        KeyFacts(facts)
+    }
+
+    fn has(self, fact: u8) -> bool {
+        self.0 & fact != 0
+    }
+}
+
+/// The facts of the object keys a thread met lately: a session's records
+/// use a few hundred keys, each met thousands of times. Keys of up to 32
+/// bytes are kept, direct mapped; a key is told from another by its length
+/// and four words that hold all its bytes, so a slot never answers for
+/// another key.
+struct Keys {
+    slots: Vec<KeySlot>,
+}
+
+#[derive(Clone, Copy)]
+struct KeySlot {
+    words: [u64; 4],
+    /// The key's length; `u8::MAX` in an empty slot.
+    len: u8,
+    facts: KeyFacts,
+}
+
+impl Keys {
+    /// Keys longer than this are decided each time.
+    const LONGEST: usize = 32;
+    /// log2 of the number of sets of two slots: 1,024 slots, 40 KiB (of
+    /// which a session's few hundred keys touch a part). Two ways: with
+    /// one, two keys a record uses that share a slot kept evicting each
+    /// other (one lookup in seven missed on the bench's 262 keys).
+    const SET_BITS: u32 = 9;
+
+    fn new() -> Keys {
+        let empty = KeySlot {
+            words: [0; 4],
+            len: u8::MAX,
+            facts: KeyFacts(0),
+        };
+        Keys {
+            slots: vec![empty; 2 << Keys::SET_BITS],
+        }
+    }
+
+    /// The facts of `key`, decided on its first meeting.
+    #[inline]
+    fn facts(&mut self, key: &str) -> KeyFacts {
+        let Some(words) = key_words(key.as_bytes()) else {
+            return KeyFacts::of(key);
+        };
+        let at = 2 * Keys::set(&words, key.len());
+        let is = |slot: &KeySlot| usize::from(slot.len) == key.len() && slot.words == words;
+        if is(&self.slots[at]) {
+            return self.slots[at].facts;
+        }
+        if is(&self.slots[at + 1]) {
+            return self.slots[at + 1].facts;
+        }
+        // The newer key in the first way, the one it displaces in the second.
+        let facts = KeyFacts::of(key);
+        self.slots[at + 1] = self.slots[at];
+        self.slots[at] = KeySlot {
+            words,
+            len: key.len() as u8,
+            facts,
+        };
+        facts
+    }
+
+    /// The set of the key of length `len` held in `words`.
+    #[inline]
+    fn set(words: &[u64; 4], len: usize) -> usize {
+        const K: u64 = 0x9e37_79b9_7f4a_7c15;
+        let h = (words[0]
+            ^ words[1].rotate_left(16)
+            ^ words[2].rotate_left(32)
+            ^ words[3].rotate_left(48)
+            ^ len as u64)
+            .wrapping_mul(K);
+        (h >> (64 - Keys::SET_BITS)) as usize
+    }
+}
+
+/// Four words that, with its length, hold every byte of a key of up to
+/// [`Keys::LONGEST`] bytes (overlapping where it is shorter); `None` for
+/// a longer key.
+#[inline]
+fn key_words(b: &[u8]) -> Option<[u64; 4]> {
+    let n = b.len();
+    let word = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+    let half = |at: usize| {
+        u64::from(u32::from_le_bytes(
+            b[at..at + 4].try_into().expect("4 bytes"),
+        ))
+    };
+    Some(match n {
+        0..4 => [
+            b.iter().rev().fold(0, |w, &x| w << 8 | u64::from(x)),
+            0,
+            0,
+            0,
+        ],
+        4..8 => [half(0) | half(n - 4) << 32, 0, 0, 0],
+        8..=16 => [word(0), word(n - 8), 0, 0],
+        17..=24 => [word(0), word(8), word(n - 8), 0],
+        25..=Keys::LONGEST => [word(0), word(8), word(16), word(n - 8)],
+        _ => return None,
+    })
 }
 
 /// A fast, unkeyed hash of 8-byte words (collisions are resolved by
@@ -841,51 +1047,66 @@ fn key_needs_search(key: &str) -> bool {
         && !plain_words(key)
 }
 
+/// The names [`names_secret`] looks for at the end of a key, as its
+/// letters and digits, lowercase.
+const SECRET_NAMES: [&[u8]; 18] = [
+    b"password",
+    b"passwd",
+    b"passphrase",
+    b"secret",
+    b"token",
+    b"credential",
+    b"credentials",
+    b"authorization",
+    b"cookie",
+    b"apikey",
+    b"accesskey",
+    b"secretkey",
+    b"privatekey",
+    b"accesstoken",
+    b"refreshtoken",
+    b"authtoken",
+    b"sessiontoken",
+    b"bearertoken",
+];
+
 /// Says whether a JSON key names a secret: its last words are one of the
 /// names below, whatever the case and separators (`client_secret`,
 /// `apiKey`, `X-Auth-Token`, `DB_PASSWORD`).
 fn names_secret(key: &str) -> bool {
-    /// The last five letters and digits of each name below, lowercase,
-    /// as [`names_secret`] packs them.
-    const TAILS: [u64; 12] = {
-        const NAMES: [&[u8; 5]; 12] = [
-            b"sword", b"asswd", b"hrase", b"ecret", b"token", b"ntial", b"tials", b"ation",
-            b"ookie", b"pikey", b"sskey", b"tekey",
-        ];
-        let mut packed = [0; 12];
+    /// The last five letters of each of [`SECRET_NAMES`], packed as the
+    /// tail of a key is below (derived, so a name added there is never
+    /// missed here).
+    const TAILS: [u64; SECRET_NAMES.len()] = {
+        let mut packed = [0; SECRET_NAMES.len()];
         let mut i = 0;
-        while i < NAMES.len() {
+        while i < SECRET_NAMES.len() {
+            let name = SECRET_NAMES[i];
             let mut j = 0;
             while j < 5 {
-                packed[i] |= (NAMES[i][j] as u64) << (8 * j);
+                packed[i] |= (name[name.len() - 5 + j] as u64) << (8 * j);
                 j += 1;
             }
             i += 1;
         }
         packed
     };
-    const NAMES: [&[u8]; 18] = [
-        b"password",
-        b"passwd",
-        b"passphrase",
-        b"secret",
-        b"token",
-        b"credential",
-        b"credentials",
-        b"authorization",
-        b"cookie",
-        b"apikey",
-        b"accesskey",
-        b"secretkey",
-        b"privatekey",
-        b"accesstoken",
-        b"refreshtoken",
-        b"authtoken",
-        b"sessiontoken",
-        b"bearertoken",
-    ];
     if key.len() < 5 {
         return false;
+    }
+    // Most keys end in five letters and digits, read as one word: a key
+    // whose last five bytes are letters or digits and not one of the
+    // tails names no secret. `| 0x20` lowercases letters and leaves
+    // digits as they are; only letters become lowercase letters.
+    if key.len() >= 8 {
+        let b = key.as_bytes();
+        let last = u64::from_le_bytes(b[b.len() - 8..].try_into().expect("8 bytes")) >> 24;
+        let alnum =
+            in_range(last, b'a', b'z') | in_range(last, b'A', b'Z') | in_range(last, b'0', b'9');
+        const FIVE: u64 = 0x80_8080_8080;
+        if last & FIVE == 0 && alnum & FIVE == FIVE && !TAILS.contains(&(last | 0x20_2020_2020)) {
+            return false;
+        }
     }
     // The last five letters and digits, lowercase, packed in a word (the
     // last one in the top byte): a register, not a buffer read back.
@@ -911,7 +1132,7 @@ fn names_secret(key: &str) -> bool {
     // Token counts and the like are not secrets; a name ending in one of
     // these is.
     let plural_count = norm.ends_with(b"tokens");
-    !plural_count && NAMES.iter().any(|name| norm.ends_with(name))
+    !plural_count && SECRET_NAMES.iter().any(|name| norm.ends_with(name))
 }
 
 /// Says whether a secret-named field holds a placeholder, not a value.
@@ -1110,7 +1331,8 @@ mod tests {
         let r = Redactor::new();
         let mut e = event(json!({
             "input": {"password": "hunter2", "client_secret": "abc", "apiKey": "k3y-9f8e7d",
-                      "max_tokens": "1000", "input_tokens": 5, "token": ""},
+                      "max_tokens": "1000", "input_tokens": 5, "token": "",
+                      "secretKey": "s3cr3t", "AWS_SECRET_KEY": "x9"},
             "env": {"ghp_R5z0aQk8T2mVx7LbN3cYw9EuJ4hS6dFgPq1M": "x"},
         }));
         r.redact(&mut e);
@@ -1118,9 +1340,42 @@ mod tests {
         assert_eq!(p["input"]["password"], "[REDACTED:json-secret-field]");
         assert_eq!(p["input"]["client_secret"], "[REDACTED:json-secret-field]");
         assert_eq!(p["input"]["apiKey"], "[REDACTED:json-secret-field]");
+        assert_eq!(p["input"]["secretKey"], "[REDACTED:json-secret-field]");
+        assert_eq!(p["input"]["AWS_SECRET_KEY"], "[REDACTED:json-secret-field]");
         assert_eq!(p["input"]["max_tokens"], "1000");
         assert_eq!(p["input"]["token"], "");
         assert!(!p.to_string().contains("ghp_R5z0"), "{p}");
+        // Keys holding secrets among many: before and after the 64th.
+        let secret = |i: usize| format!("ghp_R5z0aQk8T2mVx7LbN3cYw9EuJ4hS6dFg{i:04}");
+        let at = [2, 35, 63, 64, 68, 97];
+        let mut many = Map::new();
+        for i in 0..100 {
+            let key = if at.contains(&i) {
+                secret(i)
+            } else {
+                format!("field_{i}")
+            };
+            many.insert(key, json!(i));
+        }
+        let mut e = event(json!({ "env": many }));
+        assert_eq!(r.redact(&mut e), at.len(), "{}", e.payload);
+        let env = e.payload["env"].as_object().unwrap();
+        assert_eq!(env.len(), 100 - at.len() + 1);
+        // Only past the 64th.
+        let mut many = Map::new();
+        for i in 0..100 {
+            let key = if i == 70 {
+                secret(i)
+            } else {
+                format!("field_{i}")
+            };
+            many.insert(key, json!(i));
+        }
+        let mut e = event(json!({ "env": many }));
+        assert_eq!(r.redact(&mut e), 1, "{}", e.payload);
+        assert!(!e.payload.to_string().contains("ghp_R5z0"), "{}", e.payload);
+        assert!(!e.payload.to_string().contains("ghp_R5z0"), "{}", e.payload);
+        assert_eq!(env["field_99"], 99);
     }
 
     #[test]
@@ -1153,6 +1408,18 @@ mod tests {
         );
     }
 
+    /// Says whether the thread's recent strings hold `text` for the
+    /// redactor numbered `owner`, without taking them over.
+    fn recent_has(owner: u64, text: &str) -> bool {
+        Scratch::SCRATCH.with(|cell| {
+            cell.borrow().as_ref().is_some_and(|s| {
+                s.owner == owner
+                    && s.recent
+                        .seen(Recent::slot(text.as_bytes()), text.as_bytes())
+            })
+        })
+    }
+
     #[test]
     fn a_short_string_kept_as_clean_never_vouches_for_another() {
         let r = Redactor::new();
@@ -1165,37 +1432,127 @@ mod tests {
             .unwrap();
         assert_eq!(clean.len(), secret.len());
         assert!(r.findings(&clean).is_empty());
-        assert!(Recent::seen(
-            r.serial,
-            Recent::slot(clean.as_bytes()),
-            clean.as_bytes()
-        ));
-        assert!(!Recent::seen(
-            r.serial,
-            Recent::slot(secret.as_bytes()),
-            secret.as_bytes()
-        ));
+        assert!(recent_has(r.serial, &clean));
+        assert!(!recent_has(r.serial, secret));
         for _ in 0..2 {
             assert_eq!(r.findings(secret).len(), 1, "{secret}");
         }
         // What one redactor kept is not taken by another.
         let other = Redactor::new();
-        assert!(!Recent::seen(
-            other.serial,
-            Recent::slot(clean.as_bytes()),
-            clean.as_bytes()
-        ));
+        assert!(!recent_has(other.serial, &clean));
         assert!(other.findings(&clean).is_empty());
-        assert!(!Recent::seen(
-            r.serial,
-            Recent::slot(clean.as_bytes()),
-            clean.as_bytes()
-        ));
+        assert!(!recent_has(r.serial, &clean));
         // The same text in an event is redacted however often it recurs.
         for _ in 0..3 {
             let mut e = event(json!({"text": secret, "k": [secret, clean]}));
             assert_eq!(r.redact(&mut e), 2, "{}", e.payload);
         }
+    }
+
+    #[test]
+    fn a_key_names_a_secret_as_its_letters_and_digits_say() {
+        // What `names_secret` decides, read off its definition.
+        let reference = |key: &str| {
+            let norm: Vec<u8> = key
+                .bytes()
+                .filter(u8::is_ascii_alphanumeric)
+                .map(|b| b.to_ascii_lowercase())
+                .collect();
+            !norm.ends_with(b"tokens") && SECRET_NAMES.iter().any(|n| norm.ends_with(n))
+        };
+        let mut names: Vec<String> = SECRET_NAMES
+            .iter()
+            .map(|n| String::from_utf8(n.to_vec()).unwrap())
+            .collect();
+        names.extend(
+            [
+                "passwor",
+                "tokens",
+                "Token",
+                "TOKEN",
+                "secretKey",
+                "api_key",
+                "api-KEY",
+                "cookies",
+                "Authorizations",
+                "access_token",
+                "pass_word",
+                "toke",
+                "n",
+                "secret9",
+                "s3cret",
+                "credentialS",
+                "ecret",
+                "sword",
+                "pikey",
+                "keyword",
+            ]
+            .map(String::from),
+        );
+        let mut checked = 0;
+        for prefix in ["", "db_", "X-", "client", "my.", "a1", "passwordHash"] {
+            for name in &names {
+                for suffix in ["", "_", "1", "s", "-", " ", "__", ".x"] {
+                    let key = format!("{prefix}{name}{suffix}");
+                    assert_eq!(names_secret(&key), reference(&key), "{key:?}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 1_000);
+    }
+
+    #[test]
+    fn a_keys_facts_are_its_own_whatever_the_thread_met_before() {
+        // Keys that differ in one byte at every place, of every length the
+        // table keeps and past it: each slot answers only for its key.
+        let base = "client_secret_api_token_key_xyz_abc";
+        let mut keys: Vec<String> = Vec::new();
+        for len in 0..=base.len() {
+            keys.push(base[..len].to_owned());
+            for at in 0..len {
+                let mut k = base.as_bytes()[..len].to_vec();
+                k[at] = if k[at] == b'Y' { b'Z' } else { b'Y' };
+                keys.push(String::from_utf8(k).unwrap());
+            }
+        }
+        keys.extend(
+            [
+                "type",
+                "data",
+                "signature",
+                "encrypted_content",
+                "apiKey",
+                "X-Auth-Token",
+            ]
+            .map(String::from),
+        );
+        let mut words = std::collections::HashMap::new();
+        for k in &keys {
+            if let Some(w) = key_words(k.as_bytes()) {
+                let other = words.insert((k.len(), w), k.clone());
+                assert!(other.as_ref().is_none_or(|o| o == k), "{k:?} and {other:?}");
+            }
+        }
+        // Three keys of one length in one set (of two slots), one naming a
+        // secret.
+        let set = |k: &str| Keys::set(&key_words(k.as_bytes()).unwrap(), k.len());
+        let secret = "pw0000_password";
+        let mut others = (0u32..)
+            .map(|i| format!("pw{i:04}_passwor"))
+            .filter(|k| k.len() == secret.len() && set(k) == set(secret));
+        let (a, b) = (others.next().unwrap(), others.next().unwrap());
+        keys.extend([secret, &a, &b, secret, &b, &a, secret].map(String::from));
+        let mut table = Keys::new();
+        for round in 0..3 {
+            for k in keys.iter().rev().skip(round) {
+                assert_eq!(table.facts(k), KeyFacts::of(k), "{k:?}");
+            }
+        }
+        assert!(KeyFacts::of("type").has(KeyFacts::TYPE));
+        assert!(KeyFacts::of("data").has(KeyFacts::OPAQUE));
+        assert!(KeyFacts::of("client_secret").has(KeyFacts::NAMES_SECRET));
+        assert!(KeyFacts::of("Bearer sk_live_4eC39HqLyjWDarjtT1zdp7dX").has(KeyFacts::SEARCH));
     }
 
     #[test]
