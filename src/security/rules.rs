@@ -372,33 +372,36 @@ impl KeywordTable {
     /// when they do not fit the table.
     fn new(dfa: &DFA) -> Result<KeywordTable, String> {
         use aho_corasick::Anchored::No;
-        use std::collections::HashMap;
+        /// Not numbered yet (state ids are dense small integers).
+        const NONE: u16 = u16::MAX;
         let start = dfa.start_state(No).map_err(|e| format!("keywords: {e}"))?;
         // Every reachable state, numbered in the order found, with its
         // transitions on all 256 bytes.
-        let mut number = HashMap::from([(start, 0u16)]);
-        let mut ac = vec![start];
+        let mut number: Vec<u16> = Vec::new();
+        let mut numbered = |sid: aho_corasick::automaton::StateID, ac: &mut Vec<_>| {
+            let at = sid.as_usize();
+            if at >= number.len() {
+                number.resize(at + 1, NONE);
+            }
+            if number[at] == NONE {
+                if ac.len() >= STATES {
+                    return Err(format!(
+                        "keywords: the automaton has more than {STATES} states"
+                    ));
+                }
+                number[at] = ac.len() as u16;
+                ac.push(sid);
+            }
+            Ok(number[at])
+        };
+        let mut ac = Vec::new();
+        numbered(start, &mut ac)?;
         let mut rows: Vec<[u16; 256]> = Vec::new();
         while rows.len() < ac.len() {
             let sid = ac[rows.len()];
             let mut row = [0u16; 256];
             for (b, cell) in row.iter_mut().enumerate() {
-                let to = dfa.next_state(No, sid, b as u8);
-                let n = match number.get(&to) {
-                    Some(&n) => n,
-                    None => {
-                        let n = ac.len();
-                        if n >= STATES {
-                            return Err(format!(
-                                "keywords: the automaton has more than {STATES} states"
-                            ));
-                        }
-                        number.insert(to, n as u16);
-                        ac.push(to);
-                        n as u16
-                    }
-                };
-                *cell = n;
+                *cell = numbered(dfa.next_state(No, sid, b as u8), &mut ac)?;
             }
             rows.push(row);
         }
@@ -425,14 +428,11 @@ impl KeywordTable {
             .into_boxed_slice()
             .try_into()
             .expect("STATES rows");
+        let matches: Vec<bool> = ac.iter().map(|&sid| dfa.is_match(sid)).collect();
         for (s, row) in rows.iter().enumerate() {
             for b in 0..256 {
                 let to = row[b];
-                let flag = if dfa.is_match(ac[usize::from(to)]) {
-                    MATCH
-                } else {
-                    0
-                };
+                let flag = if matches[usize::from(to)] { MATCH } else { 0 };
                 next[s][usize::from(classes[b])] = to | flag;
             }
         }
