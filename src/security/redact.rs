@@ -569,11 +569,34 @@ impl Redactor {
                 }
             }
             if !clean.is_empty() {
+                // Two keys redacted alike, or a redacted key equal to one
+                // kept, would become one entry and lose a value: a
+                // redacted key that is taken gets a number.
+                // (Sets and a number per name: a document of many secret
+                // keys costs linear time.)
+                let renamed: std::collections::HashSet<usize> =
+                    clean.iter().map(|&(i, _)| i).collect();
+                let kept: std::collections::HashSet<String> = map
+                    .keys()
+                    .enumerate()
+                    .filter(|(i, _)| !renamed.contains(i))
+                    .map(|(_, k)| k.clone())
+                    .collect();
+                let mut numbers: std::collections::HashMap<String, usize> = Default::default();
                 let old = std::mem::take(map);
                 let mut next = clean.into_iter().peekable();
                 for (i, (k, v)) in old.into_iter().enumerate() {
                     let k = match next.peek() {
-                        Some((at, _)) if *at == i => next.next().expect("peeked").1,
+                        Some((at, _)) if *at == i => {
+                            let base = next.next().expect("peeked").1;
+                            let n = numbers.entry(base.clone()).or_insert(1);
+                            let mut k = base.clone();
+                            while kept.contains(&k) || map.contains_key(&k) {
+                                *n += 1;
+                                k = format!("{base} ({n})");
+                            }
+                            k
+                        }
                         _ => k,
                     };
                     map.insert(k, v);
@@ -1360,7 +1383,34 @@ mod tests {
         let mut e = event(json!({ "env": many }));
         assert_eq!(r.redact(&mut e), at.len(), "{}", e.payload);
         let env = e.payload["env"].as_object().unwrap();
-        assert_eq!(env.len(), 100 - at.len() + 1);
+        // Every entry is still there, each secret key under its own name.
+        assert_eq!(env.len(), 100);
+        for (n, i) in at.iter().enumerate() {
+            let key = match n {
+                0 => "[REDACTED:github-pat]".to_owned(),
+                n => format!("[REDACTED:github-pat] ({})", n + 1),
+            };
+            assert_eq!(env[&key], json!(i), "{key}");
+        }
+        assert!(!e.payload.to_string().contains("ghp_R5z0"), "{}", e.payload);
+        // A kept key equal to a redacted one keeps its name.
+        let mut e = event(json!({"env": {
+            "ghp_R5z0aQk8T2mVx7LbN3cYw9EuJ4hS6dFg0001": 1,
+            "[REDACTED:github-pat]": 2,
+        }}));
+        assert_eq!(r.redact(&mut e), 1, "{}", e.payload);
+        assert_eq!(e.payload["env"]["[REDACTED:github-pat]"], 2);
+        assert_eq!(e.payload["env"]["[REDACTED:github-pat] (2)"], 1);
+        let once = e.clone();
+        assert_eq!(r.redact(&mut e), 0);
+        assert_eq!(e, once);
+        // A document of many secret keys (hostile or not) keeps them all.
+        let many: Map<String, Value> = (0..2_000).map(|i| (secret(i), json!(i))).collect();
+        let mut e = event(json!({ "env": many }));
+        assert_eq!(r.redact(&mut e), 2_000);
+        let env = e.payload["env"].as_object().unwrap();
+        assert_eq!(env.len(), 2_000);
+        assert_eq!(env["[REDACTED:github-pat] (2000)"], 1_999);
         // Only past the 64th.
         let mut many = Map::new();
         for i in 0..100 {
@@ -1374,8 +1424,7 @@ mod tests {
         let mut e = event(json!({ "env": many }));
         assert_eq!(r.redact(&mut e), 1, "{}", e.payload);
         assert!(!e.payload.to_string().contains("ghp_R5z0"), "{}", e.payload);
-        assert!(!e.payload.to_string().contains("ghp_R5z0"), "{}", e.payload);
-        assert_eq!(env["field_99"], 99);
+        assert_eq!(e.payload["env"]["field_99"], 99);
     }
 
     #[test]
