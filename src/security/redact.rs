@@ -16,7 +16,8 @@
 //! Structural rules the text rules cannot see: a JSON string under a key
 //! that names a secret (`password`, `client_secret`, `apiKey`, `*_token`,
 //! `authorization`, `cookie`, ...) is replaced whole (`json-secret-field`)
-//! unless it is a placeholder.
+//! unless it is a placeholder. Object keys that redact alike are numbered
+//! (`[REDACTED:<rule>] (2)`), so no entry is lost.
 //!
 //! Exempt, by exact place and never by a key name alone: provider-bound
 //! opaque blobs, which are ciphertext and which the agent's own resume
