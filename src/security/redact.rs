@@ -653,9 +653,9 @@ fn merge_findings(out: &mut Vec<(usize, usize, usize)>) {
 }
 
 /// What a thread's redactor keeps from one string and event to the next,
-/// taken once per event (a thread-local lookup per string was a tenth of
-/// the walk): the event's clean long strings, recent clean short strings,
-/// and the facts of the object keys it met.
+/// taken once per event (a thread-local lookup per string cost about 3 %
+/// of redaction's instructions): the event's clean long strings, recent
+/// clean short strings, and the facts of the object keys it met.
 struct Scratch {
     /// The redactor the entries are for (see [`Redactor::serial`]).
     owner: u64,

@@ -372,7 +372,8 @@ impl KeywordTable {
     /// when they do not fit the table.
     fn new(dfa: &DFA) -> Result<KeywordTable, String> {
         use aho_corasick::Anchored::No;
-        /// Not numbered yet (state ids are dense small integers).
+        /// Not numbered yet (a state id is an index into the automaton's
+        /// transition table, so a vector of that length numbers them all).
         const NONE: u16 = u16::MAX;
         let start = dfa.start_state(No).map_err(|e| format!("keywords: {e}"))?;
         // Every reachable state, numbered in the order found, with its
