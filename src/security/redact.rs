@@ -822,7 +822,7 @@ impl KeyFacts {
 
 /// The facts of the object keys a thread met lately: a session's records
 /// use a few hundred keys, each met thousands of times. Keys of up to 32
-/// bytes are kept, direct mapped; a key is told from another by its length
+/// bytes are kept, in sets of two slots; a key is told from another by its length
 /// and four words that hold all its bytes, so a slot never answers for
 /// another key.
 struct Keys {
