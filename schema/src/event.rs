@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize, Serializer, ser::SerializeMap};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -147,11 +147,55 @@ impl Event {
     /// Appends the event's content, the JSON object without `checksum`, to `out`.
     ///
     /// This exact byte string is what the checksum covers.
+    ///
+    /// The members, in this fixed order: `seq`, `ts`, `agent`, `actor`,
+    /// `type`, `level`, then `payload` unless null, `refs` unless empty,
+    /// `parent_seq` and `origin` when set, then the unknown fields by name:
+    /// compact JSON, as `serde_json` writes it ([`crate::json`] writes the
+    /// strings and values; a test holds it to `serde_json`'s bytes).
     pub fn write_content(&self, out: &mut Vec<u8>) {
-        let mut ser = serde_json::Serializer::new(out);
-        Content(self)
-            .serialize(&mut ser)
-            .expect("serializing JSON values into a Vec cannot fail");
+        use crate::json::{write_str, write_value};
+        out.extend_from_slice(b"{\"seq\":");
+        through_serde(out, &self.seq);
+        out.extend_from_slice(b",\"ts\":");
+        write_str(out, &self.ts);
+        out.extend_from_slice(b",\"agent\":");
+        through_serde(out, &self.agent);
+        out.extend_from_slice(b",\"actor\":");
+        write_str(out, &self.actor);
+        out.extend_from_slice(b",\"type\":");
+        write_str(out, &self.kind);
+        out.extend_from_slice(b",\"level\":");
+        through_serde(out, &self.level);
+        if !self.payload.is_null() {
+            out.extend_from_slice(b",\"payload\":");
+            write_value(out, &self.payload);
+        }
+        if !self.refs.is_empty() {
+            out.extend_from_slice(b",\"refs\":[");
+            for (i, r) in self.refs.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(out, r);
+            }
+            out.push(b']');
+        }
+        if let Some(p) = self.parent_seq {
+            out.extend_from_slice(b",\"parent_seq\":");
+            through_serde(out, &p);
+        }
+        if let Some(o) = &self.origin {
+            out.extend_from_slice(b",\"origin\":");
+            through_serde(out, o);
+        }
+        for (k, v) in &self.extra {
+            out.push(b',');
+            write_str(out, k);
+            out.push(b':');
+            write_value(out, v);
+        }
+        out.push(b'}');
     }
 
     /// Sets `checksum` from the previous event's checksum and this content.
@@ -162,12 +206,22 @@ impl Event {
     }
 }
 
-/// Serializes the envelope in its fixed order, then unknown fields, and
-/// leaves out `checksum`, which the codec appends last.
+/// Appends a small member (a number, the agent, the level, the origin)
+/// as `serde_json` writes it.
+fn through_serde<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    serde_json::to_writer(out, value).expect("serializing into a Vec cannot fail");
+}
+
+/// The envelope as `serde_json` serializes it: fixed order, then unknown
+/// fields, without `checksum` (the codec appends it last). What
+/// [`Event::write_content`] writes by hand, kept as its reference.
+#[cfg(test)]
 struct Content<'a>(&'a Event);
 
+#[cfg(test)]
 impl Serialize for Content<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
         let e = self.0;
         let mut map = s.serialize_map(None)?;
         map.serialize_entry("seq", &e.seq)?;
@@ -259,6 +313,50 @@ mod tests {
         a.seal(None, &mut scratch);
         assert_ne!(a.checksum.as_deref(), Some(first.as_str()));
         assert!(first.starts_with("sha256:") && first.len() == 71);
+    }
+
+    #[test]
+    fn content_is_the_bytes_serde_json_writes_for_the_envelope() {
+        let odd = "a\"b\\c\n\u{1}\u{7f}é中😀 and a longer run of plain text";
+        let full = Event {
+            refs: vec!["artifact:sha256:00".into(), odd.into()],
+            parent_seq: Some(41),
+            origin: Some(Origin {
+                agent: Agent::Codex,
+                native_id: Some(odd.into()),
+                native_seq: Some(7),
+                extra: BTreeMap::from([("z".to_owned(), json!([odd, 1.5, -3]))]),
+            }),
+            checksum: Some("sha256:ff".into()),
+            extra: BTreeMap::from([
+                ("b\u{2}".to_owned(), json!({"k": odd})),
+                ("a".to_owned(), Value::Null),
+            ]),
+            ..Event::new(
+                u64::MAX,
+                odd,
+                Agent::Pi,
+                odd,
+                odd,
+                Level::Native,
+                json!({"text": odd, "n": [1, -2, 3.25e-7, u64::MAX], "t": true, "o": {}}),
+            )
+        };
+        let bare = Event::new(0, "", Agent::Claude, "", "", Level::History, Value::Null);
+        let with_null_payload_and_extra = Event {
+            extra: BTreeMap::from([("x".to_owned(), json!(odd))]),
+            ..bare.clone()
+        };
+        for event in [&full, &bare, &with_null_payload_and_extra] {
+            let mut ours = Vec::new();
+            event.write_content(&mut ours);
+            let reference = serde_json::to_vec(&Content(event)).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&ours),
+                String::from_utf8_lossy(&reference)
+            );
+            assert_eq!(ours, reference);
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod codec;
 pub mod event;
 pub mod header;
 pub mod id;
+pub mod json;
 pub mod kinds;
 pub mod meta;
 pub mod receipt;

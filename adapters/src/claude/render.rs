@@ -247,7 +247,7 @@ impl Output<'_> {
         self.ids.fix(&mut line, &mut self.id_losses);
         self.links.fix(&mut line, &self.native_id);
         line.insert("sessionId".into(), json!(self.session_id));
-        serde_json::to_writer(&mut self.buf, &line).expect("JSON values always serialize");
+        git_session_schema::json::write_object(&mut self.buf, &line);
         self.buf.push(b'\n');
         if self.buf.len() >= FLUSH_BYTES {
             self.flush();

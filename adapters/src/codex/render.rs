@@ -512,7 +512,7 @@ impl Writer<'_> {
         if let Some(ts) = line.get("timestamp").and_then(Value::as_str) {
             self.last_ts.push_str(ts);
         }
-        serde_json::to_writer(&mut self.buf, &line).expect("JSON values always serialize");
+        git_session_schema::json::write_value(&mut self.buf, &line);
         self.buf.push(b'\n');
         if self.buf.len() >= FLUSH_AT {
             self.flush()?;

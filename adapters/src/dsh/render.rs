@@ -803,7 +803,7 @@ impl Writer<'_, '_> {
 
     /// Queues one line, cutting a frame when it is full.
     fn line(&mut self, record: &Value) -> Result<(), RenderError> {
-        serde_json::to_writer(&mut self.buf, record).expect("JSON values serialize");
+        git_session_schema::json::write_value(&mut self.buf, record);
         self.buf.push(b'\n');
         if self.buf.len() >= FRAME_PLAINTEXT {
             self.cut()?;

@@ -188,7 +188,7 @@ impl Writer<'_, '_> {
     }
 
     fn line(&mut self, entry: &Map<String, Value>) {
-        serde_json::to_writer(&mut self.buf, entry).expect("JSON values always serialize");
+        git_session_schema::json::write_object(&mut self.buf, entry);
         self.buf.push(b'\n');
         if self.buf.len() >= FLUSH_BYTES {
             self.flush();
