@@ -993,3 +993,41 @@ fn escape(text: &str) -> String {
         .take(200)
         .collect()
 }
+
+#[cfg(test)]
+mod fingerprint_tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn row(table: Table, columns: Value) -> Row {
+        Row {
+            table,
+            columns: columns.as_object().unwrap().clone(),
+        }
+    }
+
+    #[test]
+    fn a_rows_fingerprint_is_the_one_stored_states_hold() {
+        let part = row(
+            Table::Part,
+            json!({
+                "id": "prt_1", "message_id": "msg_1", "session_id": "ses_1",
+                "time_created": 1_767_225_600_000_i64, "time_updated": 1,
+                "data": {"type": "tool", "state": {"status": "completed",
+                    "output": "a \"quoted\"\n\ttab\u{1} é中😀 \\ path", "time": {"start": 1.5}}},
+                "$rowid": 7
+            }),
+        );
+        // Pinned: stored capture states hold these values, so a change
+        // would report every stored row as updated on the next capture.
+        assert_eq!(fingerprint(&part), 0x21f8_678c_35bd_0398);
+        let session = row(
+            Table::Session,
+            json!({"id": "ses_1", "title": "t\u{7f}", "time_updated": 5, "$rowid": 1}),
+        );
+        let mut touched = session.clone();
+        touched.columns.insert("time_updated".into(), json!(6));
+        assert_eq!(fingerprint(&session), fingerprint(&touched));
+    }
+}
