@@ -154,9 +154,25 @@ impl Event {
     /// compact JSON, as `serde_json` writes it ([`crate::json`] writes the
     /// strings and values; a test holds it to `serde_json`'s bytes).
     pub fn write_content(&self, out: &mut Vec<u8>) {
+        write_seq(out, self.seq);
+        self.write_before_parent(out);
+        write_parent(out, self.parent_seq);
+        self.write_after_parent(out);
+    }
+
+    /// Writes this event's [`ContentBody`]: its content without `seq` and
+    /// `parent_seq`.
+    pub fn content_body(&self) -> ContentBody {
+        let mut bytes = Vec::new();
+        self.write_before_parent(&mut bytes);
+        let split = bytes.len();
+        self.write_after_parent(&mut bytes);
+        ContentBody { bytes, split }
+    }
+
+    /// The members between `seq` and `parent_seq`.
+    fn write_before_parent(&self, out: &mut Vec<u8>) {
         use crate::json::{write_str, write_value};
-        out.extend_from_slice(b"{\"seq\":");
-        through_serde(out, &self.seq);
         out.extend_from_slice(b",\"ts\":");
         write_str(out, &self.ts);
         out.extend_from_slice(b",\"agent\":");
@@ -181,10 +197,11 @@ impl Event {
             }
             out.push(b']');
         }
-        if let Some(p) = self.parent_seq {
-            out.extend_from_slice(b",\"parent_seq\":");
-            through_serde(out, &p);
-        }
+    }
+
+    /// The members after `parent_seq`, and the closing brace.
+    fn write_after_parent(&self, out: &mut Vec<u8>) {
+        use crate::json::{write_str, write_value};
         if let Some(o) = &self.origin {
             out.extend_from_slice(b",\"origin\":");
             through_serde(out, o);
@@ -203,6 +220,43 @@ impl Event {
         scratch.clear();
         self.write_content(scratch);
         self.checksum = Some(chain_checksum(prev, scratch));
+    }
+}
+
+/// An event's content (see [`Event::write_content`]) without its `seq` and
+/// `parent_seq`, the two members a store still sets when it appends the
+/// event: lets the thread that built an event serialize it, while its
+/// tree is in that core's cache, for a writer that numbers it later.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContentBody {
+    bytes: Vec<u8>,
+    /// Where `parent_seq` goes.
+    split: usize,
+}
+
+impl ContentBody {
+    /// Appends the content of the event this body was written from, with
+    /// `seq` and `parent_seq` as given: the bytes [`Event::write_content`]
+    /// writes for the event with those two set.
+    pub fn write_content(&self, seq: u64, parent_seq: Option<u64>, out: &mut Vec<u8>) {
+        write_seq(out, seq);
+        out.extend_from_slice(&self.bytes[..self.split]);
+        write_parent(out, parent_seq);
+        out.extend_from_slice(&self.bytes[self.split..]);
+    }
+}
+
+/// The content's opening and its first member.
+fn write_seq(out: &mut Vec<u8>, seq: u64) {
+    out.extend_from_slice(b"{\"seq\":");
+    through_serde(out, &seq);
+}
+
+/// The `parent_seq` member, when there is a parent.
+fn write_parent(out: &mut Vec<u8>, parent_seq: Option<u64>) {
+    if let Some(p) = parent_seq {
+        out.extend_from_slice(b",\"parent_seq\":");
+        through_serde(out, &p);
     }
 }
 
@@ -356,6 +410,22 @@ mod tests {
                 String::from_utf8_lossy(&reference)
             );
             assert_eq!(ours, reference);
+            // The body, with seq and parent set as a store sets them later,
+            // writes what the event with those two writes.
+            let body = event.content_body();
+            for (seq, parent) in [(0, None), (7, Some(3)), (u64::MAX, Some(u64::MAX))] {
+                let mut renumbered = event.clone();
+                renumbered.seq = seq;
+                renumbered.parent_seq = parent;
+                let mut want = Vec::new();
+                renumbered.write_content(&mut want);
+                let mut got = Vec::new();
+                body.write_content(seq, parent, &mut got);
+                assert_eq!(
+                    String::from_utf8_lossy(&got),
+                    String::from_utf8_lossy(&want)
+                );
+            }
         }
     }
 

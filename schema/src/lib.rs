@@ -22,7 +22,7 @@ pub mod receipt;
 pub use agent::Agent;
 pub use artifact::ArtifactId;
 pub use codec::{CodecError, Record};
-pub use event::{Event, Level, Origin};
+pub use event::{ContentBody, Event, Level, Origin};
 pub use header::{
     FORMAT_VERSION, FormatError, Lineage, NEWEST_FORMAT, SEALED_FORMAT, SessionHeader, SpawnedBy,
 };
