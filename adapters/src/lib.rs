@@ -49,6 +49,47 @@ pub mod pi;
 /// capture cursor (local state, rebuildable by re-reading the file).
 pub type ParseState = Value;
 
+/// Memory an adapter keeps from one parse call to the next within one
+/// capture of one source (`ops` hands back what the last call left in
+/// [`Parsed::memo`]), for what is costly to rebuild from the
+/// [`ParseState`] on every call: capture parses a file in small blocks,
+/// so a structure rebuilt per call costs its whole size every block. Never
+/// stored: a later capture starts without it, so nothing may depend on
+/// it but speed. A clone is empty.
+#[derive(Default)]
+pub struct ParseMemo(Option<Box<dyn std::any::Any + Send>>);
+
+impl ParseMemo {
+    /// Takes what the last call kept, if it is a `T`.
+    pub fn take<T: std::any::Any>(&mut self) -> Option<T> {
+        match self.0.take()?.downcast::<T>() {
+            Ok(t) => Some(*t),
+            Err(_) => None,
+        }
+    }
+
+    /// Keeps `value` for the next call.
+    pub fn put<T: std::any::Any + Send>(&mut self, value: T) {
+        self.0 = Some(Box::new(value));
+    }
+}
+
+impl Clone for ParseMemo {
+    fn clone(&self) -> ParseMemo {
+        ParseMemo(None)
+    }
+}
+
+impl std::fmt::Debug for ParseMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ParseMemo(..)"
+        } else {
+            "ParseMemo"
+        })
+    }
+}
+
 /// Holds a batch of new records of one native session to parse.
 #[derive(Clone, Debug)]
 pub struct ParseInput<'a> {
@@ -73,6 +114,9 @@ pub struct ParseInput<'a> {
     /// which names the spawning tool call); `ops` passes it when it needs
     /// the session facts of a new file.
     pub sidecar: Option<&'a [u8]>,
+    /// What the last call for this source left in [`Parsed::memo`] during
+    /// this capture; empty on a first call.
+    pub memo: ParseMemo,
 }
 
 /// Holds what one parse produced; partial success is a value.
@@ -88,6 +132,9 @@ pub struct Parsed {
     pub warnings: Vec<Warning>,
     /// State to hand back on the next call for this file.
     pub state: ParseState,
+    /// Memory to hand back on the next call within this capture (see
+    /// [`ParseMemo`]).
+    pub memo: ParseMemo,
     /// Set when this build cannot read the source at all (a format version
     /// it does not know, a file name that contradicts the content): the
     /// reason, naming what to do. The root crate then skips the source

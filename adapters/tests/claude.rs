@@ -88,6 +88,7 @@ fn parse(source: &str, bytes: &[u8]) -> Parsed {
         source,
         session: None,
         sidecar: None,
+        memo: Default::default(),
     })
 }
 
@@ -428,6 +429,7 @@ fn seqs_are_contiguous_from_next_seq_and_parents_point_back() {
         source: &format!("projects/-home-dev-proj/{name}"),
         session: None,
         sidecar: None,
+        memo: Default::default(),
     });
     for (i, e) in parsed.events.iter().enumerate() {
         assert_eq!(e.seq, 100 + i as u64);
@@ -836,6 +838,7 @@ fn far_back_parents_are_found_across_incremental_parses() {
             source,
             session: None,
             sidecar: None,
+            memo: Default::default(),
         });
         let text = serde_json::to_string(&parsed.state).expect("state serializes");
         state = Some(serde_json::from_str(&text).expect("state parses"));
@@ -859,6 +862,7 @@ fn far_back_parents_are_found_across_incremental_parses() {
         source,
         session: None,
         sidecar: None,
+        memo: Default::default(),
     });
     assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
     assert_eq!(parsed.events[0].parent_seq, Some(3));
@@ -886,6 +890,7 @@ fn a_sub_agent_names_its_meta_file_and_the_spawning_call_comes_from_it() {
         source: "projects/-p/s1/subagents/agent-a1.jsonl",
         session: None,
         sidecar: Some(br#"{"agentType":"general-purpose","toolUseId":"toolu_spawn_1"}"#),
+        memo: Default::default(),
     });
     let parent = parsed.session.parent.expect("a sub-agent has a parent");
     assert_eq!(parent.native_id, "s1");

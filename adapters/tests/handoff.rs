@@ -176,6 +176,7 @@ fn codex_reads_back_the_failure_it_was_given() {
         source: file.path.to_str().unwrap(),
         session: None,
         sidecar: None,
+        memo: Default::default(),
     });
     let result = parsed
         .events
@@ -369,6 +370,7 @@ fn inline_sidechain_events() -> Vec<Event> {
         source: "projects/-p/4b2030ed-5563-49ea-b703-6a002f2d3cc8.jsonl",
         session: None,
         sidecar: None,
+        memo: Default::default(),
     });
     parsed.events
 }

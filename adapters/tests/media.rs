@@ -207,6 +207,7 @@ fn parse_codex(lines: &[Value]) -> git_session_adapters::Parsed {
         source: "sessions/2026/12/01/rollout-2026-12-01T10-00-00-01a22641-0000-7000-8000-000000000009.jsonl",
         session: None,
         sidecar: None,
+        memo: Default::default(),
     })
 }
 

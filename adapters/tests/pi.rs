@@ -89,6 +89,7 @@ fn parse(source: &str, bytes: &[u8]) -> Parsed {
         state: None,
         source,
         sidecar: None,
+        memo: Default::default(),
     })
 }
 

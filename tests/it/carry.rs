@@ -80,6 +80,7 @@ fn parse(adapter: &dyn Adapter, bytes: &[u8], source: &str) -> Vec<git_session_s
         source,
         session: None,
         sidecar: None,
+        memo: Default::default(),
     });
     assert!(parsed.refused.is_none(), "{:?}", parsed.refused);
     parsed.events

@@ -362,6 +362,7 @@ fn parse(
         source: &s.source,
         session: s.key.as_deref(),
         sidecar: None,
+        memo: Default::default(),
     })
 }
 

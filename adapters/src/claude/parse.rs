@@ -95,6 +95,8 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
             }
         }
     };
+    let mut memo = input.memo;
+    state.uuids.reuse_map(&mut memo);
     if state.session.native_id.is_none() {
         let (id, parent) = ids_from_source(input.source);
         state.session.native_id = id;
@@ -159,6 +161,7 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
             continues: false,
         }),
     };
+    p.state.uuids.keep_map(&mut memo);
     let uuids = std::mem::take(&mut p.state.uuids).into_packed();
     let mut state = serde_json::to_value(&p.state).expect("the parse state is plain data");
     if let Value::Object(m) = &mut state {
@@ -171,6 +174,7 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
         artifacts: p.artifacts,
         warnings: p.warnings,
         state: state as ParseState,
+        memo,
         ..Default::default()
     };
     parsed.session = session;

@@ -12,6 +12,11 @@
 //! those; a lookup that misses them (a branch, a compaction, a parent in
 //! another file) decodes the rest into a hash map once per call.
 //!
+//! The map outlives the call in the capture's [`crate::ParseMemo`]
+//! ([`UuidIndex::keep_map`], [`UuidIndex::reuse_map`]): capture parses a
+//! file in small blocks, and a map rebuilt for each would cost the whole
+//! index every block.
+//!
 //! A 64-bit hash can collide; for two distinct uuids among a million records
 //! the odds are about 1 in 3·10^7 per file, and the cost would be one wrong
 //! `parent_seq`, which only orders the canonical tree (the renderer writes
@@ -58,6 +63,29 @@ impl UuidIndex {
     /// Returns the packed form for the state.
     pub(crate) fn into_packed(self) -> String {
         self.packed
+    }
+
+    /// Leaves the map built so far (if any) in `memo` for the next call.
+    pub(crate) fn keep_map(&mut self, memo: &mut crate::ParseMemo) {
+        if let Some(map) = self.map.take() {
+            memo.put(KeptMap {
+                map,
+                indexed: self.indexed,
+            });
+        }
+    }
+
+    /// Takes up the map the last call of this capture kept in `memo`. The
+    /// state's index only grows between calls, so the map's entries are
+    /// the first of this index; one that claims more entries than the
+    /// index has is not this index's and is dropped.
+    pub(crate) fn reuse_map(&mut self, memo: &mut crate::ParseMemo) {
+        if let Some(kept) = memo.take::<KeptMap>()
+            && kept.indexed <= self.packed.len() / ENTRY_CHARS
+        {
+            self.map = Some(kept.map);
+            self.indexed = kept.indexed;
+        }
     }
 
     /// Records that `uuid`'s line ended with event `seq`.
@@ -112,6 +140,12 @@ impl UuidIndex {
     }
 }
 
+/// A [`UuidIndex`]'s map between two parse calls.
+struct KeptMap {
+    map: HashMap<u64, u64>,
+    indexed: usize,
+}
+
 /// Returns the 64-bit FNV-1a hash of `s`: stable across builds and
 /// platforms, unlike the standard library's hasher.
 fn hash(s: &str) -> u64 {
@@ -123,6 +157,43 @@ fn hash(s: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A map kept by one call is taken up by the next (nothing decoded
+    /// again), goes on answering as the index grows, and one that claims
+    /// more entries than the index has is not taken.
+    #[test]
+    fn the_map_outlives_the_call_in_the_memo_and_a_foreign_one_is_dropped() {
+        let mut first = UuidIndex::default();
+        for i in 0..500u64 {
+            first.insert(&format!("uuid-{i}"), i);
+        }
+        assert_eq!(first.get("uuid-3"), Some(3), "builds the map");
+        let mut memo = crate::ParseMemo::default();
+        first.keep_map(&mut memo);
+        let packed = first.into_packed();
+
+        let mut next = UuidIndex::from_packed(packed.clone());
+        next.reuse_map(&mut memo);
+        assert_eq!(next.indexed, 500, "the kept map is taken up");
+        assert!(next.map.is_some());
+        next.insert("late", 9_000);
+        for _ in 0..RECENT {
+            next.insert("filler", 1);
+        }
+        assert_eq!(next.get("uuid-4"), Some(4));
+        assert_eq!(next.get("late"), Some(9_000), "entries after the kept map");
+        assert_eq!(next.get("missing"), None);
+
+        next.keep_map(&mut memo);
+        let mut shorter = UuidIndex::from_packed(packed[..10 * ENTRY_CHARS].to_owned());
+        shorter.reuse_map(&mut memo);
+        assert!(
+            shorter.map.is_none(),
+            "a map of more entries is another index's"
+        );
+        assert_eq!(shorter.get("uuid-400"), None);
+        assert_eq!(shorter.get("uuid-9"), Some(9));
+    }
 
     #[test]
     fn recent_and_far_uuids_are_found_and_the_last_entry_wins() {

@@ -108,6 +108,7 @@ fn parse_bytes(bytes: &[u8], first_line: u64, next_seq: u64, state: Option<Value
         source: "sessions/test.jsonl",
         session: None,
         sidecar: None,
+        memo: Default::default(),
     })
 }
 
@@ -1068,6 +1069,7 @@ fn segment_origins_keep_the_files_of_one_thread_apart() {
         source: &live,
         session: None,
         sidecar: None,
+        memo: Default::default(),
     });
     assert_eq!(
         parsed.events[0]

@@ -45,6 +45,7 @@ fn parse_bytes(bytes: &[u8], first_line: u64, next_seq: u64, state: Option<Value
         source: "test.jsonl",
         session: None,
         sidecar: None,
+        memo: Default::default(),
     })
 }
 
@@ -695,6 +696,7 @@ fn a_file_name_that_contradicts_the_header_is_refused() {
         source: "sessions/--p--/s/session.jsonl.zstd",
         session: None,
         sidecar: None,
+        memo: Default::default(),
     });
     let refused = p.refused.unwrap();
     assert!(
@@ -708,6 +710,7 @@ fn a_file_name_that_contradicts_the_header_is_refused() {
         source: "sessions/--p--/s/session.v4.jsonl.zstd",
         session: None,
         sidecar: None,
+        memo: Default::default(),
     });
     assert!(ok.refused.is_none());
 }
@@ -768,6 +771,7 @@ fn a_first_frame_with_more_than_the_header_is_refused() {
             source: "sessions/--p--/s/session.v4.jsonl.zstd",
             session: None,
             sidecar: None,
+            memo: Default::default(),
         })
     };
     let alone = parse(&[

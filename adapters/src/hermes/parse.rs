@@ -120,6 +120,7 @@ pub fn parse(records: Vec<Record>, next_seq: u64, state: Option<Value>) -> Parse
         warnings: p.warnings,
         state,
         refused: None,
+        memo: Default::default(),
     }
 }
 

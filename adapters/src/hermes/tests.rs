@@ -193,6 +193,7 @@ fn adapter_parse_reads_record_lines() {
         source: "state.db",
         session: None,
         sidecar: None,
+        memo: Default::default(),
     });
     assert_eq!(
         parsed.events.len(),
@@ -640,6 +641,7 @@ fn adapter_parse_reads_database_rows() {
         source: "state.db",
         session: Some(AUTHENTIC_ID),
         sidecar: None,
+        memo: Default::default(),
     });
     let whole = parse_records(all, 0, None);
     assert_eq!(parsed.events, whole.events);

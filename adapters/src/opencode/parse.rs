@@ -128,6 +128,7 @@ pub fn parse_rows(rows: Vec<Row>, next_seq: u64, state: Option<Value>) -> Parsed
         warnings: p.warnings,
         state: serde_json::to_value(&p.state).expect("state serializes"),
         refused: None,
+        memo: Default::default(),
     }
 }
 

@@ -181,6 +181,7 @@ impl Adapter for Pi {
             input.next_seq,
             input.state,
             input.source,
+            input.memo,
         )
     }
 

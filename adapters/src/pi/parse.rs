@@ -90,9 +90,10 @@ pub(super) fn parse(
     next_seq: u64,
     state: Option<ParseState>,
     source: &str,
+    mut memo: crate::ParseMemo,
 ) -> Parsed {
     let mut warnings = Vec::new();
-    let state = match state {
+    let mut state = match state {
         None | Some(Value::Null) => State::default(),
         Some(mut value) => {
             let ids = match value.as_object_mut().and_then(|m| m.remove(ID_INDEX_KEY)) {
@@ -116,6 +117,7 @@ pub(super) fn parse(
             }
         }
     };
+    state.ids.reuse_map(&mut memo);
     let mut p = Parser {
         events: Vec::new(),
         artifacts: Vec::new(),
@@ -155,6 +157,7 @@ pub(super) fn parse(
             continues: false,
         }),
     };
+    p.state.ids.keep_map(&mut memo);
     let ids = std::mem::take(&mut p.state.ids).into_packed();
     let mut state = serde_json::to_value(&p.state).expect("the parse state is plain data");
     if let Value::Object(m) = &mut state {
@@ -165,6 +168,7 @@ pub(super) fn parse(
         artifacts: p.artifacts,
         warnings: p.warnings,
         state,
+        memo,
         ..Default::default()
     };
     parsed.session = session;

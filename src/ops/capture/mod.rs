@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError};
 
 use git_session_adapters::source::Corrupt;
-use git_session_adapters::{Adapter, NativeSession, ParseInput, Source, Warning};
+use git_session_adapters::{Adapter, NativeSession, ParseInput, ParseMemo, Source, Warning};
 use git_session_schema::{Agent, Event, SessionHeader, SessionId, SpawnedBy};
 use gix::ObjectId;
 use serde_json::Value;
@@ -1069,17 +1069,20 @@ impl FileJob<'_> {
             .sidecar(Path::new(self.rel))
             .and_then(|rel| std::fs::read(self.root.join(rel)).ok());
         let mut state = None;
+        let mut memo = ParseMemo::default();
         let mut next_seq = 0;
         let mut first_warning = None;
         while let Some(batch) = reader.next_batch()? {
-            let parsed = self.adapter.parse(ParseInput {
+            let mut parsed = self.adapter.parse(ParseInput {
                 records: batch,
                 next_seq,
                 state: state.take(),
                 source: self.rel,
                 session: None,
                 sidecar: sidecar.as_deref(),
+                memo,
             });
+            memo = std::mem::take(&mut parsed.memo);
             next_seq += parsed.events.len() as u64;
             if first_warning.is_none() {
                 first_warning = parsed
@@ -1411,6 +1414,7 @@ impl BlockReader<'_> {
             })
         };
         let mut next_seq = self.first_seq;
+        let mut memo = ParseMemo::default();
         while let Some(records) = reader.next_batch()? {
             let mut parsed = self.adapter.parse(ParseInput {
                 records,
@@ -1419,7 +1423,9 @@ impl BlockReader<'_> {
                 source: self.rel,
                 session: None,
                 sidecar: None,
+                memo,
             });
+            memo = std::mem::take(&mut parsed.memo);
             if let Some(reason) = parsed.refused.take() {
                 // The adapter cannot read the file (a version it does not
                 // know, a record it must not skip): nothing more is read.

@@ -115,6 +115,7 @@ impl Probe {
             source: rel,
             session: Some(&s.key),
             sidecar: None,
+            memo: Default::default(),
         });
         // Another project's session is never stored: nothing to redact.
         let ours = inside(worktrees, &parsed.session);
@@ -842,6 +843,7 @@ impl DbJob<'_> {
             source: self.rel,
             session: Some(key),
             sidecar: None,
+            memo: Default::default(),
         })
     }
 
