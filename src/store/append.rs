@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 
 use git_session_schema::codec::{encode_sealed, split_checksum};
 use git_session_schema::event::chain_checksum;
-use git_session_schema::{ArtifactId, Event, Lineage, SEALED_FORMAT, SessionHeader, SessionId};
+use git_session_schema::{
+    ArtifactId, ContentBody, Event, Lineage, SEALED_FORMAT, SessionHeader, SessionId,
+};
 use gix::ObjectId;
 use gix::objs::tree::EntryKind;
 use gix::refs::Target;
@@ -76,7 +78,20 @@ impl Scrubber {
     /// Redacts `event` (on any thread) into a value the sink takes as is.
     pub fn seal(&self, mut event: Event) -> Scrubbed {
         self.scrub(&mut event);
-        Scrubbed(event)
+        Scrubbed { event, body: None }
+    }
+
+    /// Redacts `event` and writes its content here too, all but the seq
+    /// and parent the sink gives it (a [`ContentBody`]), then frees its
+    /// payload: for the thread that parsed the event, while its tree is
+    /// in that core's cache, so the writer never walks the tree and the
+    /// tree is freed by the thread that allocated it. The event's
+    /// `payload` is then null (see [`Scrubbed::event`]).
+    pub fn seal_written(&self, event: Event) -> Scrubbed {
+        let mut sealed = self.seal(event);
+        sealed.body = Some(sealed.event.content_body());
+        sealed.event.payload = serde_json::Value::Null;
+        sealed
     }
 }
 
@@ -84,18 +99,24 @@ impl Scrubber {
 /// stores it without redacting again, so capture can redact on its parsing
 /// thread while the writer seals.
 #[derive(Debug)]
-pub struct Scrubbed(Event);
+pub struct Scrubbed {
+    event: Event,
+    /// The content already written ([`Scrubber::seal_written`]).
+    body: Option<ContentBody>,
+}
 
 impl Scrubbed {
-    /// The redacted event.
+    /// The redacted event. Its `payload` is null when the content was
+    /// written where it was sealed ([`Scrubber::seal_written`]): the
+    /// stored bytes hold it, the event no longer does.
     pub fn event(&self) -> &Event {
-        &self.0
+        &self.event
     }
 
     /// Points the event at another parent (capture maps a native file's
     /// seqs to the stored ones); the parent is no redacted content.
     pub fn relink(&mut self, parent_seq: Option<u64>) {
-        self.0.parent_seq = parent_seq;
+        self.event.parent_seq = parent_seq;
     }
 }
 
@@ -240,17 +261,20 @@ impl<'r> BatchSink<'r> {
         } else {
             chain_checksum(self.prev.as_deref(), &self.scratch)
         };
-        self.store(event, sum)
+        self.store(event, sum, true)
     }
 
     /// Seals an event the caller already redacted with this store's
     /// scrubber (see [`Scrubber::seal`]); in place, as `push_mut`.
     pub fn push_scrubbed(&mut self, scrubbed: &mut Scrubbed) -> StoreResult<u64> {
-        let event = &mut scrubbed.0;
+        let event = &mut scrubbed.event;
         let given = event.checksum.take();
         self.number(event)?;
         self.scratch.clear();
-        event.write_content(&mut self.scratch);
+        match &scrubbed.body {
+            Some(body) => body.write_content(event.seq, event.parent_seq, &mut self.scratch),
+            None => event.write_content(&mut self.scratch),
+        }
         let sum = chain_checksum(self.prev.as_deref(), &self.scratch);
         if self.mode == SeqMode::Exact
             && let Some(given) = given.filter(|g| *g != sum)
@@ -262,7 +286,7 @@ impl<'r> BatchSink<'r> {
             });
         }
         self.given_prev = Some(sum.clone());
-        self.store(event, sum)
+        self.store(event, sum, scrubbed.body.is_none())
     }
 
     fn number(&self, event: &mut Event) -> StoreResult<()> {
@@ -281,13 +305,16 @@ impl<'r> BatchSink<'r> {
 
     /// Stores `event`, whose content the caller left in `scratch` (it
     /// computed `sum` over those bytes): serialized once, hashed and
-    /// stored as the same bytes.
-    fn store(&mut self, event: &mut Event, sum: String) -> StoreResult<u64> {
-        debug_assert!({
-            let mut content = Vec::new();
-            event.write_content(&mut content);
-            content == self.scratch
-        });
+    /// stored as the same bytes. `whole`: the event still holds its
+    /// payload (see [`Scrubber::seal_written`]).
+    fn store(&mut self, event: &mut Event, sum: String, whole: bool) -> StoreResult<u64> {
+        debug_assert!(
+            !whole || {
+                let mut content = Vec::new();
+                event.write_content(&mut content);
+                content == self.scratch
+            }
+        );
         if self.chunk.is_empty() {
             self.chunk_first = event.seq;
             self.chunk_prev.clone_from(&self.prev);
@@ -1020,5 +1047,106 @@ impl Store {
             id: id.clone(),
             message: format!("no batch commit contains seq {seq}"),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use git_session_schema::event::Level;
+    use git_session_schema::{Agent, Event, Origin, SessionHeader, SessionId};
+
+    use super::*;
+    use crate::store::test_support::store;
+
+    /// Events as a capture parses them: seqs from the file, a parent chain,
+    /// a secret to redact, an origin naming the native record.
+    fn parsed(n: u64) -> Vec<Event> {
+        (0..n)
+            .map(|i| {
+                let mut e = Event::new(
+                    i,
+                    "2026-01-01T00:00:00Z",
+                    Agent::Claude,
+                    "user",
+                    "message.user",
+                    Level::History,
+                    serde_json::json!({
+                        "text": format!("line {i}: export STRIPE=sk_live_4eC39HqLyjWDarjtT1zdp7dc{i:03}"),
+                        "n": [i, -1.5, null, true],
+                    }),
+                );
+                e.parent_seq = i.checked_sub(1);
+                e.refs = vec![format!("file:src/{i}.rs")];
+                e.origin = Some(Origin {
+                    agent: Agent::Claude,
+                    native_id: Some(format!("uuid-{i}")),
+                    native_seq: Some(i),
+                    extra: Default::default(),
+                });
+                e
+            })
+            .collect()
+    }
+
+    fn stored(store: &Store, id: &SessionId) -> Vec<Vec<u8>> {
+        store
+            .lines(id, 0, None)
+            .unwrap()
+            .map(|l| l.unwrap().bytes)
+            .collect()
+    }
+
+    /// An event serialized where it was sealed ([`Scrubber::seal_written`])
+    /// is stored as the bytes, and with the checksum, of one the writer
+    /// serializes, with the seq and parent the sink gives it (here other
+    /// than the parse's: the session already holds events).
+    #[test]
+    fn an_event_written_where_it_was_sealed_is_stored_as_the_writer_stores_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let scrubber = Scrubber::new(true);
+        let info = CommitInfo {
+            time: 1_767_225_600,
+            ..Default::default()
+        };
+        let mut sessions = Vec::new();
+        for (name, written) in [("by-writer", false), ("by-reader", true)] {
+            let id = SessionId::new(name).unwrap();
+            let header = SessionHeader::new(id.clone(), Agent::Claude, "2026-01-01T00:00:00Z");
+            store
+                .create(&header, SeqMode::Assign, &info, |sink| {
+                    for e in parsed(2) {
+                        sink.push(e)?;
+                    }
+                    Ok::<_, StoreError>(())
+                })
+                .unwrap();
+            store
+                .append(&id, SeqMode::Assign, &info, |sink| {
+                    for e in parsed(5) {
+                        let parent = e.parent_seq.map(|p| p + 2);
+                        let mut sealed = if written {
+                            scrubber.seal_written(e)
+                        } else {
+                            scrubber.seal(e)
+                        };
+                        assert_eq!(sealed.event().payload.is_null(), written);
+                        sealed.relink(parent);
+                        sink.push_scrubbed(&mut sealed)?;
+                    }
+                    Ok::<_, StoreError>(())
+                })
+                .unwrap();
+            sessions.push(stored(&store, &id));
+        }
+        assert_eq!(sessions[0].len(), 7);
+        assert_eq!(sessions[0], sessions[1]);
+        let last = String::from_utf8(sessions[1][6].clone()).unwrap();
+        assert!(last.starts_with(r#"{"seq":6,"#), "{last}");
+        assert!(last.contains(r#""parent_seq":5,"#), "{last}");
+        assert!(
+            last.contains("[REDACTED:") && !last.contains("sk_live_"),
+            "{last}"
+        );
     }
 }

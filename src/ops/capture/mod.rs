@@ -51,10 +51,8 @@ use crate::native::zstd::FramedReader;
 use crate::store::{BatchSink, Scrubbed, Scrubber, SeqMode, Store, StoreError};
 
 /// One parsed block on its way to the writer: the adapter's output with
-/// its events, the reader's share of them already redacted. Redaction is
-/// the bulk of the reading thread's work, so the writer redacts the rest;
-/// the share moves with whichever thread waits for the other, so the two
-/// stay about even (see [`BlockReader::share`]).
+/// its events, sealed by the reader (see [`BlockReader::writes`]) or left
+/// for the writer to redact.
 struct Block {
     parsed: git_session_adapters::Parsed,
     events: Vec<Pending>,
@@ -852,7 +850,7 @@ impl FileJob<'_> {
             end: None,
             framed: self.framed,
             first_seq: 0,
-            share: None,
+            writes: false,
         };
         let (child, _, _) = read_keys(reader, None)?;
         // Only events named by a native id count: a line number or a
@@ -938,7 +936,7 @@ impl FileJob<'_> {
             end,
             framed: self.framed,
             first_seq: 0,
-            share: None,
+            writes: false,
         };
         let (_, pos, state) = read_keys(reader(ReadPosition::default(), Some(w.size)), None)?;
         let (theirs, _, _) = read_keys(reader(pos, None), Some(state))?;
@@ -1157,10 +1155,11 @@ impl FileJob<'_> {
     /// leaving out those `known` says are stored; `seqs` maps each event's
     /// file seq to its stored one and is extended as events are read.
     ///
-    /// Reading and parsing run on a second thread, one block ahead of the
-    /// sealing and writing here, so the two halves of a capture share the
-    /// machine's cores. The bounded channel keeps at most two parsed blocks
-    /// in memory.
+    /// Reading, parsing, redacting and serializing run on a second thread
+    /// (see [`BlockReader::writes`]), ahead of the hashing, compressing and
+    /// writing here, so the two halves of a capture share the machine's
+    /// cores. The bounded channel keeps at most [`BLOCKS_IN_FLIGHT`] sealed
+    /// blocks in memory.
     fn feed(
         &self,
         sink: &mut BatchSink<'_>,
@@ -1172,7 +1171,6 @@ impl FileJob<'_> {
     ) -> OpResult<Fed> {
         // The parse numbers events in file order from 0 (see `SeqMap`), so
         // its parent links stay valid from one capture to the next.
-        let balance = Balance::new(SHARE_OF / 2, SHARE_OF);
         let reader = BlockReader {
             adapter: self.adapter,
             scrubber: sink.scrubber(),
@@ -1182,10 +1180,10 @@ impl FileJob<'_> {
             end,
             framed: self.framed,
             first_seq: seqs.len(),
-            share: Some(&balance),
+            writes: true,
         };
         std::thread::scope(|scope| {
-            let (tx, rx) = std::sync::mpsc::sync_channel(2);
+            let (tx, rx) = std::sync::mpsc::sync_channel(BLOCKS_IN_FLIGHT);
             // Sealed events go back to the reader to be freed on the thread
             // that allocated them: freeing them here cost a third of the
             // import's CPU in malloc's cross-thread bookkeeping.
@@ -1193,7 +1191,7 @@ impl FileJob<'_> {
             let producer = scope.spawn(move || reader.run(state, tx, spent_rx));
             let mut warnings = Vec::new();
             let mut failed = None;
-            while let Some(mut block) = balance.recv(&rx) {
+            while let Ok(mut block) = rx.recv() {
                 let parsed = &mut block.parsed;
                 if let Err(e) =
                     self.push_block(sink, &parsed.artifacts, &mut block.events, seqs, known)
@@ -1282,8 +1280,8 @@ struct FileDone {
 /// them in order, carrying the adapter's state from block to block.
 struct BlockReader<'a> {
     adapter: &'a dyn Adapter,
-    /// Redacts this thread's share of the events before they leave it (the
-    /// store's scrubber; the writer redacts the others, see [`Block`]).
+    /// Redacts the events this thread seals (the store's scrubber; the
+    /// writer redacts the others, see [`Block`]).
     scrubber: Scrubber,
     path: &'a Path,
     rel: &'a str,
@@ -1293,27 +1291,51 @@ struct BlockReader<'a> {
     end: Option<u64>,
     framed: bool,
     first_seq: u64,
-    /// How many of every [`SHARE_OF`] events this thread redacts (the
-    /// writer redacts the rest), moved by whichever side waits for the
-    /// other (see [`Balance`]); `None`: every other event.
-    share: Option<&'a Balance>,
+    /// Seals every event on this thread (redacted, and serialized as far
+    /// as the writer's numbering allows: [`Scrubber::seal_written`]) while
+    /// the block's trees are in this core's cache, so the writer only
+    /// hashes, compresses and writes bytes. Otherwise (a read for dedup
+    /// keys only) every other event is redacted here, the rest by the
+    /// receiver.
+    writes: bool,
 }
+
+/// Sealed blocks on their way from the reading thread to the writer, at
+/// most. Blocks are small (see [`crate::native::jsonl::BLOCK_BYTES`]) and,
+/// sealed, hold bytes rather than trees, while the writer works in bursts
+/// (a chunk of 4 MiB is compressed and hashed at once): with two in flight
+/// the reader waited out every burst. 32 (about 2.5 MiB of sealed events)
+/// took 0.82x the wall time of eight on the Claude import of 100k records.
+const BLOCKS_IN_FLIGHT: usize = 32;
 
 /// The unit of [`BlockReader::share`].
 const SHARE_OF: u32 = 64;
 /// How far one wait moves the share.
 const SHARE_STEP: u32 = 4;
 
-/// Takes `events` on their way to the writer, redacting `share` of every
-/// [`SHARE_OF`] of them here, spread evenly.
-fn seal_share(events: impl Iterator<Item = Event>, share: u32, scrubber: Scrubber) -> Vec<Pending> {
+/// Takes `events` on their way to the writer, sealing `share` of every
+/// [`SHARE_OF`] of them here, spread evenly; with `written`, sealed events
+/// are also serialized as far as the writer's numbering allows
+/// ([`Scrubber::seal_written`]) while this core has their trees in cache.
+/// An event whose dedup key needs its payload (no native id or seq in its
+/// origin) keeps it: the writer may have to compare it with stored events.
+fn seal_share(
+    events: impl Iterator<Item = Event>,
+    share: u32,
+    written: bool,
+    scrubber: Scrubber,
+) -> Vec<Pending> {
     let mut due = 0;
     events
         .map(|e| {
             due += share;
             if due >= SHARE_OF {
                 due -= SHARE_OF;
-                Pending::Done(scrubber.seal(e))
+                Pending::Done(if written && keyed_by_origin(&e) {
+                    scrubber.seal_written(e)
+                } else {
+                    scrubber.seal(e)
+                })
             } else {
                 Pending::Raw(e)
             }
@@ -1436,16 +1458,11 @@ impl BlockReader<'_> {
                 return Ok((reader.position(), Value::Null, None, Some(reason)));
             }
             next_seq += parsed.events.len() as u64;
-            // Redact this thread's share of the events, spread evenly.
-            let share = self.share.map_or(SHARE_OF / 2, Balance::share);
-            let events = seal_share(parsed.events.drain(..), share, self.scrubber);
+            let share = if self.writes { SHARE_OF } else { SHARE_OF / 2 };
+            let events = seal_share(parsed.events.drain(..), share, self.writes, self.scrubber);
             state = Some(std::mem::take(&mut parsed.state));
             let block = Block { parsed, events };
-            let sent = match self.share {
-                Some(balance) => balance.send(&tx, block),
-                None => tx.send(block).is_ok(),
-            };
-            if !sent {
+            if tx.send(block).is_err() {
                 // The writer stopped; its error is the one reported.
                 break;
             }
@@ -1590,7 +1607,7 @@ pub(crate) fn native_keys(
             Some(Source::ZstdJsonl { .. })
         ),
         first_seq: 0,
-        share: None,
+        writes: false,
     };
     Ok(read_keys(reader, None)?.0)
 }
@@ -1628,7 +1645,7 @@ fn read_keys(
 /// several events), or for events without one, a hash of type and body.
 fn dedup_key(event: &Event) -> String {
     match &event.origin {
-        Some(o) if o.native_id.is_some() || o.native_seq.is_some() => format!(
+        Some(o) if keyed_by_origin(event) => format!(
             "{}\n{}\n{}",
             o.native_id.as_deref().unwrap_or(""),
             o.native_seq.map(|n| n.to_string()).unwrap_or_default(),
@@ -1640,6 +1657,15 @@ fn dedup_key(event: &Event) -> String {
             format!("{}\n{hex}", event.kind)
         }
     }
+}
+
+/// Says whether [`dedup_key`] names `event` by its origin (its native id or
+/// seq) rather than by its payload.
+fn keyed_by_origin(event: &Event) -> bool {
+    event
+        .origin
+        .as_ref()
+        .is_some_and(|o| o.native_id.is_some() || o.native_seq.is_some())
 }
 
 #[cfg(test)]

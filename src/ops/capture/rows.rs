@@ -125,7 +125,7 @@ impl Probe {
     /// Takes the events out of `parsed`, redacting `share` of every
     /// [`SHARE_OF`].
     fn of(mut parsed: Parsed, share: u32, scrubber: Scrubber) -> Probe {
-        let events = seal_share(parsed.events.drain(..), share, scrubber);
+        let events = seal_share(parsed.events.drain(..), share, true, scrubber);
         Probe { parsed, events }
     }
 }
