@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 use git_session_adapters::claude::{Claude, project_dir_name};
 use git_session_adapters::{
-    Adapter, FileSink, ParseInput, Parsed, Records, RenderHead, RenderRequest,
+    Adapter, FileSink, ParseInput, ParseMemo, Parsed, Records, RenderHead, RenderRequest,
 };
 use git_session_schema::{Agent, ArtifactId, Event, Level, SessionHeader, SessionId, kinds};
 use serde_json::{Value, json};
@@ -866,6 +866,58 @@ fn far_back_parents_are_found_across_incremental_parses() {
     });
     assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
     assert_eq!(parsed.events[0].parent_seq, Some(3));
+}
+
+/// Capture parses a file in small blocks and hands the uuid index's map
+/// from one call to the next in the `ParseMemo`: every parent lookup must
+/// come out as in one whole parse, with the memo carried or not, also for
+/// records added to the index after the map was kept.
+#[test]
+fn a_map_kept_between_calls_links_records_as_a_whole_parse_does() {
+    let source = "projects/-p/7d6c5b4a-3928-4716-a5b4-c3d2e1f0a9b8.jsonl";
+    let uuid = |i: usize| format!("00000000-0000-4000-8000-{i:012}");
+    let mut bytes = long_chain(300, 3);
+    // Each of these hangs off a record 97 lines back: past the recent
+    // entries the index checks before its map.
+    for i in 301..420 {
+        let line = json!({"type": "user", "uuid": uuid(i), "parentUuid": uuid(i - 97),
+            "timestamp": "2026-11-29T09:00:00.000Z",
+            "message": {"role": "user", "content": format!("far {i}")}});
+        bytes.extend_from_slice(format!("{line}\n").as_bytes());
+    }
+    let whole = parse(source, &bytes);
+    assert_eq!(whole.events.last().unwrap().parent_seq, Some(419 - 97));
+    let ends: Vec<usize> = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .map(|(i, _)| i + 1)
+        .collect();
+    for carry in [false, true] {
+        let mut events = Vec::new();
+        let (mut state, mut memo) = (None, ParseMemo::default());
+        let (mut start, mut first_line) = (0, 0);
+        for line in [50usize, 305, 330, 331, 390, 420] {
+            let end = ends[line - 1];
+            let mut parsed = Claude.parse(ParseInput {
+                records: Records::lines(&bytes[start..end], first_line, 0),
+                next_seq: events.len() as u64,
+                state: state.take(),
+                source,
+                session: None,
+                sidecar: None,
+                memo: std::mem::take(&mut memo),
+            });
+            if carry {
+                memo = std::mem::take(&mut parsed.memo);
+            }
+            state = Some(parsed.state);
+            events.extend(parsed.events);
+            start = end;
+            first_line = line as u64;
+        }
+        assert_eq!(events, whole.events, "memo carried: {carry}");
+    }
 }
 
 #[test]
