@@ -1304,11 +1304,14 @@ struct BlockReader<'a> {
 /// most. Blocks are small (see [`crate::native::jsonl::BLOCK_BYTES`]) and,
 /// sealed, hold bytes rather than trees, while the writer works in bursts
 /// (a chunk of 4 MiB is compressed and hashed at once): with two in flight
-/// the reader waited out every burst. 32 (about 2.5 MiB of sealed events)
-/// took 0.82x the wall time of eight on the Claude import of 100k records.
+/// the reader waited out every burst. The reader sealing every event with
+/// 32 in flight (about 2.5 MiB of sealed events) took 0.82x the wall time
+/// of a share moved by the waits with eight, on the Claude import of 100k
+/// records.
 const BLOCKS_IN_FLIGHT: usize = 32;
 
-/// The unit of [`BlockReader::share`].
+/// The unit of a reading thread's share of the sealing (see [`seal_share`]
+/// and [`Balance`]).
 const SHARE_OF: u32 = 64;
 /// How far one wait moves the share.
 const SHARE_STEP: u32 = 4;
