@@ -1350,8 +1350,9 @@ fn seal_share(
 /// the reader's share (0 to `max`) moves a step up whenever the reader
 /// finds the channel to the writer full, and down whenever the writer finds
 /// it empty, so whichever side waits for the other hands it work. What the
-/// share means is the caller's (how many of every [`SHARE_OF`] events the
-/// reader redacts, say). Counting waits balanced the two threads better
+/// share means is the caller's (how many of every [`SHARE_OF`] new
+/// sessions of a database the reader parses and seals). Counting waits
+/// balanced the two threads better
 /// than weighing them by how long each waited (measured on the OpenCode
 /// bench: 1.10x the wall time).
 struct Balance {
