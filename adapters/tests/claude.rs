@@ -808,6 +808,43 @@ fn long_chain(n: usize, branch_from: usize) -> Vec<u8> {
     out.into_bytes()
 }
 
+/// Parses `bytes` in one call per slice, each ending after line `ends[i]`
+/// (1-based), as an incremental capture does: the state goes through JSON
+/// text as `ops` stores it, and with `carry` the memo goes from one call to
+/// the next as within one capture.
+fn parse_in_slices(source: &str, bytes: &[u8], ends: &[usize], carry: bool) -> Vec<Event> {
+    let line_ends: Vec<usize> = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .map(|(i, _)| i + 1)
+        .collect();
+    let mut events = Vec::new();
+    let (mut state, mut memo) = (None, ParseMemo::default());
+    let (mut start, mut first_line) = (0, 0);
+    for &line in ends {
+        let end = line_ends[line - 1];
+        let mut parsed = Claude.parse(ParseInput {
+            records: Records::lines(&bytes[start..end], first_line, 0),
+            next_seq: events.len() as u64,
+            state: state.take(),
+            source,
+            session: None,
+            sidecar: None,
+            memo: std::mem::take(&mut memo),
+        });
+        if carry {
+            memo = std::mem::take(&mut parsed.memo);
+        }
+        let text = serde_json::to_string(&parsed.state).expect("state serializes");
+        state = Some(serde_json::from_str(&text).expect("state parses"));
+        events.extend(parsed.events);
+        start = end;
+        first_line = line as u64;
+    }
+    events
+}
+
 #[test]
 fn far_back_parents_are_found_across_incremental_parses() {
     let source = "projects/-p/7d6c5b4a-3928-4716-a5b4-c3d2e1f0a9b8.jsonl";
@@ -817,35 +854,8 @@ fn far_back_parents_are_found_across_incremental_parses() {
     let whole = parse(source, &bytes);
     let last = whole.events.last().expect("events");
     assert_eq!(last.parent_seq, Some(3), "the branch hangs off line 3");
-    // Cut into several calls, as an incremental capture does; the state
-    // goes through JSON text as `ops` stores it.
-    let mut events = Vec::new();
-    let mut state = None;
-    let mut start = 0;
-    let mut first_line = 0;
-    for line in [100usize, 400, 501] {
-        let end = bytes
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| **b == b'\n')
-            .nth(line - 1)
-            .map(|(i, _)| i + 1)
-            .expect("line end");
-        let parsed = Claude.parse(ParseInput {
-            records: Records::lines(&bytes[start..end], first_line, 0),
-            next_seq: events.len() as u64,
-            state: state.take(),
-            source,
-            session: None,
-            sidecar: None,
-            memo: Default::default(),
-        });
-        let text = serde_json::to_string(&parsed.state).expect("state serializes");
-        state = Some(serde_json::from_str(&text).expect("state parses"));
-        events.extend(parsed.events);
-        start = end;
-        first_line = line as u64;
-    }
+    // Cut into several calls, as an incremental capture does.
+    let events = parse_in_slices(source, &bytes, &[100, 400, 501], false);
     assert_eq!(events, whole.events);
     // A state written before the index was packed (a `uuids` map) still
     // links the next call's lines.
@@ -887,35 +897,8 @@ fn a_map_kept_between_calls_links_records_as_a_whole_parse_does() {
     }
     let whole = parse(source, &bytes);
     assert_eq!(whole.events.last().unwrap().parent_seq, Some(419 - 97));
-    let ends: Vec<usize> = bytes
-        .iter()
-        .enumerate()
-        .filter(|(_, b)| **b == b'\n')
-        .map(|(i, _)| i + 1)
-        .collect();
     for carry in [false, true] {
-        let mut events = Vec::new();
-        let (mut state, mut memo) = (None, ParseMemo::default());
-        let (mut start, mut first_line) = (0, 0);
-        for line in [50usize, 305, 330, 331, 390, 420] {
-            let end = ends[line - 1];
-            let mut parsed = Claude.parse(ParseInput {
-                records: Records::lines(&bytes[start..end], first_line, 0),
-                next_seq: events.len() as u64,
-                state: state.take(),
-                source,
-                session: None,
-                sidecar: None,
-                memo: std::mem::take(&mut memo),
-            });
-            if carry {
-                memo = std::mem::take(&mut parsed.memo);
-            }
-            state = Some(parsed.state);
-            events.extend(parsed.events);
-            start = end;
-            first_line = line as u64;
-        }
+        let events = parse_in_slices(source, &bytes, &[50, 305, 330, 331, 390, 420], carry);
         assert_eq!(events, whole.events, "memo carried: {carry}");
     }
 }
