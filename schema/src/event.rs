@@ -235,10 +235,23 @@ pub struct ContentBody {
 }
 
 impl ContentBody {
+    /// Returns the length of the body's bytes.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Says whether the body has no bytes (never, for a written event).
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
     /// Appends the content of the event this body was written from, with
     /// `seq` and `parent_seq` as given: the bytes [`Event::write_content`]
     /// writes for the event with those two set.
     pub fn write_content(&self, seq: u64, parent_seq: Option<u64>, out: &mut Vec<u8>) {
+        // The seq, the parent and the checksum a sink adds after: room for
+        // all at once, so a long event is not copied as `out` doubles.
+        out.reserve(self.bytes.len() + 128);
         write_seq(out, seq);
         out.extend_from_slice(&self.bytes[..self.split]);
         write_parent(out, parent_seq);
@@ -346,6 +359,42 @@ pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_long_body_is_written_into_room_made_once() {
+        let event = Event::new(
+            0,
+            "2026-01-01T00:00:00Z",
+            Agent::Claude,
+            "user",
+            "message.user",
+            Level::History,
+            json!({"text": "x".repeat(3 << 20)}),
+        );
+        let body = event.content_body();
+        assert!(body.len() > 3 << 20 && !body.is_empty());
+        // Into an empty buffer, then after a chunk's worth of other events.
+        for before in [0, 100_000] {
+            let mut out = vec![b'.'; before];
+            out.shrink_to_fit();
+            body.write_content(7, Some(6), &mut out);
+            let mut whole = Event {
+                seq: 7,
+                parent_seq: Some(6),
+                ..event.clone()
+            };
+            whole.checksum = None;
+            let mut expected = vec![b'.'; before];
+            whole.write_content(&mut expected);
+            assert_eq!(out, expected);
+            assert!(
+                out.capacity() <= out.len() + 128,
+                "{} bytes in room for {}",
+                out.len(),
+                out.capacity()
+            );
+        }
+    }
 
     #[test]
     fn checksum_depends_on_previous_link_and_content() {
