@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use git_session_schema::codec::{encode_sealed, split_checksum};
+use git_session_schema::codec::{seal_in_place, split_checksum};
 use git_session_schema::event::chain_checksum;
 use git_session_schema::{
     ArtifactId, ContentBody, Event, Lineage, SEALED_FORMAT, SessionHeader, SessionId,
@@ -266,19 +266,23 @@ impl<'r> BatchSink<'r> {
 
     /// Seals an event the caller already redacted with this store's
     /// scrubber (see [`Scrubber::seal`]); in place, as `push_mut`.
+    ///
+    /// The content is written straight into the chunk and hashed there:
+    /// one copy of it, however long the event.
     pub fn push_scrubbed(&mut self, scrubbed: &mut Scrubbed) -> StoreResult<u64> {
         let event = &mut scrubbed.event;
         let given = event.checksum.take();
         self.number(event)?;
-        self.scratch.clear();
+        let start = self.chunk.len();
         match &scrubbed.body {
-            Some(body) => body.write_content(event.seq, event.parent_seq, &mut self.scratch),
-            None => event.write_content(&mut self.scratch),
+            Some(body) => body.write_content(event.seq, event.parent_seq, &mut self.chunk),
+            None => event.write_content(&mut self.chunk),
         }
-        let sum = chain_checksum(self.prev.as_deref(), &self.scratch);
+        let sum = chain_checksum(self.prev.as_deref(), &self.chunk[start..]);
         if self.mode == SeqMode::Exact
             && let Some(given) = given.filter(|g| *g != sum)
         {
+            self.chunk.truncate(start);
             return Err(StoreError::ChecksumMismatch {
                 seq: event.seq,
                 given,
@@ -286,7 +290,7 @@ impl<'r> BatchSink<'r> {
             });
         }
         self.given_prev = Some(sum.clone());
-        self.store(event, sum, scrubbed.body.is_none())
+        self.close(event, sum, start, scrubbed.body.is_none())
     }
 
     fn number(&self, event: &mut Event) -> StoreResult<()> {
@@ -308,18 +312,37 @@ impl<'r> BatchSink<'r> {
     /// stored as the same bytes. `whole`: the event still holds its
     /// payload (see [`Scrubber::seal_written`]).
     fn store(&mut self, event: &mut Event, sum: String, whole: bool) -> StoreResult<u64> {
+        let start = self.chunk.len();
+        self.chunk.extend_from_slice(&self.scratch);
+        if self.scratch.capacity() > CHUNK_BYTES {
+            // A long event's room is not kept for the short ones after it.
+            self.scratch = Vec::new();
+        }
+        self.close(event, sum, start, whole)
+    }
+
+    /// Stores `event`, whose content is the end of the chunk from `start`
+    /// (`sum` is its checksum): seals it there. `whole`: the event still
+    /// holds its payload (see [`Scrubber::seal_written`]).
+    fn close(
+        &mut self,
+        event: &mut Event,
+        sum: String,
+        start: usize,
+        whole: bool,
+    ) -> StoreResult<u64> {
         debug_assert!(
             !whole || {
                 let mut content = Vec::new();
                 event.write_content(&mut content);
-                content == self.scratch
+                content == self.chunk[start..]
             }
         );
-        if self.chunk.is_empty() {
+        if start == 0 {
             self.chunk_first = event.seq;
             self.chunk_prev.clone_from(&self.prev);
         }
-        encode_sealed(&self.scratch, &sum, &mut self.chunk);
+        seal_in_place(&mut self.chunk, &sum);
         self.chunk.push(b'\n');
         self.prev = Some(sum.clone());
         event.checksum = Some(sum);
@@ -380,6 +403,10 @@ impl<'r> BatchSink<'r> {
             .push((chunk_path(self.next_chunk, self.chunk_first), blob));
         self.next_chunk += 1;
         self.chunk.clear();
+        if self.chunk.capacity() > 2 * CHUNK_BYTES {
+            // A long event's room is not kept for the chunks after it.
+            self.chunk = Vec::new();
+        }
         Ok(())
     }
 }
@@ -1148,5 +1175,91 @@ mod tests {
             last.contains("[REDACTED:") && !last.contains("sk_live_"),
             "{last}"
         );
+    }
+
+    /// A long event (a pasted log) stored through either path is the same
+    /// bytes, and the sink does not keep its room for the chunks after it.
+    #[test]
+    fn a_long_event_is_stored_once_and_its_room_given_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let scrubber = Scrubber::new(true);
+        let info = CommitInfo::default();
+        let long = |i: u64| {
+            let mut e = parsed(1).remove(0);
+            e.seq = i;
+            e.payload["text"] =
+                serde_json::json!("a pasted log line\n".repeat((3 * CHUNK_BYTES) / 18));
+            e
+        };
+        let mut sessions = Vec::new();
+        for (name, written) in [("long-by-writer", false), ("long-by-reader", true)] {
+            let id = SessionId::new(name).unwrap();
+            let header = SessionHeader::new(id.clone(), Agent::Claude, "2026-01-01T00:00:00Z");
+            store
+                .create(&header, SeqMode::Assign, &info, |sink| {
+                    for e in [long(0), parsed(2).remove(1)] {
+                        if written {
+                            sink.push_scrubbed(&mut scrubber.seal_written(e))?;
+                        } else {
+                            sink.push(e)?;
+                        }
+                        assert!(
+                            sink.chunk.capacity() <= 2 * CHUNK_BYTES
+                                && sink.scratch.capacity() <= CHUNK_BYTES,
+                            "room kept: chunk {}, scratch {}",
+                            sink.chunk.capacity(),
+                            sink.scratch.capacity()
+                        );
+                    }
+                    Ok::<_, StoreError>(())
+                })
+                .unwrap();
+            sessions.push(stored(&store, &id));
+        }
+        assert_eq!(sessions[0].len(), 2);
+        assert!(sessions[0][0].len() > 3 * CHUNK_BYTES - 64);
+        assert_eq!(sessions[0], sessions[1]);
+    }
+
+    /// A sealed event whose given checksum does not match is refused and
+    /// leaves nothing of itself in the chunk: the events pushed after it
+    /// are stored as if it had never come.
+    #[test]
+    fn a_refused_sealed_event_leaves_no_bytes_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(dir.path());
+        let scrubber = Scrubber::new(false);
+        let info = CommitInfo::default();
+        let mut sessions = Vec::new();
+        for (name, refused) in [("plain", false), ("after-refusal", true)] {
+            let id = SessionId::new(name).unwrap();
+            let header = SessionHeader::new(id.clone(), Agent::Claude, "2026-01-01T00:00:00Z");
+            store
+                .create(&header, SeqMode::Exact, &info, |sink| {
+                    let mut events = parsed(2);
+                    let first = Event {
+                        checksum: None,
+                        ..events.remove(0)
+                    };
+                    if refused {
+                        let mut bad = first.clone();
+                        bad.checksum = Some(format!("sha256:{}", "0".repeat(64)));
+                        let err = sink.push_scrubbed(&mut scrubber.seal_written(bad));
+                        assert!(matches!(err, Err(StoreError::ChecksumMismatch { .. })));
+                    }
+                    sink.push_scrubbed(&mut scrubber.seal_written(first.clone()))?;
+                    let second = Event {
+                        checksum: None,
+                        ..events.remove(0)
+                    };
+                    sink.push_scrubbed(&mut scrubber.seal_written(second))?;
+                    Ok::<_, StoreError>(())
+                })
+                .unwrap();
+            sessions.push(stored(&store, &id));
+        }
+        assert_eq!(sessions[0].len(), 2);
+        assert_eq!(sessions[0], sessions[1]);
     }
 }
