@@ -31,6 +31,10 @@ pub trait RecordReader: Send {
     /// Returns the next batch of complete records, or `None` at the end of
     /// what is complete.
     fn next_batch(&mut self) -> NativeResult<Option<Records<'_>>>;
+    /// Gives back what the batch handed over last holds beyond an ordinary
+    /// block (a long line), once its records are parsed: the caller has
+    /// them, and the room is not kept for the lines after it.
+    fn release(&mut self) {}
     /// Returns how far the reader got: the cursor to save.
     fn position(&self) -> ReadPosition;
     /// Returns why the reader stopped before the end, when it did (a
@@ -117,9 +121,16 @@ impl JsonlReader {
 }
 
 impl RecordReader for JsonlReader {
-    fn next_batch(&mut self) -> NativeResult<Option<Records<'_>>> {
+    fn release(&mut self) {
         self.buf.drain(..self.handed);
         self.handed = 0;
+        if self.buf.capacity() > 64 * BLOCK_BYTES && self.buf.len() < BLOCK_BYTES {
+            self.buf.shrink_to(2 * BLOCK_BYTES);
+        }
+    }
+
+    fn next_batch(&mut self) -> NativeResult<Option<Records<'_>>> {
+        self.release();
         // What is left after the last batch's final newline has none.
         self.searched = self.buf.len();
         while !self.eof {
@@ -200,6 +211,29 @@ mod tests {
             r.searched_total,
             bytes.len()
         );
+    }
+
+    #[test]
+    fn a_long_line_parsed_gives_its_room_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut bytes = vec![b'x'; 16 << 20];
+        bytes.extend_from_slice(b"\n{}\n");
+        std::fs::write(&path, &bytes).unwrap();
+        let mut r = JsonlReader::open(&path, 0, 0).unwrap();
+        let lens: Vec<usize> = r
+            .next_batch()
+            .unwrap()
+            .unwrap()
+            .iter()
+            .map(|rec| rec.bytes.len())
+            .collect();
+        assert_eq!(lens, [16 << 20, 2]);
+        assert!(r.buf.capacity() > 16 << 20);
+        r.release();
+        assert!(r.buf.capacity() <= 2 * BLOCK_BYTES, "{}", r.buf.capacity());
+        assert!(r.next_batch().unwrap().is_none());
+        assert_eq!(r.position().offset, bytes.len() as u64);
     }
 
     #[test]

@@ -722,8 +722,13 @@ impl Memo {
         self.seen.clear();
     }
 
+    /// Strings longer than [`Memo::KEPT`] are not kept either: a copy of a
+    /// pasted 100 MB log would double what its event holds; one that
+    /// repeats is searched again.
     fn key(&self, s: &str) -> Option<u64> {
-        (s.len() >= Memo::SHORTEST).then(|| fast_hash(s.as_bytes()))
+        (Memo::SHORTEST..=Memo::KEPT)
+            .contains(&s.len())
+            .then(|| fast_hash(s.as_bytes()))
     }
 
     fn contains(&self, s: &str, hash: u64) -> bool {
@@ -1196,6 +1201,15 @@ fn is_base64_data_url(s: &str) -> bool {
 mod tests {
     use super::*;
     use git_session_schema::{Agent, Level};
+
+    #[test]
+    fn the_memo_keeps_no_copy_of_a_long_string() {
+        let memo = Memo::default();
+        assert!(memo.key(&"a".repeat(Memo::SHORTEST - 1)).is_none());
+        assert!(memo.key(&"a".repeat(Memo::SHORTEST)).is_some());
+        assert!(memo.key(&"a".repeat(Memo::KEPT)).is_some());
+        assert!(memo.key(&"a".repeat(Memo::KEPT + 1)).is_none());
+    }
 
     #[test]
     fn byte_classes_read_eight_bytes_at_a_time_as_one_at_a_time() {

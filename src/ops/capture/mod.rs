@@ -1452,6 +1452,7 @@ impl BlockReader<'_> {
                 memo,
             });
             memo = std::mem::take(&mut parsed.memo);
+            reader.release();
             if let Some(reason) = parsed.refused.take() {
                 // The adapter cannot read the file (a version it does not
                 // know, a record it must not skip): nothing more is read.
