@@ -57,17 +57,10 @@ pub fn encode_event(event: &Event, out: &mut Vec<u8>) {
     }
 }
 
-/// Appends the stored form of an event whose content (what
-/// [`Event::write_content`] wrote, and its checksum covers) is `content`:
-/// the same bytes as [`encode_event`] without serializing the event again.
-pub fn encode_sealed(content: &[u8], checksum: &str, out: &mut Vec<u8>) {
-    out.extend_from_slice(content);
-    splice_checksum(out, checksum);
-}
-
 /// Turns the content at the end of `out` (what [`Event::write_content`]
 /// wrote there, and `checksum` covers) into its stored form, in place: the
-/// same bytes as [`encode_sealed`] without copying the content.
+/// bytes [`encode_event`] appends, without serializing the event again or
+/// copying its content.
 pub fn seal_in_place(out: &mut Vec<u8>, checksum: &str) {
     splice_checksum(out, checksum);
 }
@@ -216,9 +209,10 @@ mod tests {
         e.seal(Some("sha256:00"), &mut content);
         let mut a = Vec::new();
         encode_event(&e, &mut a);
-        let mut b = Vec::new();
-        encode_sealed(&content, e.checksum.as_deref().unwrap(), &mut b);
-        assert_eq!(a, b);
+        let mut b = b"earlier line\n".to_vec();
+        b.extend_from_slice(&content);
+        seal_in_place(&mut b, e.checksum.as_deref().unwrap());
+        assert_eq!(b.strip_prefix(b"earlier line\n"), Some(&a[..]));
     }
 
     fn sample() -> Event {
