@@ -9,10 +9,10 @@
 //! Figures: the release `git-session` as a child process, process start
 //! included; peak RSS is the child's `ru_maxrss`. The database is flushed
 //! to disk before anything is timed, and the first capture is the median
-//! of three, each into a fresh copy of the empty repository. The reference run is
-//! `git session list` in the same repository (process start, opening the
-//! repository, reading every session's tip), printed with each figure's
-//! ratio to it. `queries` is the number of SQL statements the capture ran
+//! of three, each into a fresh copy of the empty repository. The reference
+//! run is `git session list` in the same repository (process start,
+//! opening the repository, reading every session's tip), printed with each
+//! figure's ratio to it. `queries` is the number of SQL statements the capture ran
 //! on `opencode.db` (`import --json`): the unchanged database costs none,
 //! a database whose file moved but whose sessions did not costs one. The
 //! issue's targets are checked at the end.
@@ -371,7 +371,6 @@ fn insert_turns(
     }
 }
 
-/// Returns the fastest of `n` runs.
 /// Copies the directory `from` to `to` as it is (`cp -a`).
 fn copy_dir(from: &Path, to: &Path) {
     let status = std::process::Command::new("cp")
@@ -388,6 +387,7 @@ fn copy_dir(from: &Path, to: &Path) {
     );
 }
 
+/// Returns the fastest of `n` runs.
 fn best(repo: &Path, args: &[&str], n: usize) -> Run {
     (0..n)
         .map(|_| run(repo, args))
