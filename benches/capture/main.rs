@@ -303,6 +303,19 @@ fn scaling(work_dir: &Path, manifest: &Path) {
 /// Imports into the repository given, returning time and peak RSS.
 type Import<'a> = dyn Fn(&Path) -> (Duration, u64) + 'a;
 
+/// Moves `path` out of the way into `work_dir/aside/` instead of deleting
+/// it: on this project's machine (ext4 without a journal) every file
+/// created soon after thousands were deleted steps over their inodes, and a
+/// run timed right after deleting the last one's repository paid for it
+/// (see docs/benchmarks.md). The work directory goes at the bench's end.
+fn set_aside(work_dir: &Path, path: &Path) {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let aside = work_dir.join("aside");
+    std::fs::create_dir_all(&aside).expect("mkdir aside");
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::fs::rename(path, aside.join(n.to_string())).expect("move aside");
+}
+
 /// First imports of many sessions, alternating bulk capture on and off
 /// (three rounds each, fresh repositories): 1,000 Claude sessions of 110
 /// records, then the Hermes database of 1,000 sessions.
@@ -329,7 +342,7 @@ fn many_sessions(work_dir: &Path, manifest: &Path, quick: bool, rounds: usize) {
         }
         let figure = import(&repo);
         let loose = common::git(&repo, &["count-objects"]);
-        let _ = std::fs::remove_dir_all(&repo);
+        set_aside(work_dir, &repo);
         (figure, loose.trim().to_owned())
     };
     let cwd_of = |repo: &Path| repo.to_string_lossy().into_owned();
@@ -359,7 +372,7 @@ fn many_sessions(work_dir: &Path, manifest: &Path, quick: bool, rounds: usize) {
         }
         let home_arg = home.to_str().expect("utf8");
         let figure = measure(repo, &["import", "--agent", "claude", "--home", home_arg]);
-        let _ = std::fs::remove_dir_all(&home);
+        set_aside(work_dir, &home);
         figure
     };
     let hermes = |repo: &Path| {
@@ -368,7 +381,7 @@ fn many_sessions(work_dir: &Path, manifest: &Path, quick: bool, rounds: usize) {
         hermes::generate(manifest, &home, &cwd_of(repo), sessions, 110);
         let home_arg = home.to_str().expect("utf8");
         let figure = measure(repo, &["import", "--agent", "hermes", "--home", home_arg]);
-        let _ = std::fs::remove_dir_all(&home);
+        set_aside(work_dir, &home);
         figure
     };
     let cases: [(&str, &Import); 2] = [("claude", &claude), ("hermes", &hermes)];
@@ -530,7 +543,7 @@ fn run_all(
     let mut rss = 0;
     for round in 0..REDACTION_ROUNDS * 3 {
         let mode = round % 3;
-        std::fs::remove_dir_all(repo).expect("rm repo");
+        set_aside(repo.parent().expect("parent"), repo);
         let name = repo.file_name().expect("name").to_str().expect("utf8");
         fresh_repo(repo.parent().expect("parent"), name);
         match mode {
