@@ -1123,6 +1123,22 @@ mod tests {
             .collect()
     }
 
+    /// Creates session `name` with the batch `produce` pushes and returns
+    /// its stored lines.
+    fn create_stored(
+        store: &Store,
+        name: &str,
+        mode: SeqMode,
+        produce: impl FnMut(&mut BatchSink<'_>) -> StoreResult<()>,
+    ) -> Vec<Vec<u8>> {
+        let id = SessionId::new(name).unwrap();
+        let header = SessionHeader::new(id.clone(), Agent::Claude, "2026-01-01T00:00:00Z");
+        store
+            .create(&header, mode, &CommitInfo::default(), produce)
+            .unwrap();
+        stored(store, &id)
+    }
+
     /// An event serialized where it was sealed ([`Scrubber::seal_written`])
     /// is stored as the bytes, and with the checksum, of one the writer
     /// serializes, with the seq and parent the sink gives it (here other
@@ -1184,21 +1200,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = store(dir.path());
         let scrubber = Scrubber::new(true);
-        let info = CommitInfo::default();
-        let long = |i: u64| {
+        let long = || {
             let mut e = parsed(1).remove(0);
-            e.seq = i;
             e.payload["text"] =
                 serde_json::json!("a pasted log line\n".repeat((3 * CHUNK_BYTES) / 18));
             e
         };
-        let mut sessions = Vec::new();
-        for (name, written) in [("long-by-writer", false), ("long-by-reader", true)] {
-            let id = SessionId::new(name).unwrap();
-            let header = SessionHeader::new(id.clone(), Agent::Claude, "2026-01-01T00:00:00Z");
-            store
-                .create(&header, SeqMode::Assign, &info, |sink| {
-                    for e in [long(0), parsed(2).remove(1)] {
+        let sessions: Vec<_> = [("long-by-writer", false), ("long-by-reader", true)]
+            .into_iter()
+            .map(|(name, written)| {
+                create_stored(&store, name, SeqMode::Assign, |sink| {
+                    for e in [long(), parsed(2).remove(1)] {
                         if written {
                             sink.push_scrubbed(&mut scrubber.seal_written(e))?;
                         } else {
@@ -1212,11 +1224,10 @@ mod tests {
                             sink.scratch.capacity()
                         );
                     }
-                    Ok::<_, StoreError>(())
+                    Ok(())
                 })
-                .unwrap();
-            sessions.push(stored(&store, &id));
-        }
+            })
+            .collect();
         assert_eq!(sessions[0].len(), 2);
         assert!(sessions[0][0].len() > 3 * CHUNK_BYTES - 64);
         assert_eq!(sessions[0], sessions[1]);
@@ -1230,35 +1241,27 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = store(dir.path());
         let scrubber = Scrubber::new(false);
-        let info = CommitInfo::default();
-        let mut sessions = Vec::new();
-        for (name, refused) in [("plain", false), ("after-refusal", true)] {
-            let id = SessionId::new(name).unwrap();
-            let header = SessionHeader::new(id.clone(), Agent::Claude, "2026-01-01T00:00:00Z");
-            store
-                .create(&header, SeqMode::Exact, &info, |sink| {
-                    let mut events = parsed(2);
-                    let first = Event {
-                        checksum: None,
-                        ..events.remove(0)
-                    };
-                    if refused {
-                        let mut bad = first.clone();
-                        bad.checksum = Some(format!("sha256:{}", "0".repeat(64)));
-                        let err = sink.push_scrubbed(&mut scrubber.seal_written(bad));
-                        assert!(matches!(err, Err(StoreError::ChecksumMismatch { .. })));
+        let sessions: Vec<_> = [("plain", false), ("after-refusal", true)]
+            .into_iter()
+            .map(|(name, refused)| {
+                create_stored(&store, name, SeqMode::Exact, |sink| {
+                    for (i, e) in parsed(2).into_iter().enumerate() {
+                        let e = Event {
+                            checksum: None,
+                            ..e
+                        };
+                        if refused && i == 0 {
+                            let mut bad = e.clone();
+                            bad.checksum = Some(format!("sha256:{}", "0".repeat(64)));
+                            let err = sink.push_scrubbed(&mut scrubber.seal_written(bad));
+                            assert!(matches!(err, Err(StoreError::ChecksumMismatch { .. })));
+                        }
+                        sink.push_scrubbed(&mut scrubber.seal_written(e))?;
                     }
-                    sink.push_scrubbed(&mut scrubber.seal_written(first.clone()))?;
-                    let second = Event {
-                        checksum: None,
-                        ..events.remove(0)
-                    };
-                    sink.push_scrubbed(&mut scrubber.seal_written(second))?;
-                    Ok::<_, StoreError>(())
+                    Ok(())
                 })
-                .unwrap();
-            sessions.push(stored(&store, &id));
-        }
+            })
+            .collect();
         assert_eq!(sessions[0].len(), 2);
         assert_eq!(sessions[0], sessions[1]);
     }
