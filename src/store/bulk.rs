@@ -854,6 +854,134 @@ pub(crate) mod tests {
         git_ok(dir.path(), &["fsck".as_ref(), "--strict".as_ref()]);
     }
 
+    #[test]
+    fn new_session_refs_go_into_packed_refs_under_its_lock_alone() {
+        use crate::store::pack::{REFS_TO_PACK, RefsWritten};
+        use gix::refs::transaction::{Change, LogChange, PreviousValue, RefLog};
+        use gix::refs::{Target, transaction::RefEdit};
+        let dir = tempfile::tempdir().unwrap();
+        let plain = store(dir.path());
+        let (one, two) = (create(&plain, 0), create(&plain, 1));
+        let (tip, other) = (
+            plain.tip(&one).unwrap().unwrap(),
+            plain.tip(&two).unwrap().unwrap(),
+        );
+        // The user's refs, packed with the first session's: a branch and an
+        // annotated tag, whose peeled line must survive the rewrite.
+        let tip_hex = tip.to_string();
+        git_ok(
+            dir.path(),
+            &["update-ref", "refs/heads/main", &tip_hex].map(std::ffi::OsStr::new),
+        );
+        git_ok(
+            dir.path(),
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.com",
+                "tag",
+                "-a",
+                "-m",
+                "v1",
+                "v1",
+                &tip_hex,
+            ]
+            .map(std::ffi::OsStr::new),
+        );
+        git_ok(
+            dir.path(),
+            &["pack-refs", "--all"].map(std::ffi::OsStr::new),
+        );
+        let packed_refs = dir.path().join(".git/packed-refs");
+        let before = std::fs::read_to_string(&packed_refs).unwrap();
+        assert!(before.contains("\n^"), "{before}");
+        let edit = |name: &str, expected: Option<gix::ObjectId>, new: gix::ObjectId| RefEdit {
+            change: Change::Update {
+                log: LogChange {
+                    mode: RefLog::AndReference,
+                    force_create_reflog: false,
+                    message: "capture".into(),
+                },
+                expected: match expected {
+                    Some(t) => PreviousValue::MustExistAndMatch(Target::Object(t)),
+                    None => PreviousValue::MustNotExist,
+                },
+                new: Target::Object(new),
+            },
+            name: name.try_into().unwrap(),
+            deref: false,
+        };
+        let names: Vec<String> = (0..REFS_TO_PACK)
+            .map(|i| format!("refs/sessions/new-{i:03}"))
+            .collect();
+        // New sessions and a packed one moved on, as a first import's flush.
+        let mut edits: Vec<RefEdit> = names.iter().map(|n| edit(n, None, tip)).collect();
+        edits.push(edit(&format!("refs/sessions/{one}"), Some(tip), other));
+        assert_eq!(
+            plain.edit_session_refs_by(edits).unwrap(),
+            RefsWritten::PackedOnly
+        );
+        assert!(!dir.path().join(".git/refs/sessions/new-000").exists());
+        assert!(!dir.path().join(".git/refs/sessions/new-000.lock").exists());
+        let after = std::fs::read_to_string(&packed_refs).unwrap();
+        for line in before.lines().filter(|l| !l.ends_with(&format!("/{one}"))) {
+            assert!(
+                after.contains(&format!("{line}\n")),
+                "{line} lost:\n{after}"
+            );
+        }
+        // git finds every ref (a binary search: the file is sorted).
+        for name in [
+            names[0].as_str(),
+            &names[REFS_TO_PACK / 2],
+            &names[REFS_TO_PACK - 1],
+        ] {
+            assert_eq!(git_out(dir.path(), &["rev-parse", name]), tip_hex);
+        }
+        assert_eq!(plain.tip(&one).unwrap(), Some(other));
+        git_ok(dir.path(), &["fsck", "--strict"].map(std::ffi::OsStr::new));
+
+        // A ref that is not where the flush expects it: refused whole, the
+        // file left as it was.
+        let stale: Vec<RefEdit> = names.iter().map(|n| edit(n, None, other)).collect();
+        let refused = plain.edit_session_refs_by(stale).unwrap_err();
+        assert!(refused.contains("new-000"), "{refused}");
+        assert_eq!(std::fs::read_to_string(&packed_refs).unwrap(), after);
+
+        // A loose ref among them: gix's transaction, a lock file per ref.
+        git_ok(
+            dir.path(),
+            &["update-ref", &names[1], &other.to_string()].map(std::ffi::OsStr::new),
+        );
+        let mut moved: Vec<RefEdit> = names.iter().map(|n| edit(n, Some(tip), other)).collect();
+        moved[1] = edit(&names[1], Some(other), tip);
+        assert_eq!(
+            plain.edit_session_refs_by(moved).unwrap(),
+            RefsWritten::Packed
+        );
+        assert_eq!(
+            git_out(dir.path(), &["rev-parse", &names[0]]),
+            other.to_string()
+        );
+        assert_eq!(git_out(dir.path(), &["rev-parse", &names[1]]), tip_hex);
+        git_ok(dir.path(), &["fsck", "--strict"].map(std::ffi::OsStr::new));
+    }
+
+    fn git_out(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    }
+
     /// Returns the packs under `dir`'s object store.
     fn packs(dir: &Path) -> Vec<std::path::PathBuf> {
         let mut packs: Vec<_> = std::fs::read_dir(dir.join(".git/objects/pack"))

@@ -36,8 +36,9 @@ use std::time::Duration;
 
 use gix::ObjectId;
 use gix::lock::acquire::Fail;
+use gix::refs::Target;
 use gix::refs::file::transaction::PackedRefs;
-use gix::refs::transaction::RefEdit;
+use gix::refs::transaction::{Change, PreviousValue, RefEdit};
 
 use super::{Store, StoreError, StoreResult, git, refs};
 
@@ -49,6 +50,38 @@ const ATTRIBUTE_COMMENT: &str = "# git-session: session event chunks share no co
 /// How many session refs one bulk flush moves before they are packed
 /// (see [`Store::edit_session_refs`]).
 pub const REFS_TO_PACK: usize = 64;
+
+/// The first line of a `packed-refs` file git writes: its refs are sorted,
+/// and a ref that peels to another object has its `^` line (refs without
+/// one point at what they name; session refs point at commits).
+const PACKED_REFS_HEADER: &[u8] = b"# pack-refs with: peeled fully-peeled sorted \n";
+
+/// Which way a bulk flush's refs were written (tests look at it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RefsWritten {
+    /// One by one, loose (fewer than [`REFS_TO_PACK`]).
+    Loose,
+    /// Into `packed-refs` by gix's transaction, a lock file per ref.
+    Packed,
+    /// Into `packed-refs` under its lock alone ([`Store::packed_only`]).
+    PackedOnly,
+}
+
+/// One session ref's move in `packed-refs`.
+struct PackedEdit {
+    name: String,
+    expected: Option<ObjectId>,
+    new: ObjectId,
+}
+
+impl PackedEdit {
+    fn write_to(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.new.to_hex().to_string().as_bytes());
+        out.push(b' ');
+        out.extend_from_slice(self.name.as_bytes());
+        out.push(b'\n');
+    }
+}
 
 /// How many batches are written between two packs, by default.
 pub const DEFAULT_PACK_BATCHES: u64 = 100;
@@ -184,11 +217,16 @@ impl Store {
     /// capture's CPU. Lock waits are git's (`core.filesRefLockTimeout`,
     /// `core.packedRefsTimeout`).
     pub(crate) fn edit_session_refs(&self, edits: Vec<RefEdit>) -> Result<(), String> {
+        self.edit_session_refs_by(edits).map(drop)
+    }
+
+    /// [`Store::edit_session_refs`], saying which way the refs went.
+    pub(super) fn edit_session_refs_by(&self, edits: Vec<RefEdit>) -> Result<RefsWritten, String> {
         if edits.len() < REFS_TO_PACK || self.pack_batches() == 0 {
             return self
                 .repo
                 .edit_references(edits)
-                .map(drop)
+                .map(|_| RefsWritten::Loose)
                 .map_err(|e| e.to_string());
         }
         let config = self.repo.config_snapshot();
@@ -201,6 +239,18 @@ impl Store {
                 Err(_) => Fail::AfterDurationWithBackoff(Duration::from_secs(u64::from(u32::MAX))),
             }
         };
+        if let Some(packed) = self.packed_only(&edits) {
+            let lock = gix::lock::File::acquire_to_update_resource(
+                self.repo.common_dir().join("packed-refs"),
+                wait("core.packedRefsTimeout", 1000),
+                None,
+                0,
+            )
+            .map_err(|e| e.to_string())?;
+            return self
+                .write_packed_refs(lock, packed)
+                .map(|()| RefsWritten::PackedOnly);
+        }
         let committer = self
             .repo
             .committer()
@@ -219,7 +269,132 @@ impl Store {
                 wait("core.packedRefsTimeout", 1000),
             )
             .and_then(|t| t.commit(committer))
-            .map(drop)
+            .map(|_| RefsWritten::Packed)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The edits as `(name, expected tip, new tip)`, when they can go into
+    /// `packed-refs` under its lock alone: each moves a session ref that has
+    /// no loose file and no lock file (the bulk store holds every session's
+    /// own lock, [`super::lock::SessionLock`]) to a commit it wrote, no
+    /// reflog is wanted (`core.logAllRefUpdates=always` asks for one), and
+    /// no ref namespace is set. A thousand new sessions then cost no file
+    /// but `packed-refs.lock`, where gix's transaction creates and removes a
+    /// lock file per ref: on a file system without a journal, ext4 steps
+    /// over recently removed inodes one by one when it allocates the next,
+    /// so those removals slowed every file creation of the minutes after.
+    fn packed_only(&self, edits: &[RefEdit]) -> Option<Vec<PackedEdit>> {
+        if self.repo.refs.namespace.is_some()
+            || self
+                .repo
+                .config_snapshot()
+                .string("core.logAllRefUpdates")
+                .is_some_and(|v| v.eq_ignore_ascii_case(b"always"))
+        {
+            return None;
+        }
+        let common = self.repo.common_dir();
+        let absent = |path: &Path| matches!(std::fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+        edits
+            .iter()
+            .map(|edit| {
+                let name = std::str::from_utf8(edit.name.as_bstr()).ok()?;
+                let Change::Update {
+                    expected,
+                    new: Target::Object(new),
+                    ..
+                } = &edit.change
+                else {
+                    return None;
+                };
+                let expected = match expected {
+                    PreviousValue::MustNotExist => None,
+                    PreviousValue::MustExistAndMatch(Target::Object(t)) => Some(*t),
+                    _ => return None,
+                };
+                let ours = name.starts_with(refs::SESSIONS_PREFIX) && !edit.deref;
+                let (path, lock) = (common.join(name), common.join(format!("{name}.lock")));
+                (ours && absent(&path) && absent(&lock)).then(|| PackedEdit {
+                    name: name.to_owned(),
+                    expected,
+                    new: *new,
+                })
+            })
+            .collect()
+    }
+
+    /// Writes `edits` into `packed-refs`, whose `lock` is held: each ref is
+    /// checked against the file as it is now (a ref moved by a writer that
+    /// bypassed the session locks fails the whole write, and the caller
+    /// then publishes the refs one by one), then the file is rewritten in
+    /// git's sorted form, every other line kept as it was.
+    fn write_packed_refs(
+        &self,
+        mut lock: gix::lock::File,
+        mut edits: Vec<PackedEdit>,
+    ) -> Result<(), String> {
+        let buffer = self
+            .repo
+            .refs
+            .open_packed_buffer()
+            .map_err(|e| e.to_string())?;
+        for edit in &edits {
+            let now = match &buffer {
+                Some(b) => b
+                    .try_find(edit.name.as_str())
+                    .map_err(|e| e.to_string())?
+                    .map(|r| r.target()),
+                None => None,
+            };
+            if now != edit.expected {
+                return Err(format!(
+                    "{}: expected {}, found {}",
+                    edit.name,
+                    edit.expected
+                        .map_or_else(|| "no ref".to_owned(), |t| t.to_string()),
+                    now.map_or_else(|| "no ref".to_owned(), |t| t.to_string())
+                ));
+            }
+        }
+        edits.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut out =
+            Vec::with_capacity(buffer.as_ref().map_or(0, |b| b.as_ref().len()) + edits.len() * 100);
+        out.extend_from_slice(PACKED_REFS_HEADER);
+        let mut edits = edits.into_iter().peekable();
+        if let Some(b) = &buffer {
+            for r in b.iter().map_err(|e| e.to_string())? {
+                let r = r.map_err(|e| e.to_string())?;
+                let name: &[u8] = r.name.as_bstr();
+                while let Some(e) = edits.next_if(|e| e.name.as_bytes() < name) {
+                    e.write_to(&mut out);
+                }
+                if let Some(e) = edits.next_if(|e| e.name.as_bytes() == name) {
+                    e.write_to(&mut out);
+                    continue;
+                }
+                out.extend_from_slice(r.target);
+                out.push(b' ');
+                out.extend_from_slice(name);
+                out.push(b'\n');
+                if let Some(peeled) = r.object {
+                    out.push(b'^');
+                    out.extend_from_slice(peeled);
+                    out.push(b'\n');
+                }
+            }
+        }
+        for e in edits {
+            e.write_to(&mut out);
+        }
+        let path = lock.resource_path();
+        lock.with_mut(|f| std::io::Write::write_all(f, &out))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        lock.commit()
+            .map_err(|e| format!("{}: {}", path.display(), e.error))?;
+        // gix keeps the file it read last; the rewrite may share its mtime.
+        self.repo
+            .refs
+            .force_refresh_packed_buffer()
             .map_err(|e| e.to_string())
     }
 
