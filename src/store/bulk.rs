@@ -968,6 +968,48 @@ pub(crate) mod tests {
         git_ok(dir.path(), &["fsck", "--strict"].map(std::ffi::OsStr::new));
     }
 
+    #[test]
+    fn a_tip_is_read_under_its_exact_name_loose_then_packed() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = store(dir.path());
+        let (one, two) = (create(&plain, 0), create(&plain, 1));
+        let tip =
+            |id: &SessionId| git_out(dir.path(), &["rev-parse", &format!("refs/sessions/{id}")]);
+        let (first, second) = (tip(&one), tip(&two));
+        let name = |id: &SessionId| format!("refs/sessions/{id}");
+        let exact = |id: &SessionId| {
+            plain
+                .exact_tip(&name(id))
+                .unwrap()
+                .map(|t| t.map(|t| t.to_string()))
+        };
+        // Loose.
+        assert_eq!(exact(&one), Some(Some(first.clone())));
+        git_ok(
+            dir.path(),
+            &["pack-refs", "--all"].map(std::ffi::OsStr::new),
+        );
+        // Packed only, and a loose file over the packed line wins.
+        assert_eq!(exact(&one), Some(Some(first.clone())));
+        git_ok(
+            dir.path(),
+            &["update-ref", &name(&one), &second].map(std::ffi::OsStr::new),
+        );
+        assert_eq!(exact(&one), Some(Some(second.clone())));
+        assert_eq!(plain.tip(&one).unwrap().unwrap().to_string(), second);
+        // Missing.
+        let none = SessionId::new("bulk-999").unwrap();
+        assert_eq!(exact(&none), Some(None));
+        assert_eq!(plain.tip(&none).unwrap(), None);
+        // A symbolic ref is left to gix, which follows it.
+        git_ok(
+            dir.path(),
+            &["symbolic-ref", &name(&none), &name(&two)].map(std::ffi::OsStr::new),
+        );
+        assert_eq!(exact(&none), None);
+        assert_eq!(plain.tip(&none).unwrap().unwrap().to_string(), second);
+    }
+
     fn git_out(dir: &Path, args: &[&str]) -> String {
         let out = std::process::Command::new("git")
             .args(args)

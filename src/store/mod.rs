@@ -569,10 +569,44 @@ impl Store {
         if let Some(pending) = self.pending_tip(&name) {
             return Ok(Some(pending));
         }
+        if let Some(tip) = self.exact_tip(&name)? {
+            return Ok(tip);
+        }
         let Some(mut r) = self.repo.try_find_reference(name.as_str()).map_err(git)? else {
             return Ok(None);
         };
         Ok(Some(r.peel_to_id().map_err(git)?.detach()))
+    }
+
+    /// Looks session ref `name` up as exactly that name: its loose file,
+    /// else `packed-refs`. gix's lookup also tries the name under
+    /// `refs/tags/`, `refs/heads/` and `refs/remotes/` (five file opens
+    /// and a `packed-refs` check each for a session that has no ref yet,
+    /// as every session of a first import). `None` when the ref is not a
+    /// plain object id in either place (symbolic, unreadable, or a ref
+    /// namespace is set): the caller then asks gix.
+    pub(crate) fn exact_tip(&self, name: &str) -> StoreResult<Option<Option<ObjectId>>> {
+        if self.repo.refs.namespace.is_some() {
+            return Ok(None);
+        }
+        match std::fs::read(self.repo.common_dir().join(name)) {
+            Ok(bytes) => {
+                let hex = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+                return Ok(ObjectId::from_hex(hex).ok().map(Some));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => return Ok(None),
+        }
+        let packed = self.repo.refs.cached_packed_buffer().map_err(git)?;
+        let Some(packed) = packed else {
+            return Ok(Some(None));
+        };
+        Ok(match packed.try_find(name).map_err(git)? {
+            Some(r) if r.object.is_none() => Some(Some(r.target())),
+            // Peels to another object (a tag): gix's lookup says what.
+            Some(_) => None,
+            None => Some(None),
+        })
     }
 
     fn existing_tip(&self, id: &SessionId) -> StoreResult<ObjectId> {
