@@ -1399,6 +1399,12 @@ impl Balance {
         }
     }
 
+    /// Counts a wait of the reader outside the channel (for room the
+    /// caller bounds), as a wait for room in the channel is counted.
+    fn reader_waited(&self) {
+        self.step(true);
+    }
+
     fn step(&self, up: bool) {
         let _ = self
             .share

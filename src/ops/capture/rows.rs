@@ -36,6 +36,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::{Condvar, Mutex};
 
 use git_session_adapters::source::{Database, Incremental, JsonTree, Row};
 use git_session_adapters::{Adapter, ParseInput, Parsed, Records};
@@ -82,11 +83,50 @@ pub(super) struct DbJob<'a> {
     pub tree: Option<&'static JsonTree>,
 }
 
+/// Sessions the reading thread may hand over ahead of the capture, at
+/// most (see [`DbJob::run`]).
+const SESSIONS_IN_FLIGHT: usize = 6;
+
+/// Bytes of rows the sessions handed over ahead may hold together; one
+/// session is always let through, however long.
+const ROWS_IN_FLIGHT: usize = 4 << 20;
+
 /// One session as the reading thread hands it over: its rows and, for a
 /// session the cursor does not know yet, the parse of its first batch.
 struct Prepared {
     rows: sqlite::SessionRows,
     probe: Option<Probe>,
+    /// Its rows' bytes, counted in [`InFlight`].
+    bytes: usize,
+}
+
+/// The bytes of rows handed to the capture and not taken by it yet.
+#[derive(Default)]
+struct InFlight {
+    bytes: Mutex<usize>,
+    taken: Condvar,
+}
+
+impl InFlight {
+    /// Counts `bytes` more in flight, first waiting until they fit in
+    /// [`ROWS_IN_FLIGHT`] or nothing is in flight; says whether it waited.
+    fn add(&self, bytes: usize) -> bool {
+        let mut held = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut waited = false;
+        while *held > 0 && *held + bytes > ROWS_IN_FLIGHT {
+            waited = true;
+            held = self.taken.wait(held).unwrap_or_else(|e| e.into_inner());
+        }
+        *held += bytes;
+        waited
+    }
+
+    /// Counts `bytes` as taken by the capture.
+    fn take(&self, bytes: usize) {
+        let mut held = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
+        *held = held.saturating_sub(bytes);
+        self.taken.notify_one();
+    }
 }
 
 /// A new session's first parse (from seq 0, no state: what
@@ -163,12 +203,15 @@ impl DbJob<'_> {
             known: &known,
             only: None,
         };
-        // The database is read on a second thread, one session ahead of
-        // the capture here, and a share of the new sessions is parsed and
-        // sealed there too (see [`Prepared`]): the two halves of a capture
-        // share the machine's cores, as a file's do. The bounded channel
-        // keeps at most two sessions' rows in memory besides the one being
-        // captured.
+        // The database is read on a second thread, ahead of the capture
+        // here, and a share of the new sessions is parsed and sealed there
+        // too (see [`Prepared`]): the two halves of a capture share the
+        // machine's cores, as a file's do. At most
+        // [`SESSIONS_IN_FLIGHT`] sessions holding [`ROWS_IN_FLIGHT`] bytes
+        // of rows wait for the capture (any one session gets through):
+        // enough that the reader goes on while the capture here writes a
+        // pack and publishes its refs (with two, the reader waited there
+        // about a third of an OpenCode first import).
         // The reader's share, moved by whichever thread waits for the
         // other: how many of every `SHARE_OF` new sessions it parses and
         // seals; the writer parses and seals the others. Each side seals
@@ -176,8 +219,9 @@ impl DbJob<'_> {
         // share of events redacted by the writer after the reader parsed
         // them cost 1.03x the wall time and 4 MB more).
         let balance = Balance::new(SHARE_OF / 2, SHARE_OF);
+        let in_flight = &InFlight::default();
         let read = std::thread::scope(|threads| {
-            let (tx, rx) = std::sync::mpsc::sync_channel::<Prepared>(2);
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Prepared>(SESSIONS_IN_FLIGHT);
             // What the capture is through with goes back to be freed on the
             // thread that allocated it (see `super::FileJob::feed`).
             let (spent_tx, spent_rx) = std::sync::mpsc::channel::<Spent>();
@@ -193,7 +237,18 @@ impl DbJob<'_> {
                     }
                     let probe = (here && !known.contains_key(&s.key))
                         .then(|| Probe::parse(adapter, rel, scrubber, worktrees, &s));
-                    balance.send(&tx, Prepared { rows: s, probe });
+                    let bytes = s.rows.iter().map(|r| r.json.len()).sum();
+                    if in_flight.add(bytes) {
+                        balance.reader_waited();
+                    }
+                    balance.send(
+                        &tx,
+                        Prepared {
+                            rows: s,
+                            probe,
+                            bytes,
+                        },
+                    );
                     while let Ok(done) = spent_rx.try_recv() {
                         drop(done);
                     }
@@ -205,7 +260,13 @@ impl DbJob<'_> {
                 }
                 read
             });
-            while let Some(Prepared { rows: s, probe }) = balance.recv(&rx) {
+            while let Some(Prepared {
+                rows: s,
+                probe,
+                bytes,
+            }) = balance.recv(&rx)
+            {
+                in_flight.take(bytes);
                 let key = s.key.clone();
                 let entry = sessions.get(&key).cloned();
                 match self.session(s, entry, &sessions, probe) {
@@ -1000,5 +1061,31 @@ fn source_reason(e: crate::native::NativeError) -> String {
     match e {
         crate::native::NativeError::Source { message, .. } => message,
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_in_flight_wait_for_room_but_one_session_always_gets_through() {
+        let in_flight = InFlight::default();
+        // One session longer than the whole bound goes through alone.
+        assert!(!in_flight.add(ROWS_IN_FLIGHT * 3));
+        in_flight.take(ROWS_IN_FLIGHT * 3);
+        // Sessions that fit together do not wait.
+        assert!(!in_flight.add(ROWS_IN_FLIGHT / 2));
+        assert!(!in_flight.add(ROWS_IN_FLIGHT / 2));
+        // One more waits until the capture takes one.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(|| tx.send(in_flight.add(1)).unwrap());
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            assert!(rx.try_recv().is_err(), "added past the bound");
+            in_flight.take(ROWS_IN_FLIGHT / 2);
+            assert!(rx.recv().unwrap(), "the wait is reported");
+        });
+        assert_eq!(*in_flight.bytes.lock().unwrap(), ROWS_IN_FLIGHT / 2 + 1);
     }
 }
