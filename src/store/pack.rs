@@ -209,12 +209,14 @@ impl Store {
     }
 
     /// Applies the session ref `edits` of a bulk flush in one transaction.
-    /// From [`REFS_TO_PACK`] refs on they go straight into `packed-refs`
-    /// (gix writes the file once and leaves no loose ref), where writing
-    /// them loose and running `git pack-refs` after cost three file
-    /// creations or removals a ref: in a first import of a thousand
-    /// sessions the file system's inode allocation was a fifth of the
-    /// capture's CPU. Lock waits are git's (`core.filesRefLockTimeout`,
+    /// From [`REFS_TO_PACK`] refs on they go straight into `packed-refs`,
+    /// which is written once and leaves no loose ref, where writing them
+    /// loose and running `git pack-refs` after cost three file creations
+    /// or removals a ref: in a first import of a thousand sessions the
+    /// file system's inode allocation was a fifth of the capture's CPU.
+    /// Under `packed-refs`' lock alone when every ref allows it
+    /// ([`Store::packed_only`]), else by gix's transaction, which also
+    /// locks each ref. Lock waits are git's (`core.filesRefLockTimeout`,
     /// `core.packedRefsTimeout`).
     pub(crate) fn edit_session_refs(&self, edits: Vec<RefEdit>) -> Result<(), String> {
         self.edit_session_refs_by(edits).map(drop)
