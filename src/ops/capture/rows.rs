@@ -103,29 +103,53 @@ struct Prepared {
 /// The bytes of rows handed to the capture and not taken by it yet.
 #[derive(Default)]
 struct InFlight {
-    bytes: Mutex<usize>,
+    held: Mutex<Held>,
     taken: Condvar,
+}
+
+#[derive(Default)]
+struct Held {
+    bytes: usize,
+    /// The capture takes no more (it is through, or it panicked).
+    closed: bool,
 }
 
 impl InFlight {
     /// Counts `bytes` more in flight, first waiting until they fit in
-    /// [`ROWS_IN_FLIGHT`] or nothing is in flight; says whether it waited.
+    /// [`ROWS_IN_FLIGHT`] or nothing is in flight (or the capture takes no
+    /// more); says whether it waited.
     fn add(&self, bytes: usize) -> bool {
-        let mut held = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         let mut waited = false;
-        while *held > 0 && *held + bytes > ROWS_IN_FLIGHT {
+        while !held.closed && held.bytes > 0 && held.bytes + bytes > ROWS_IN_FLIGHT {
             waited = true;
             held = self.taken.wait(held).unwrap_or_else(|e| e.into_inner());
         }
-        *held += bytes;
+        held.bytes += bytes;
         waited
     }
 
     /// Counts `bytes` as taken by the capture.
     fn take(&self, bytes: usize) {
-        let mut held = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
-        *held = held.saturating_sub(bytes);
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.bytes = held.bytes.saturating_sub(bytes);
         self.taken.notify_one();
+    }
+
+    /// Says the capture takes no more, so the reader waits no longer.
+    fn close(&self) {
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).closed = true;
+        self.taken.notify_all();
+    }
+}
+
+/// Closes an [`InFlight`] when the capture's loop ends, by unwinding too
+/// (a reader left waiting would keep the thread scope from ending).
+struct CloseOnDrop<'a>(&'a InFlight);
+
+impl Drop for CloseOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.close();
     }
 }
 
@@ -260,6 +284,7 @@ impl DbJob<'_> {
                 }
                 read
             });
+            let _closing = CloseOnDrop(in_flight);
             while let Some(Prepared {
                 rows: s,
                 probe,
@@ -1086,6 +1111,14 @@ mod tests {
             in_flight.take(ROWS_IN_FLIGHT / 2);
             assert!(rx.recv().unwrap(), "the wait is reported");
         });
-        assert_eq!(*in_flight.bytes.lock().unwrap(), ROWS_IN_FLIGHT / 2 + 1);
+        assert_eq!(in_flight.held.lock().unwrap().bytes, ROWS_IN_FLIGHT / 2 + 1);
+        // A capture that ends (or unwinds) while the reader waits lets it go.
+        std::thread::scope(|s| {
+            let reader = s.spawn(|| in_flight.add(ROWS_IN_FLIGHT));
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            assert!(!reader.is_finished(), "added past the bound");
+            drop(CloseOnDrop(&in_flight));
+            assert!(reader.join().unwrap());
+        });
     }
 }
