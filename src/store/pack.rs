@@ -275,8 +275,8 @@ impl Store {
             .map_err(|e| e.to_string())
     }
 
-    /// The edits as `(name, expected tip, new tip)`, when they can go into
-    /// `packed-refs` under its lock alone: each moves a session ref that has
+    /// The edits as [`PackedEdit`]s, when they can go into `packed-refs`
+    /// under its lock alone: each moves a session ref that has
     /// no loose file and no lock file (the bulk store holds every session's
     /// own lock, [`super::lock::SessionLock`]) to a commit it wrote, no
     /// reflog is wanted (`core.logAllRefUpdates=always` asks for one), and
@@ -393,11 +393,11 @@ impl Store {
             .map_err(|e| format!("{}: {e}", path.display()))?;
         lock.commit()
             .map_err(|e| format!("{}: {}", path.display(), e.error))?;
-        // gix keeps the file it read last; the rewrite may share its mtime.
-        self.repo
-            .refs
-            .force_refresh_packed_buffer()
-            .map_err(|e| e.to_string())
+        // gix keeps the file it read last, and the rewrite may share its
+        // mtime. The refs are written: a failed re-read is not the write's
+        // failure (gix reads the file again when it next finds it changed).
+        let _ = self.repo.refs.force_refresh_packed_buffer();
+        Ok(())
     }
 
     /// Packs the session objects written since the last pack, if any batch
