@@ -4,7 +4,8 @@
 //! whose files moved but whose sessions did not, one query (the adapter's
 //! change query, [`crate::native::sqlite`]). A
 //! changed one is read once, in one snapshot ([`crate::native::sqlite`]),
-//! session by session (each captured before the next is read), and each
+//! session by session (the reading thread at most [`SESSIONS_IN_FLIGHT`]
+//! sessions ahead of the capture), and each
 //! session with new rows becomes one batch: a new session of
 //! this repository is created, a known one appended to, another project's
 //! (by directory, and by the project column the adapter may declare: OpenCode
