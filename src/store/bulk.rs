@@ -937,7 +937,10 @@ pub(crate) mod tests {
             &names[REFS_TO_PACK / 2],
             &names[REFS_TO_PACK - 1],
         ] {
-            assert_eq!(git_out(dir.path(), &["rev-parse", name]), tip_hex);
+            assert_eq!(
+                git_ok(dir.path(), &["rev-parse", name].map(std::ffi::OsStr::new)),
+                tip_hex
+            );
         }
         assert_eq!(plain.tip(&one).unwrap(), Some(other));
         git_ok(dir.path(), &["fsck", "--strict"].map(std::ffi::OsStr::new));
@@ -961,10 +964,19 @@ pub(crate) mod tests {
             RefsWritten::Packed
         );
         assert_eq!(
-            git_out(dir.path(), &["rev-parse", &names[0]]),
+            git_ok(
+                dir.path(),
+                &["rev-parse", names[0].as_str()].map(std::ffi::OsStr::new)
+            ),
             other.to_string()
         );
-        assert_eq!(git_out(dir.path(), &["rev-parse", &names[1]]), tip_hex);
+        assert_eq!(
+            git_ok(
+                dir.path(),
+                &["rev-parse", names[1].as_str()].map(std::ffi::OsStr::new)
+            ),
+            tip_hex
+        );
         git_ok(dir.path(), &["fsck", "--strict"].map(std::ffi::OsStr::new));
     }
 
@@ -973,8 +985,12 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let plain = store(dir.path());
         let (one, two) = (create(&plain, 0), create(&plain, 1));
-        let tip =
-            |id: &SessionId| git_out(dir.path(), &["rev-parse", &format!("refs/sessions/{id}")]);
+        let tip = |id: &SessionId| {
+            git_ok(
+                dir.path(),
+                &["rev-parse", &format!("refs/sessions/{id}")].map(std::ffi::OsStr::new),
+            )
+        };
         let (first, second) = (tip(&one), tip(&two));
         let name = |id: &SessionId| format!("refs/sessions/{id}");
         let exact = |id: &SessionId| {
@@ -1008,20 +1024,6 @@ pub(crate) mod tests {
         );
         assert_eq!(exact(&none), None);
         assert_eq!(plain.tip(&none).unwrap().unwrap().to_string(), second);
-    }
-
-    fn git_out(dir: &Path, args: &[&str]) -> String {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
     }
 
     /// Returns the packs under `dir`'s object store.
@@ -1265,8 +1267,9 @@ pub(crate) mod tests {
         std::fs::remove_file(&theirs).unwrap();
     }
 
-    /// Runs git in `dir` and fails the test, with git's stderr, if it fails.
-    fn git_ok(dir: &Path, args: &[&std::ffi::OsStr]) {
+    /// Runs git in `dir` and fails the test, with git's stderr, if it
+    /// fails; returns its trimmed stdout.
+    fn git_ok(dir: &Path, args: &[&std::ffi::OsStr]) -> String {
         let out = std::process::Command::new("git")
             .args(args)
             .current_dir(dir)
@@ -1277,5 +1280,6 @@ pub(crate) mod tests {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 }
