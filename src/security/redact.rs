@@ -307,6 +307,11 @@ impl Redactor {
     /// [`Redactor::scan`] without the shortcuts.
     fn search(&self, text: &str, out: &mut Vec<(usize, usize, usize)>) {
         let bytes = text.as_bytes();
+        // Most short strings hold no keyword (a uuid, a time): one walk
+        // of the automaton without notes says so.
+        if self.set.is_short(bytes) && !self.set.any_keyword(bytes) {
+            return;
+        }
         // What the gates may read of this string (see `Rule::gated_at`).
         let mut budget = GATE_BUDGET_PER_BYTE * bytes.len() + GATE_BUDGET;
         if bytes.len() <= WINDOWLESS {
@@ -464,26 +469,14 @@ impl Redactor {
                     return;
                 }
                 let json = looks_like_json(s);
-                // Text searched once per event: whether a string that is
-                // not JSON holds a secret depends on its bytes alone.
+                // Text searched once per event, or not at all once met in
+                // two (see `Memo`): whether a string that is not JSON holds
+                // a secret depends on its bytes alone.
                 let key = (!json).then(|| scratch.memo.key(s)).flatten();
                 if key.is_some_and(|k| scratch.memo.contains(s, k)) {
                     return;
                 }
-                // JSON kept as text (tool-call arguments): its own strings
-                // and keys are searched as JSON, and it is rewritten only
-                // when something was found.
-                if depth < MAX_DEPTH
-                    && json
-                    && self.set.any_keyword(s.as_bytes())
-                    && let Ok(mut inner) = serde_json::from_str::<Value>(s)
-                    && (inner.is_object() || inner.is_array())
-                {
-                    let before: usize = counts.values().sum();
-                    self.walk(&mut inner, None, counts, depth + 1, scratch);
-                    if counts.values().sum::<usize>() > before {
-                        *s = inner.to_string();
-                    }
+                if json && depth < MAX_DEPTH && self.walk_json_text(s, counts, depth, scratch) {
                     return;
                 }
                 match self.redact_in(s, counts, &mut scratch.recent) {
@@ -497,12 +490,43 @@ impl Redactor {
             }
             Value::Array(items) => items
                 .iter_mut()
+                .filter(|v| !inert(v))
                 .for_each(|v| self.walk(v, None, counts, depth + 1, scratch)),
             Value::Object(map) => {
                 self.walk_object(map, key == Some("opaque"), counts, depth + 1, scratch)
             }
             _ => {}
         }
+    }
+
+    /// JSON kept as text (tool-call arguments): its own strings and keys
+    /// are searched as JSON, and it is rewritten only when something was
+    /// found. Returns false when `s` is not such JSON (or holds no
+    /// keyword), to be searched as text. Kept out of [`Redactor::walk`]:
+    /// few strings get here, and every call of the walk paid for its room.
+    #[inline(never)]
+    fn walk_json_text<'s>(
+        &'s self,
+        s: &mut String,
+        counts: &mut BTreeMap<&'s str, usize>,
+        depth: usize,
+        scratch: &mut Scratch,
+    ) -> bool {
+        if !self.set.any_keyword(s.as_bytes()) {
+            return false;
+        }
+        let Ok(mut inner) = serde_json::from_str::<Value>(s) else {
+            return false;
+        };
+        if !(inner.is_object() || inner.is_array()) {
+            return false;
+        }
+        let before: usize = counts.values().sum();
+        self.walk(&mut inner, None, counts, depth + 1, scratch);
+        if counts.values().sum::<usize>() > before {
+            *s = inner.to_string();
+        }
+        true
     }
 
     fn walk_object<'s>(
@@ -525,7 +549,17 @@ impl Redactor {
         let mut search = 0u64;
         let mut far = false;
         for (i, (k, v)) in map.iter_mut().enumerate() {
-            let facts = scratch.keys.facts(k);
+            // Of a key whose value is no string, only whether the key
+            // itself is searched matters (the kind is read from a string,
+            // an opaque blob and a value replaced whole are strings), and
+            // that is decided without the table.
+            let facts = if v.is_string() {
+                scratch.keys.facts(k)
+            } else if key_needs_search(k) {
+                KeyFacts(KeyFacts::SEARCH)
+            } else {
+                KeyFacts(0)
+            };
             if facts.has(KeyFacts::SEARCH) {
                 if i < 64 {
                     search |= 1 << i;
@@ -545,7 +579,9 @@ impl Redactor {
                     }
                 }
             }
-            self.walk_entry(k, facts, v, counts, depth, scratch);
+            if facts.has(KeyFacts::NAMES_SECRET) || !inert(v) {
+                self.walk_entry(k, facts, v, counts, depth, scratch);
+            }
         }
         if !undecided.is_empty() {
             let kind = kind.unwrap_or(Kind::Other);
@@ -557,57 +593,72 @@ impl Redactor {
             }
         }
         if search != 0 || far {
-            // Rebuild the object only when a key itself holds a secret.
-            let mut clean: Vec<(usize, String)> = Vec::new();
-            for (i, k) in map.keys().enumerate() {
-                let searched = if i < 64 {
-                    search >> i & 1 == 1
-                } else {
-                    scratch.keys.facts(k).has(KeyFacts::SEARCH)
-                };
-                if searched && let Some(c) = self.redact_in(k, counts, &mut scratch.recent) {
-                    clean.push((i, c));
-                }
+            self.redact_keys(map, search, counts, scratch);
+        }
+    }
+
+    /// Searches the keys of `map` that need it (the first 64 by bit in
+    /// `search`, the later ones by their facts) and renames those holding a
+    /// secret. Kept out of [`Redactor::walk_object`], as few objects have
+    /// such keys.
+    #[inline(never)]
+    fn redact_keys<'s>(
+        &'s self,
+        map: &mut Map<String, Value>,
+        search: u64,
+        counts: &mut BTreeMap<&'s str, usize>,
+        scratch: &mut Scratch,
+    ) {
+        // Rebuild the object only when a key itself holds a secret.
+        let mut clean: Vec<(usize, String)> = Vec::new();
+        for (i, k) in map.keys().enumerate() {
+            let searched = if i < 64 {
+                search >> i & 1 == 1
+            } else {
+                scratch.keys.facts(k).has(KeyFacts::SEARCH)
+            };
+            if searched && let Some(c) = self.redact_in(k, counts, &mut scratch.recent) {
+                clean.push((i, c));
             }
-            if !clean.is_empty() {
-                // Two keys redacted alike, or a redacted key equal to one
-                // kept, would become one entry and lose a value: a
-                // redacted key that is taken gets a number.
-                // (Sets and a number per name: a document of many secret
-                // keys costs linear time.)
-                let renamed: std::collections::HashSet<usize> =
-                    clean.iter().map(|&(i, _)| i).collect();
-                let kept: std::collections::HashSet<String> = map
-                    .keys()
-                    .enumerate()
-                    .filter(|(i, _)| !renamed.contains(i))
-                    .map(|(_, k)| k.clone())
-                    .collect();
-                let mut numbers: std::collections::HashMap<String, usize> = Default::default();
-                let old = std::mem::take(map);
-                let mut next = clean.into_iter().peekable();
-                for (i, (k, v)) in old.into_iter().enumerate() {
-                    let k = match next.peek() {
-                        Some((at, _)) if *at == i => {
-                            let base = next.next().expect("peeked").1;
-                            let n = numbers.entry(base.clone()).or_insert(1);
-                            let mut k = base.clone();
-                            while kept.contains(&k) || map.contains_key(&k) {
-                                *n += 1;
-                                k = format!("{base} ({n})");
-                            }
-                            k
+        }
+        if !clean.is_empty() {
+            // Two keys redacted alike, or a redacted key equal to one
+            // kept, would become one entry and lose a value: a
+            // redacted key that is taken gets a number.
+            // (Sets and a number per name: a document of many secret
+            // keys costs linear time.)
+            let renamed: std::collections::HashSet<usize> = clean.iter().map(|&(i, _)| i).collect();
+            let kept: std::collections::HashSet<String> = map
+                .keys()
+                .enumerate()
+                .filter(|(i, _)| !renamed.contains(i))
+                .map(|(_, k)| k.clone())
+                .collect();
+            let mut numbers: std::collections::HashMap<String, usize> = Default::default();
+            let old = std::mem::take(map);
+            let mut next = clean.into_iter().peekable();
+            for (i, (k, v)) in old.into_iter().enumerate() {
+                let k = match next.peek() {
+                    Some((at, _)) if *at == i => {
+                        let base = next.next().expect("peeked").1;
+                        let n = numbers.entry(base.clone()).or_insert(1);
+                        let mut k = base.clone();
+                        while kept.contains(&k) || map.contains_key(&k) {
+                            *n += 1;
+                            k = format!("{base} ({n})");
                         }
-                        _ => k,
-                    };
-                    map.insert(k, v);
-                }
+                        k
+                    }
+                    _ => k,
+                };
+                map.insert(k, v);
             }
         }
     }
 
     /// Redacts one entry of an object (not an opaque place): the value, or
     /// the whole of it when the key names a secret. `facts` are the key's.
+    #[inline]
     fn walk_entry<'s>(
         &'s self,
         k: &str,
@@ -694,27 +745,83 @@ impl Scratch {
     }
 }
 
-/// Strings of one event found clean: an event's canonical payload and the
-/// native record kept beside it repeat the same text, which is then
-/// searched once. A cheap hash picks the candidate and a byte comparison
-/// with the kept copy decides, so a crafted collision only costs a search.
-#[derive(Default)]
+/// Long strings found clean. Within an event, the canonical payload and
+/// the native record kept beside it repeat the same text; across events,
+/// an agent repeats its system prompts, tool descriptions and attachments
+/// in every turn (86 % of the bytes the Claude bench's import searched
+/// were in strings it had searched before). Each is searched once per
+/// event, and no more once it has been met in two events. A cheap hash
+/// picks the candidate and a byte comparison with the kept copy decides,
+/// so a crafted collision only costs a search.
 struct Memo {
-    /// The clean strings, one after another.
+    /// This event's clean strings, one after another.
     bytes: Vec<u8>,
     /// (hash, start in `bytes`, length) of each.
     seen: Vec<(u64, usize, usize)>,
+    /// The hashes of strings an earlier event found clean, one a slot
+    /// (direct mapped by the hash): a string found clean again in a later
+    /// event is kept in `kept` when its event ends. Unique text (a tool's
+    /// output) thus never takes room there.
+    once: Box<[u64]>,
+    /// Clean strings met in two events, one after another, at most
+    /// [`Memo::KEPT_ACROSS`] bytes: emptied when the next does not fit.
+    kept: Vec<u8>,
+    /// (hash, start in `kept`, length) of each, in sets of two slots
+    /// (length 0: empty).
+    slots: Box<[(u64, u32, u32)]>,
+}
+
+impl Default for Memo {
+    fn default() -> Memo {
+        Memo {
+            bytes: Vec::new(),
+            seen: Vec::new(),
+            once: vec![0; 1 << Memo::ONCE_BITS].into_boxed_slice(),
+            kept: Vec::new(),
+            slots: vec![(0, 0, 0); 2 << Memo::SET_BITS].into_boxed_slice(),
+        }
+    }
 }
 
 impl Memo {
-    /// Strings shorter than this are searched again (cheaper than keeping).
+    /// Strings shorter than this are searched again (cheaper than keeping;
+    /// [`Recent`] keeps the shorter ones).
     const SHORTEST: usize = 64;
-    /// Kept between events up to this much; an event with more clean
+    /// Kept within an event up to this much; an event with more clean
     /// text gives its buffer back.
     const KEPT: usize = 1 << 20;
+    /// The bytes kept across events (per thread).
+    const KEPT_ACROSS: usize = 1 << 20;
+    /// Strings longer than this are not kept across events.
+    const LONGEST_ACROSS: usize = Memo::KEPT_ACROSS / 4;
+    /// log2 of the slots of `once`: 4,096, 32 KiB.
+    const ONCE_BITS: u32 = 12;
+    /// log2 of the sets of `slots`: 1,024 slots, 16 KiB.
+    const SET_BITS: u32 = 9;
 
-    /// Forgets the last event's strings.
+    /// Ends an event: its clean strings that an earlier event found clean
+    /// too are kept across events; the others are noted in `once`.
     fn clear(&mut self) {
+        for &(hash, at, len) in &self.seen {
+            let once = &mut self.once[(hash >> (64 - Memo::ONCE_BITS)) as usize];
+            if *once != hash {
+                *once = hash;
+                continue;
+            }
+            if len > Memo::LONGEST_ACROSS {
+                continue;
+            }
+            if self.kept.len() + len > Memo::KEPT_ACROSS {
+                self.kept.clear();
+                self.slots.fill((0, 0, 0));
+            }
+            let set = 2 * (hash >> (64 - Memo::SET_BITS)) as usize;
+            // The newer string in the first way, the one it displaces in
+            // the second.
+            self.slots[set + 1] = self.slots[set];
+            self.slots[set] = (hash, self.kept.len() as u32, len as u32);
+            self.kept.extend_from_slice(&self.bytes[at..at + len]);
+        }
         if self.bytes.capacity() > Memo::KEPT {
             self.bytes = Vec::new();
         }
@@ -728,15 +835,24 @@ impl Memo {
     fn key(&self, s: &str) -> Option<u64> {
         (Memo::SHORTEST..=Memo::KEPT)
             .contains(&s.len())
-            .then(|| fast_hash(s.as_bytes()))
+            .then(|| sampled_hash(s.as_bytes()))
     }
 
+    /// Says whether `s`, whose hash is `hash`, was found clean in this
+    /// event or is kept across events.
     fn contains(&self, s: &str, hash: u64) -> bool {
-        self.seen.iter().any(|&(h, at, len)| {
-            h == hash && len == s.len() && &self.bytes[at..at + len] == s.as_bytes()
-        })
+        let s = s.as_bytes();
+        let set = 2 * (hash >> (64 - Memo::SET_BITS)) as usize;
+        self.slots[set..set + 2].iter().any(|&(h, at, len)| {
+            let (at, len) = (at as usize, len as usize);
+            h == hash && len == s.len() && &self.kept[at..at + len] == s
+        }) || self
+            .seen
+            .iter()
+            .any(|&(h, at, len)| h == hash && len == s.len() && &self.bytes[at..at + len] == s)
     }
 
+    /// Notes `s`, whose hash is `hash`, as found clean in this event.
     fn insert(&mut self, s: &str, hash: u64) {
         self.seen.push((hash, self.bytes.len(), s.len()));
         self.bytes.extend_from_slice(s.as_bytes());
@@ -865,6 +981,15 @@ impl Keys {
     /// The facts of `key`, decided on its first meeting.
     #[inline]
     fn facts(&mut self, key: &str) -> KeyFacts {
+        // Shorter than any name of a secret or than a searched key: only
+        // two such keys have facts, and comparing is cheaper than a lookup.
+        if key.len() < 5 {
+            return KeyFacts(match key {
+                "type" => KeyFacts::TYPE,
+                "data" => KeyFacts::OPAQUE,
+                _ => 0,
+            });
+        }
         let Some(words) = key_words(key.as_bytes()) else {
             return KeyFacts::of(key);
         };
@@ -928,6 +1053,41 @@ fn key_words(b: &[u8]) -> Option<[u64; 4]> {
     })
 }
 
+/// A hash of a string of at least [`Memo::SHORTEST`] bytes from its
+/// length and 32 bytes at its start, middle and end. The memo compares
+/// the bytes of a candidate in any case (a collision costs a search), and
+/// hashing the whole of each recurring system prompt (29 MB in the Claude
+/// bench's import) cost more than comparing it.
+fn sampled_hash(bytes: &[u8]) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let n = bytes.len();
+    debug_assert!(n >= Memo::SHORTEST);
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    let mid = n / 2 - 16;
+    // A folded multiplication a word: its high half carries every bit of
+    // the product back down (with a plain multiplication, a change in a
+    // word's last byte could cancel one in the word before it).
+    [
+        0,
+        8,
+        16,
+        24,
+        mid,
+        mid + 8,
+        mid + 16,
+        mid + 24,
+        n - 32,
+        n - 24,
+        n - 16,
+        n - 8,
+    ]
+    .into_iter()
+    .fold(n as u64, |h, at| {
+        let m = u128::from(h ^ word(at)) * u128::from(K);
+        (m as u64) ^ (m >> 64) as u64
+    })
+}
+
 /// A fast, unkeyed hash of 8-byte words (collisions are resolved by
 /// comparing bytes, see [`Memo`]).
 fn fast_hash(bytes: &[u8]) -> u64 {
@@ -961,6 +1121,21 @@ fn kind_of(ty: Option<&str>) -> Kind {
         Some("reasoning") | Some("compaction") => Kind::Reasoning,
         Some("base64") => Kind::Base64,
         _ => Kind::Other,
+    }
+}
+
+/// Says whether walking `value` can find nothing: a number, a bool, null,
+/// an empty array or object, or a string shorter than [`SHORTEST`] (too
+/// short for a secret, or for JSON holding one). Most values of a record
+/// are; the walk skips them without a call. Not for a value under a key
+/// that names a secret: that one is replaced whole, however short.
+#[inline]
+fn inert(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.len() < SHORTEST,
+        Value::Array(items) => items.is_empty(),
+        Value::Object(map) => map.is_empty(),
+        Value::Null | Value::Bool(_) | Value::Number(_) => true,
     }
 }
 
@@ -1069,6 +1244,7 @@ fn all_bytes<C: Bytes>(bytes: &[u8]) -> bool {
 }
 
 /// Says whether an object key must be searched for secrets itself.
+#[inline]
 fn key_needs_search(key: &str) -> bool {
     // Lengths first: most keys are short and their bytes are not read.
     key.len() >= SHORTEST
@@ -1209,6 +1385,94 @@ mod tests {
         assert!(memo.key(&"a".repeat(Memo::SHORTEST)).is_some());
         assert!(memo.key(&"a".repeat(Memo::KEPT)).is_some());
         assert!(memo.key(&"a".repeat(Memo::KEPT + 1)).is_none());
+    }
+
+    #[test]
+    fn a_string_clean_in_two_events_is_kept_for_the_next_ones() {
+        let mut memo = Memo::default();
+        let text = format!("{} system prompt 1", "x".repeat(80));
+        let hash = memo.key(&text).expect("long enough");
+        memo.insert(&text, hash);
+        assert!(memo.contains(&text, hash), "within its event");
+        memo.clear();
+        assert!(!memo.contains(&text, hash), "met in one event only");
+        memo.insert(&text, hash);
+        memo.clear();
+        for _ in 0..3 {
+            assert!(memo.contains(&text, hash), "met in two events");
+            memo.clear();
+        }
+        // A string under the same hash is compared byte for byte (a
+        // crafted collision costs a search, it never passes as clean).
+        let other = format!("{} system prompt 2", "x".repeat(80));
+        assert!(!memo.contains(&other, hash));
+        // The hash samples the string: one that differs from it only
+        // between the samples has its hash, and is still not taken for it.
+        let long = format!("{}{}{}", "a".repeat(40), "clean", "b".repeat(160));
+        let alike = format!("{}{}{}", "a".repeat(40), "ghp_x", "b".repeat(160));
+        let h = memo.key(&long).expect("long enough");
+        assert_eq!(memo.key(&alike), Some(h));
+        for _ in 0..2 {
+            memo.insert(&long, h);
+            memo.clear();
+        }
+        assert!(memo.contains(&long, h));
+        assert!(!memo.contains(&alike, h));
+        // Unique text fills no room: met once, it is only a hash.
+        for i in 0..10_000 {
+            let unique = format!("{i:>80} output");
+            let h = memo.key(&unique).expect("long enough");
+            memo.insert(&unique, h);
+            memo.clear();
+        }
+        assert_eq!(memo.kept.len(), text.len() + long.len());
+        assert!(memo.contains(&text, hash));
+        // Full: emptied, and the string that did not fit is kept.
+        let meet = |memo: &mut Memo, s: &str| {
+            let h = memo.key(s).expect("long enough");
+            if !memo.contains(s, h) {
+                memo.insert(s, h);
+            }
+            memo.clear();
+            h
+        };
+        let fit = Memo::KEPT_ACROSS / Memo::LONGEST_ACROSS;
+        let longs: Vec<String> = (0..fit)
+            .map(|i| format!("{i}{}", "z".repeat(Memo::LONGEST_ACROSS - 1)))
+            .collect();
+        for (i, long) in longs.iter().enumerate() {
+            meet(&mut memo, long);
+            let h = meet(&mut memo, long);
+            assert!(memo.contains(long, h), "{i}");
+            assert!(memo.kept.len() <= Memo::KEPT_ACROSS);
+        }
+        // The first strings kept leave no room for the last.
+        assert_eq!(memo.kept.len(), Memo::LONGEST_ACROSS, "emptied once");
+        assert!(!memo.contains(&text, hash), "emptied with the rest");
+        let longer = "z".repeat(Memo::LONGEST_ACROSS + 1);
+        let h = memo.key(&longer).expect("long enough");
+        for _ in 0..3 {
+            meet(&mut memo, &longer);
+        }
+        assert!(!memo.contains(&longer, h), "too long to keep across events");
+    }
+
+    #[test]
+    fn text_repeated_across_events_is_redacted_in_each() {
+        // Clean text met in two events is not searched in later ones; a
+        // secret in text that repeats is replaced in every event.
+        let r = Redactor::new();
+        let prompt = format!("{} You are an agent. Use the tools.", "x".repeat(80));
+        let dirty = format!(
+            "{} ghp_Qw7eRt2YuI9oPa4SdF6gHj1KlZx3CvBn8Mq5 done",
+            "y".repeat(80)
+        );
+        for round in 0..5 {
+            let mut e = event(json!({"system": prompt, "text": dirty, "round": round}));
+            assert_eq!(r.redact(&mut e), 1, "round {round}");
+            assert_eq!(e.payload["system"], prompt.as_str());
+            assert!(!e.payload["text"].as_str().unwrap().contains("ghp_"));
+        }
     }
 
     #[test]
@@ -1584,6 +1848,11 @@ mod tests {
             [
                 "type",
                 "data",
+                "TYPE",
+                "Data",
+                "pwd",
+                "key",
+                "auth",
                 "signature",
                 "encrypted_content",
                 "apiKey",

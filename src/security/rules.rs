@@ -544,7 +544,7 @@ impl RuleSet {
         let dfa = &self.keywords;
         let mut ends = KEYWORD_ENDS.with(|cell| std::mem::take(&mut *cell.borrow_mut()));
         ends.clear();
-        if text.len() < LANES * LANE_MIN.max(self.longest_keyword) {
+        if self.is_short(text) {
             keyword_ends(&self.table, text, &mut ends);
         } else {
             keyword_ends_in_lanes(&self.table, text, self.longest_keyword, &mut ends);
@@ -561,8 +561,25 @@ impl RuleSet {
         KEYWORD_ENDS.with(|cell| *cell.borrow_mut() = ends);
     }
 
+    /// Says whether `text` is walked in one piece (see
+    /// [`RuleSet::each_keyword`]).
+    pub fn is_short(&self, text: &[u8]) -> bool {
+        text.len() < LANES * LANE_MIN.max(self.longest_keyword)
+    }
+
     /// Says whether `text` holds any keyword.
     pub fn any_keyword(&self, text: &[u8]) -> bool {
+        if self.is_short(text) {
+            // One lane, and no notes: the first match state decides.
+            let mut state = 0u16;
+            for &b in text {
+                state = self.table.step(state, b);
+                if state & MATCH != 0 {
+                    return true;
+                }
+            }
+            return false;
+        }
         let mut any = false;
         self.each_keyword(text, |_, _, _| {
             any = true;
