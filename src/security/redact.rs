@@ -308,8 +308,9 @@ impl Redactor {
     fn search(&self, text: &str, out: &mut Vec<(usize, usize, usize)>) {
         let bytes = text.as_bytes();
         // Most short strings hold no keyword (a uuid, a time): one walk
-        // of the automaton without notes says so.
-        if self.set.is_short(bytes) && !self.set.any_keyword(bytes) {
+        // of the automaton without notes says so (unless a rule runs on
+        // every string).
+        if self.set.always.is_empty() && self.set.is_short(bytes) && !self.set.any_keyword(bytes) {
             return;
         }
         // What the gates may read of this string (see `Rule::gated_at`).
