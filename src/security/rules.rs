@@ -34,8 +34,9 @@
 
 use std::sync::OnceLock;
 
+use aho_corasick::AhoCorasick;
 use aho_corasick::automaton::Automaton as _;
-use aho_corasick::{AhoCorasick, dfa::DFA};
+use aho_corasick::nfa::noncontiguous::NFA;
 use regex::bytes::{Regex, RegexBuilder};
 use regex_automata::dfa::{Automaton as _, StartKind, dense};
 use regex_automata::util::syntax;
@@ -305,8 +306,6 @@ pub struct RuleSet {
     pub rules: Vec<Rule>,
     /// The global allow-lists of both files.
     pub global: Vec<Allowlist>,
-    /// The keywords' automaton: which keywords end in a match state.
-    keywords: DFA,
     /// The same automaton as a compact table, walked by
     /// [`RuleSet::each_keyword`].
     table: KeywordTable,
@@ -343,7 +342,8 @@ const CLASSES: usize = 64;
 /// Marks a match state in a [`KeywordTable`]'s cells.
 const MATCH: u16 = 0x8000;
 
-/// The keywords' Aho-Corasick automaton (aho-corasick's DFA) copied into a
+/// The keywords' Aho-Corasick automaton (aho-corasick's NFA, its failure
+/// transitions followed once here) copied into a
 /// fixed-size table of `u16` states, for the pass over every string byte:
 /// one class lookup and one table lookup a byte, no bounds checks, the
 /// match flag in the state itself. aho-corasick's own `next_state` costs
@@ -356,27 +356,49 @@ struct KeywordTable {
     /// `next[state][class]`: the next state, with [`MATCH`] set when it
     /// is a match state. Row 0 is the start.
     next: Box<[[u16; CLASSES]; STATES]>,
-    /// aho-corasick's state for each row (to read a match state's keywords).
-    ac: Vec<aho_corasick::automaton::StateID>,
+    /// Where each row's keywords are in `hits` (a range; empty unless
+    /// the row is a match state).
+    hit_at: Vec<(u32, u32)>,
+    /// The keywords that end in each match state, one row after another:
+    /// (pattern index, length). The automaton itself is not kept.
+    hits: Vec<(u32, u32)>,
 }
 
 impl std::fmt::Debug for KeywordTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KeywordTable")
-            .field("states", &self.ac.len())
+            .field("states", &self.hit_at.len())
             .finish()
     }
 }
 
 impl KeywordTable {
-    /// Copies `dfa`'s states reachable from its unanchored start; fails
-    /// when they do not fit the table.
-    fn new(dfa: &DFA) -> Result<KeywordTable, String> {
+    /// Copies the states of `nfa` (built from `words`, ASCII case
+    /// ignored) reachable from its unanchored start, each with its
+    /// transition on every byte; fails when they do not fit the table.
+    ///
+    /// The automaton is asked about one byte of each group that must lead
+    /// to the same state from every state: a letter and its other case,
+    /// and all the bytes that are in no keyword. Asking it about all 256
+    /// bytes of every state (and building aho-corasick's DFA, which does
+    /// the same) was most of the rule set's build.
+    fn new(nfa: &NFA, words: &[String]) -> Result<KeywordTable, String> {
         use aho_corasick::Anchored::No;
         /// Not numbered yet (a state id is an index into the automaton's
-        /// transition table, so a vector of that length numbers them all).
+        /// states, so a vector of that length numbers them all).
         const NONE: u16 = u16::MAX;
-        let start = dfa.start_state(No).map_err(|e| format!("keywords: {e}"))?;
+        let mut in_words = [false; 256];
+        for b in words.iter().flat_map(|w| w.bytes()) {
+            in_words[usize::from(b.to_ascii_lowercase())] = true;
+            in_words[usize::from(b.to_ascii_uppercase())] = true;
+        }
+        let elsewhere = (0..=255u8).find(|&b| !in_words[usize::from(b)]);
+        // The byte asked about in each byte's place.
+        let asked: [u8; 256] = std::array::from_fn(|b| match elsewhere {
+            Some(e) if !in_words[b] => e,
+            _ => (b as u8).to_ascii_lowercase(),
+        });
+        let start = nfa.start_state(No).map_err(|e| format!("keywords: {e}"))?;
         // Every reachable state, numbered in the order found, with its
         // transitions on all 256 bytes.
         let mut number: Vec<u16> = Vec::new();
@@ -402,15 +424,25 @@ impl KeywordTable {
         while rows.len() < ac.len() {
             let sid = ac[rows.len()];
             let mut row = [0u16; 256];
-            for (b, cell) in row.iter_mut().enumerate() {
-                *cell = numbered(dfa.next_state(No, sid, b as u8), &mut ac)?;
+            for b in 0..=255u8 {
+                if asked[usize::from(b)] == b {
+                    row[usize::from(b)] = numbered(nfa.next_state(No, sid, b), &mut ac)?;
+                }
+            }
+            for b in 0..256 {
+                row[b] = row[usize::from(asked[b])];
             }
             rows.push(row);
         }
-        // Bytes whose columns are equal share a class.
+        // Bytes whose columns are equal share a class (a byte's column is
+        // the one of the byte asked about in its place).
         let mut classes = [0u8; 256];
         let mut columns: Vec<Vec<u16>> = Vec::new();
-        for (b, class) in classes.iter_mut().enumerate() {
+        for b in 0..256 {
+            let asked = usize::from(asked[b]);
+            if asked != b {
+                continue;
+            }
             let column: Vec<u16> = rows.iter().map(|r| r[b]).collect();
             let c = match columns.iter().position(|c| *c == column) {
                 Some(c) => c,
@@ -424,21 +456,39 @@ impl KeywordTable {
                     "keywords: the automaton tells more than {CLASSES} bytes apart"
                 ));
             }
-            *class = c as u8;
+            classes[b] = c as u8;
+        }
+        for b in 0..256 {
+            classes[b] = classes[usize::from(asked[b])];
         }
         let mut next: Box<[[u16; CLASSES]; STATES]> = vec![[0u16; CLASSES]; STATES]
             .into_boxed_slice()
             .try_into()
             .expect("STATES rows");
-        let matches: Vec<bool> = ac.iter().map(|&sid| dfa.is_match(sid)).collect();
+        let matches: Vec<bool> = ac.iter().map(|&sid| nfa.is_match(sid)).collect();
+        let mut hit_at = Vec::with_capacity(ac.len());
+        let mut hits = Vec::new();
+        for &sid in &ac {
+            let from = hits.len() as u32;
+            for k in 0..nfa.match_len(sid) {
+                let p = nfa.match_pattern(sid, k);
+                hits.push((p.as_u32(), nfa.pattern_len(p) as u32));
+            }
+            hit_at.push((from, hits.len() as u32));
+        }
         for (s, row) in rows.iter().enumerate() {
-            for b in 0..256 {
+            for b in (0..256).filter(|&b| usize::from(asked[b]) == b) {
                 let to = row[b];
                 let flag = if matches[usize::from(to)] { MATCH } else { 0 };
                 next[s][usize::from(classes[b])] = to | flag;
             }
         }
-        Ok(KeywordTable { classes, next, ac })
+        Ok(KeywordTable {
+            classes,
+            next,
+            hit_at,
+            hits,
+        })
     }
 
     /// The state after `state` reads `b` (the match flag set or not).
@@ -541,7 +591,7 @@ impl RuleSet {
     /// the first starts the longest keyword's length early, so a keyword
     /// across a cut is found by the piece where it ends.
     pub fn each_keyword(&self, text: &[u8], mut hit: impl FnMut(usize, usize, usize) -> bool) {
-        let dfa = &self.keywords;
+        let table = &self.table;
         let mut ends = KEYWORD_ENDS.with(|cell| std::mem::take(&mut *cell.borrow_mut()));
         ends.clear();
         if self.is_short(text) {
@@ -550,10 +600,9 @@ impl RuleSet {
             keyword_ends_in_lanes(&self.table, text, self.longest_keyword, &mut ends);
         }
         'all: for &(state, end) in &ends {
-            let sid = self.table.ac[usize::from(state)];
-            for k in 0..dfa.match_len(sid) {
-                let p = dfa.match_pattern(sid, k);
-                if !hit(p.as_usize(), end - dfa.pattern_len(p), end) {
+            let (from, to) = table.hit_at[usize::from(state)];
+            for &(p, len) in &table.hits[from as usize..to as usize] {
+                if !hit(p as usize, end - len as usize, end) {
                     break 'all;
                 }
             }
@@ -655,34 +704,16 @@ impl RuleSet {
                 rule.gate = Some(g.after.clone());
             }
         }
-        let mut words: Vec<String> = Vec::new();
-        let mut keyword_rules: Vec<Vec<usize>> = Vec::new();
-        let mut always = Vec::new();
-        for (i, rule) in rules.iter().enumerate() {
-            if rule.keywords.is_empty() {
-                always.push(i);
-            }
-            for k in &rule.keywords {
-                match words.iter().position(|w| w == k) {
-                    Some(at) => keyword_rules[at].push(i),
-                    None => {
-                        words.push(k.clone());
-                        keyword_rules.push(vec![i]);
-                    }
-                }
-            }
-        }
+        let (words, keyword_rules) = keywords_of(&rules);
+        let always = (0..rules.len())
+            .filter(|&i| rules[i].keywords.is_empty())
+            .collect();
         let longest_keyword = words.iter().map(String::len).max().unwrap_or(0);
-        let keywords = DFA::builder()
-            .ascii_case_insensitive(true)
-            .prefilter(false)
-            .build(&words)
-            .map_err(|e| format!("keywords: {e}"))?;
-        let table = KeywordTable::new(&keywords)?;
+        let keywords = keyword_automaton(&words).map_err(|e| format!("keywords: {e}"))?;
+        let table = KeywordTable::new(&keywords, &words)?;
         Ok(RuleSet {
             rules,
             global,
-            keywords,
             table,
             keyword_rules,
             always,
@@ -690,6 +721,34 @@ impl RuleSet {
             longest_keyword,
         })
     }
+}
+
+/// The distinct keywords of `rules`, in the order first met, and for
+/// each the rules it selects.
+fn keywords_of(rules: &[Rule]) -> (Vec<String>, Vec<Vec<usize>>) {
+    let mut words: Vec<String> = Vec::new();
+    let mut keyword_rules: Vec<Vec<usize>> = Vec::new();
+    for (i, rule) in rules.iter().enumerate() {
+        for k in &rule.keywords {
+            match words.iter().position(|w| w == k) {
+                Some(at) => keyword_rules[at].push(i),
+                None => {
+                    words.push(k.clone());
+                    keyword_rules.push(vec![i]);
+                }
+            }
+        }
+    }
+    (words, keyword_rules)
+}
+
+/// The keywords' Aho-Corasick automaton (ASCII case ignored), pattern `i`
+/// being `words[i]`.
+fn keyword_automaton(words: &[String]) -> Result<NFA, aho_corasick::BuildError> {
+    NFA::builder()
+        .ascii_case_insensitive(true)
+        .prefilter(false)
+        .build(words)
 }
 
 /// The end-of-secret test most gitleaks rules share: quote, space, `;`, a
@@ -1046,10 +1105,10 @@ mod tests {
         }
     }
 
-    /// Every keyword occurrence, by a plain walk of the automaton's
-    /// states (the pass [`RuleSet::each_keyword`] must agree with).
-    fn keywords_one_by_one(set: &RuleSet, text: &[u8]) -> Vec<(usize, usize, usize)> {
-        let dfa = &set.keywords;
+    /// Every keyword occurrence, by a plain walk of the states of the
+    /// keywords' automaton (built again: `automaton_of`), the pass
+    /// [`RuleSet::each_keyword`] must agree with.
+    fn keywords_one_by_one(dfa: &NFA, text: &[u8]) -> Vec<(usize, usize, usize)> {
         let mut sid = dfa.start_state(aho_corasick::Anchored::No).unwrap();
         let mut found = Vec::new();
         for (i, &b) in text.iter().enumerate() {
@@ -1067,6 +1126,7 @@ mod tests {
     #[test]
     fn keywords_across_the_cuts_of_a_long_text_are_each_found_once() {
         let set = RuleSet::builtin();
+        let automaton = keyword_automaton(&keywords_of(&set.rules).0).unwrap();
         let longest = set.longest_keyword;
         assert!(longest > 10, "{longest}");
         // The longest keyword: a cut one byte short of it would miss the
@@ -1101,7 +1161,7 @@ mod tests {
                 });
                 assert_eq!(
                     lanes,
-                    keywords_one_by_one(&set, &text),
+                    keywords_one_by_one(&automaton, &text),
                     "length {len}, {back} back"
                 );
                 // (In the shortest texts the keywords overlap each other.)
@@ -1113,6 +1173,7 @@ mod tests {
     #[test]
     fn the_keyword_table_walks_as_the_automaton_does() {
         let set = RuleSet::builtin();
+        let automaton = keyword_automaton(&keywords_of(&set.rules).0).unwrap();
         let keywords: Vec<&String> = set.rules.iter().flat_map(|r| &r.keywords).collect();
         let mut next = xorshift(0x2545_f491_4f6c_dd1d);
         for round in 0..2_000 {
@@ -1136,7 +1197,7 @@ mod tests {
                 found.push((k, s, e));
                 true
             });
-            assert_eq!(found, keywords_one_by_one(&set, &text), "{text:?}");
+            assert_eq!(found, keywords_one_by_one(&automaton, &text), "{text:?}");
             // The short texts' walk without notes says the same.
             assert_eq!(set.any_keyword(&text), !found.is_empty(), "{text:?}");
         }
