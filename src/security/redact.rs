@@ -816,7 +816,7 @@ impl Memo {
                 self.kept.clear();
                 self.slots.fill((0, 0, 0));
             }
-            let set = 2 * (hash >> (64 - Memo::SET_BITS)) as usize;
+            let set = Memo::set(hash);
             // The newer string in the first way, the one it displaces in
             // the second.
             self.slots[set + 1] = self.slots[set];
@@ -843,7 +843,7 @@ impl Memo {
     /// event or is kept across events.
     fn contains(&self, s: &str, hash: u64) -> bool {
         let s = s.as_bytes();
-        let set = 2 * (hash >> (64 - Memo::SET_BITS)) as usize;
+        let set = Memo::set(hash);
         self.slots[set..set + 2].iter().any(|&(h, at, len)| {
             let (at, len) = (at as usize, len as usize);
             h == hash && len == s.len() && &self.kept[at..at + len] == s
@@ -851,6 +851,11 @@ impl Memo {
             .seen
             .iter()
             .any(|&(h, at, len)| h == hash && len == s.len() && &self.bytes[at..at + len] == s)
+    }
+
+    /// The first of the two slots where the string of `hash` is kept.
+    fn set(hash: u64) -> usize {
+        2 * (hash >> (64 - Memo::SET_BITS)) as usize
     }
 
     /// Notes `s`, whose hash is `hash`, as found clean in this event.
@@ -1016,7 +1021,6 @@ impl Keys {
     /// The set of the key of length `len` held in `words`.
     #[inline]
     fn set(words: &[u64; 4], len: usize) -> usize {
-        const K: u64 = 0x9e37_79b9_7f4a_7c15;
         let h = (words[0]
             ^ words[1].rotate_left(16)
             ^ words[2].rotate_left(32)
@@ -1054,13 +1058,15 @@ fn key_words(b: &[u8]) -> Option<[u64; 4]> {
     })
 }
 
+/// The multiplier of the cheap hashes below (2^64 over the golden ratio).
+const K: u64 = 0x9e37_79b9_7f4a_7c15;
+
 /// A hash of a string of at least [`Memo::SHORTEST`] bytes from its
 /// length and 32 bytes at its start, middle and end. The memo compares
 /// the bytes of a candidate in any case (a collision costs a search), and
 /// hashing the whole of each recurring system prompt (29 MB in the Claude
 /// bench's import) cost more than comparing it.
 fn sampled_hash(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
     let n = bytes.len();
     debug_assert!(n >= Memo::SHORTEST);
     let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
@@ -1092,7 +1098,6 @@ fn sampled_hash(bytes: &[u8]) -> u64 {
 /// A fast, unkeyed hash of 8-byte words (collisions are resolved by
 /// comparing bytes, see [`Memo`]).
 fn fast_hash(bytes: &[u8]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut h = bytes.len() as u64;
     let mut words = bytes.chunks_exact(8);
     for w in &mut words {

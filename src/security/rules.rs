@@ -411,9 +411,13 @@ impl KeywordTable {
             Some(e) if !in_words[b] => e,
             _ => (b as u8).to_ascii_lowercase(),
         });
+        // The bytes asked about: the others take their rows' cells.
+        let reps: Vec<u8> = (0..=255u8)
+            .filter(|&b| asked[usize::from(b)] == b)
+            .collect();
         let start = nfa.start_state(No).map_err(|e| format!("keywords: {e}"))?;
         // Every reachable state, numbered in the order found, with its
-        // transitions on all 256 bytes.
+        // transitions on the bytes asked about.
         let mut number: Vec<u16> = Vec::new();
         let mut numbered = |sid: aho_corasick::automaton::StateID, ac: &mut Vec<_>| {
             let at = sid.as_usize();
@@ -437,13 +441,8 @@ impl KeywordTable {
         while rows.len() < ac.len() {
             let sid = ac[rows.len()];
             let mut row = [0u16; 256];
-            for b in 0..=255u8 {
-                if asked[usize::from(b)] == b {
-                    row[usize::from(b)] = numbered(nfa.next_state(No, sid, b), &mut ac)?;
-                }
-            }
-            for b in 0..256 {
-                row[b] = row[usize::from(asked[b])];
+            for &b in &reps {
+                row[usize::from(b)] = numbered(nfa.next_state(No, sid, b), &mut ac)?;
             }
             rows.push(row);
         }
@@ -451,11 +450,7 @@ impl KeywordTable {
         // the one of the byte asked about in its place).
         let mut classes = [0u8; 256];
         let mut columns: Vec<Vec<u16>> = Vec::new();
-        for b in 0..256 {
-            let asked = usize::from(asked[b]);
-            if asked != b {
-                continue;
-            }
+        for b in reps.iter().map(|&b| usize::from(b)) {
             let column: Vec<u16> = rows.iter().map(|r| r[b]).collect();
             let c = match columns.iter().position(|c| *c == column) {
                 Some(c) => c,
@@ -490,7 +485,7 @@ impl KeywordTable {
             hit_at.push((from, hits.len() as u32));
         }
         for (s, row) in rows.iter().enumerate() {
-            for b in (0..256).filter(|&b| usize::from(asked[b]) == b) {
+            for b in reps.iter().map(|&b| usize::from(b)) {
                 let to = row[b];
                 let flag = if matches[usize::from(to)] { MATCH } else { 0 };
                 next[s][usize::from(classes[b])] = to | flag;
