@@ -78,5 +78,5 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         sessions.len(),
         if sessions.len() == 1 { "" } else { "s" },
     ))
-    .hint("rotate each credential now: it stays in the session's history here and on any remote it was pushed to"))
+    .hint("rotate each credential now: it stays in the session's history here and on any remote it was pushed to; then remove it with `git session purge <id> --seq N` or `--match REGEX`"))
 }

@@ -1346,9 +1346,10 @@ fn names_secret(key: &str) -> bool {
     !plural_count && SECRET_NAMES.iter().any(|name| norm.ends_with(name))
 }
 
-/// Says whether a secret-named field holds a placeholder, not a value.
+/// Says whether a secret-named field holds a placeholder, not a value
+/// (`[PURGED]` is what `git session purge` leaves).
 fn is_placeholder(s: &str) -> bool {
-    s.is_empty() || s.starts_with("[REDACTED:") || s.bytes().all(|b| b == b'*')
+    s.is_empty() || s.starts_with("[REDACTED:") || s == "[PURGED]" || s.bytes().all(|b| b == b'*')
 }
 
 /// Says whether `s` may be a JSON object or array kept as text.

@@ -405,3 +405,26 @@ fn purge_names_only_the_forks_that_hold_the_purged_event() {
         "seq 1 is in the fork at 3 only: {out}"
     );
 }
+
+#[test]
+fn a_purged_value_is_left_as_purged_when_redaction_is_on() {
+    // Stored with redaction off, purged with it back on: the rewrite goes
+    // through redaction, which must not take `[PURGED]` for a password.
+    let a = Repo::new();
+    a.git(&["config", "session.redact", "false"]);
+    let mut lines = session_lines("s-pass", 6);
+    lines[3]["payload"]["text"] = "connect with password=hunter2xyz9 please".into();
+    lines[3]["payload"]["env"] = serde_json::json!({"password": "hunter2xyz9"});
+    a.import(&a.write_jsonl("s.jsonl", &lines));
+    a.git(&["config", "--unset", "session.redact"]);
+    let root = a.root.clone();
+    ok_on(&a, &root, &["purge", "s-pass", "--match", r"hunter2\w*"]);
+    let after = events_on(&a, &root, "s-pass");
+    assert_eq!(
+        after[2]["payload"]["text"],
+        "connect with password=[PURGED] please"
+    );
+    assert_eq!(after[2]["payload"]["env"]["password"], "[PURGED]");
+    let (ok, out, err) = on(&a, &root, &["redact", "--check", "s-pass"]);
+    assert!(ok, "the purged session has no hit left: {out}{err}");
+}
