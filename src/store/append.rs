@@ -866,7 +866,10 @@ impl Store {
     pub(crate) fn signature(&self, time: i64) -> gix::actor::Signature {
         let (name, email) = match self.repo.committer() {
             Some(Ok(s)) => (s.name.to_owned(), s.email.to_owned()),
-            _ => ("git-session".into(), "git-session@localhost".into()),
+            _ => (
+                super::FALLBACK_COMMITTER.0.into(),
+                super::FALLBACK_COMMITTER.1.into(),
+            ),
         };
         gix::actor::Signature {
             name,

@@ -284,6 +284,10 @@ pub struct SessionStat {
     pub code_commit: Option<ObjectId>,
 }
 
+/// The committer of session commits and reflog entries in a repository
+/// with no identity configured: name and email.
+pub const FALLBACK_COMMITTER: (&str, &str) = ("git-session", "git-session@localhost");
+
 /// How many packs the object database of an open store can see at least
 /// (gix allots slots for them when it opens a repository, 32 by default):
 /// a pack written after the last free slot, by this process or another,
@@ -316,7 +320,17 @@ impl Store {
     }
 
     /// Wraps an open repository after checking it is one we can write.
-    pub fn from_repo(repo: gix::Repository) -> StoreResult<Store> {
+    ///
+    /// A repository with no identity configured gets
+    /// [`FALLBACK_COMMITTER`] in memory: every ref git logs (the receipts'
+    /// notes ref, a branch) needs a committer for its reflog entry, and
+    /// capture and sync must work on a machine where `user.name` was never
+    /// set.
+    pub fn from_repo(mut repo: gix::Repository) -> StoreResult<Store> {
+        if repo.committer().is_none() {
+            let (name, email) = FALLBACK_COMMITTER;
+            repo.committer_or_set_fallback(name, email).map_err(git)?;
+        }
         if repo
             .config_snapshot()
             .string("extensions.refStorage")

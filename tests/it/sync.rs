@@ -227,6 +227,44 @@ fn receipts_from_both_sides_are_merged() {
 }
 
 #[test]
+fn fetch_adopts_receipts_in_a_clone_with_no_identity() {
+    // A fresh machine: no user.name or user.email anywhere. The notes ref
+    // is one git logs, and a reflog entry needs a committer.
+    let c = Clones::new();
+    c.a.import(&c.a.write_jsonl("s.jsonl", &session_lines("s-anon", 2)));
+    let tip = c.a.git(&["rev-parse", "refs/sessions/s-anon"]);
+    c.a.git(&[
+        "notes",
+        "--ref=git-session/receipts",
+        "add",
+        "-m",
+        "receipt",
+        &tip,
+    ]);
+    c.on(&c.a.root, &["push"]);
+    let out =
+        c.a.session_in(&c.b)
+            .env_remove("GIT_COMMITTER_NAME")
+            .env_remove("GIT_COMMITTER_EMAIL")
+            .env_remove("GIT_AUTHOR_NAME")
+            .env_remove("GIT_AUTHOR_EMAIL")
+            .arg("fetch")
+            .output()
+            .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let note =
+        c.a.git_in(&c.b)
+            .args(["notes", "--ref=git-session/receipts", "show", &tip])
+            .output()
+            .unwrap();
+    assert!(
+        text(&note.stdout).contains("receipt"),
+        "{}",
+        text(&note.stderr)
+    );
+}
+
+#[test]
 fn an_interrupted_push_converges_on_rerun() {
     let c = Clones::new();
     for i in 0..3 {
