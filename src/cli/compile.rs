@@ -31,7 +31,7 @@ pub struct Args {
     /// style file), first-message (the first message of a native session).
     #[arg(long, default_value = "md", value_parser = ["md", "json", "agents-md", "first-message"])]
     format: String,
-    /// Write to this file instead of stdout.
+    /// Write to this file instead of stdout (`-` is stdout).
     #[arg(long, short = 'o', value_name = "FILE")]
     out: Option<PathBuf>,
     /// Shell command that summarizes the conversation excerpts: reads a
@@ -75,7 +75,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         count(compiled.items.len() as u64, "item"),
         compiled.omitted
     ));
-    match &args.out {
+    match args.out.as_ref().filter(|p| p.as_os_str() != "-") {
         Some(path) => std::fs::write(path, &compiled.text)
             .map_err(|e| CommandError::failure(format!("{}: {e}", path.display())))?,
         None => out.write_all(compiled.text.as_bytes())?,

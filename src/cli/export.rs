@@ -31,7 +31,7 @@ pub struct Args {
         required_unless_present = "canonical"
     )]
     format: Option<Format>,
-    /// Write to this file instead of stdout.
+    /// Write to this file instead of stdout (`-` is stdout).
     #[arg(long, short = 'o', value_name = "FILE")]
     out: Option<PathBuf>,
 }
@@ -61,7 +61,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
     let store = env.store()?;
     let id = store.resolve(&args.session)?;
     let format = args.format.unwrap_or(Format::Canonical);
-    match &args.out {
+    match args.out.as_ref().filter(|p| p.as_os_str() != "-") {
         None => write(&store, &id, format, out)?,
         Some(path) => {
             // Write beside the target and rename, so a failed export never

@@ -109,10 +109,16 @@ fn export_to_a_file_writes_it_whole() {
         "-o",
         path.to_str().unwrap(),
     ]);
+    let whole = repo.ok(&["export", "s-out", "--canonical"]);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), whole);
+    // `-o -` is stdout, as in git, not a file named `-` in the work tree.
     assert_eq!(
-        std::fs::read_to_string(&path).unwrap(),
-        repo.ok(&["export", "s-out", "--canonical"])
+        repo.ok(&["export", "s-out", "--canonical", "-o", "-"]),
+        whole
     );
+    let brief = repo.ok(&["compile", "s-out", "--for", "codex", "-o", "-"]);
+    assert!(brief.contains("s-out"), "{brief}");
+    assert!(!repo.root.join("-").exists());
 }
 
 #[test]
