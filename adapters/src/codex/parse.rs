@@ -28,6 +28,14 @@ pub(super) fn parse(input: ParseInput<'_>) -> Parsed {
             State::default()
         }),
     };
+    let mut state = state;
+    if state.thread.is_none() && !state.meta_seen {
+        // Until a `session_meta` names the thread, it is the one the
+        // client itself would look the file up by: the last 36 characters
+        // of its name. A file whose first line is cut or corrupt still
+        // gets its own id, not its whole file name.
+        state.thread = rollout_id(input.source).map(str::to_owned);
+    }
     let mut p = Parser {
         state,
         next_seq: input.next_seq,
@@ -134,11 +142,9 @@ impl Mapped {
 }
 
 impl Parser<'_> {
+    /// Records a warning; the capture names the file and line.
     pub(super) fn warn(&mut self, line: u64, message: String) {
-        self.warnings.push(Warning {
-            line,
-            message: format!("{}: {message}", self.source),
-        });
+        self.warnings.push(Warning { line, message });
     }
 
     /// Appends an event and returns its seq.
@@ -310,7 +316,7 @@ impl Parser<'_> {
         if meta.id.is_none() {
             self.warn(line_no, "session_meta without id".into());
         }
-        self.state.thread = meta.id.clone();
+        self.state.thread = meta.id.clone().or(self.state.thread.take());
         self.state.segment = segment_of(&meta, self.source);
         self.state.facts.cwd = meta.cwd.clone();
         self.state.facts.created = meta.timestamp.clone().or_else(|| Some(ts.to_owned()));
@@ -716,11 +722,20 @@ pub(super) fn segment_of(meta: &SessionMeta, source: &str) -> Option<String> {
                 .collect(),
         );
     }
+    let rollout = rollout_id(source)?;
+    meta.id
+        .as_deref()
+        .is_some_and(|id| id != rollout)
+        .then(|| rollout.to_owned())
+}
+
+/// The rollout id in a rollout file's name (`rollout-<ts>-<uuid>.jsonl`):
+/// its last 36 characters before `.jsonl`, when they are a UUID.
+fn rollout_id(source: &str) -> Option<&str> {
     let name = source.rsplit(['/', '\\']).next()?;
     let stem = name.strip_suffix(".jsonl")?;
     let rollout = stem.get(stem.len().checked_sub(36)?..)?;
-    (is_uuid(rollout) && meta.id.as_deref().is_some_and(|id| id != rollout))
-        .then(|| rollout.to_owned())
+    is_uuid(rollout).then_some(rollout)
 }
 
 pub(super) fn is_uuid(s: &str) -> bool {

@@ -488,6 +488,51 @@ fn render_describes_the_threads_row() {
 }
 
 #[test]
+fn a_corrupt_session_meta_leaves_the_thread_id_of_the_file_name() {
+    // The client looks a thread up by the last 36 characters of its file
+    // name; with the first line cut in half, that is still its id.
+    let case = cases()
+        .into_iter()
+        .find(|c| c.name == "crafted-minimal")
+        .unwrap();
+    let thread = "01a22641-0894-7711-86db-74d58edefe49";
+    let source = format!("sessions/2026/11/29/rollout-2026-11-29T07-42-10-{thread}.jsonl");
+    let first = case.bytes.iter().position(|&b| b == b'\n').unwrap();
+    let mut bytes = case.bytes[..first / 2].to_vec();
+    bytes.extend_from_slice(&case.bytes[first..]);
+    let parse = |bytes: &[u8], source: &str| {
+        Codex.parse(ParseInput {
+            records: Records::lines(bytes, 0, 0),
+            next_seq: 0,
+            state: None,
+            source,
+            session: None,
+            sidecar: None,
+            memo: Default::default(),
+        })
+    };
+    let cut = parse(&bytes, &source);
+    assert_eq!(cut.session.native_id.as_deref(), Some(thread));
+    assert_eq!(cut.warnings[0].line, 0);
+    assert!(
+        !cut.warnings[0].message.contains("rollout-"),
+        "the capture names the file, the warning need not: {}",
+        cut.warnings[0].message
+    );
+    for e in &cut.events {
+        let origin = e.origin.as_ref().unwrap().native_id.as_deref().unwrap();
+        assert!(origin.starts_with(thread), "{origin}");
+    }
+    // An intact session_meta still names the thread, whatever the file is
+    // called, and a name without a UUID gives no id of its own.
+    let whole = parse(&case.bytes, &source);
+    let named = parse(&case.bytes, "sessions/test.jsonl");
+    assert_eq!(whole.session.native_id, named.session.native_id);
+    assert!(named.session.native_id.is_some());
+    assert_eq!(parse(&bytes, "sessions/test.jsonl").session.native_id, None);
+}
+
+#[test]
 fn one_bad_line_is_a_warning() {
     let case = cases()
         .into_iter()
