@@ -82,7 +82,14 @@ pub fn consent(
             Ok(c)
         }
         (Destination::ChooseNow(name), Some(c)) => Err(refuse(
-            format!("sessions of this repository go to {c}, not {name}"),
+            format!(
+                "sessions of this repository go to {c}, not {name}{}",
+                if store.remote_push_url(name).is_none() && !name.contains([':', '/']) {
+                    format!(" (and there is no remote named {name})")
+                } else {
+                    String::new()
+                }
+            ),
             "to move them, `git config session.remote NAME` (and session.remoteUrl); nothing was pushed",
         )),
         (_, None) => Err(refuse(
@@ -263,6 +270,18 @@ pub fn fetch_reporting(
     progress: &dyn Progress,
 ) -> OpResult<FetchReport> {
     store.ensure_state_dir()?;
+    // git's own words for a name that is no remote (and no URL or path)
+    // say nothing of where to look.
+    let url_like = remote.contains(':') || remote.contains('/');
+    if !url_like && store.remote_push_url(remote).is_none() {
+        return Err(OpError::Conflict {
+            message: format!("there is no remote named {remote}; nothing was fetched"),
+            hint: Some(
+                "`git remote -v` lists this repository's remotes; `git remote add NAME URL` adds one"
+                    .into(),
+            ),
+        });
+    }
     progress.stage(&format!("Fetching sessions from {remote}"), "refs", 0);
     store.fetch_sessions(remote)?;
     // Captures must not run between moving a ref and re-pointing cursors.

@@ -555,6 +555,13 @@ impl Store {
             },
             None => query,
         };
+        if query.is_empty() {
+            // A prefix of every id: never what was meant.
+            return Err(StoreError::Refused(
+                "the session id is empty: give an id or the start of one (`git session list` shows them)"
+                    .into(),
+            ));
+        }
         let ids = self.session_ids()?;
         if let Some(exact) = ids.iter().find(|id| id.as_str() == query) {
             return Ok(exact.clone());

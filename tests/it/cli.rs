@@ -53,6 +53,13 @@ fn ids_accept_unique_prefixes_and_unknown_ids_suggest_close_ones() {
         err.contains("no session matches") && err.contains("abc-111"),
         "{err}"
     );
+    // An empty id is a prefix of every id, and of the only one: refused.
+    let one = Repo::new();
+    one.import(&one.write_jsonl("a.jsonl", &session_lines("abc-111", 1)));
+    for r in [&repo, &one] {
+        let err = r.fails(&["show", ""], 1);
+        assert!(err.contains("the session id is empty"), "{err}");
+    }
 }
 
 #[test]

@@ -353,6 +353,20 @@ fn push_and_sync_explain_instead_of_passing_on_git() {
     let (_, err, code) = run(&repo, &["sync"]);
     assert_eq!(code, 0, "{err}");
     assert!(!err.contains("No refs in common"), "{err}");
+    // With origin chosen, another name that is no remote says both.
+    let err = repo.fails(&["push", "--to", "nothere"], 1);
+    assert!(
+        err.contains("go to origin, not nothere (and there is no remote named nothere)"),
+        "{err}"
+    );
+    // fetch says where to look rather than passing on git's words.
+    let err = repo.fails(&["fetch", "nothere"], 1);
+    assert!(
+        err.contains("there is no remote named nothere; nothing was fetched")
+            && err.contains("git remote -v")
+            && !err.contains("fatal:"),
+        "{err}"
+    );
 }
 
 #[test]
