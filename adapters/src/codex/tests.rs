@@ -101,11 +101,22 @@ fn cases() -> Vec<Case> {
 }
 
 fn parse_bytes(bytes: &[u8], first_line: u64, next_seq: u64, state: Option<Value>) -> Parsed {
+    parse_source("sessions/test.jsonl", bytes, first_line, next_seq, state)
+}
+
+/// [`parse_bytes`] of a file at `source` in the store.
+fn parse_source(
+    source: &str,
+    bytes: &[u8],
+    first_line: u64,
+    next_seq: u64,
+    state: Option<Value>,
+) -> Parsed {
     Codex.parse(ParseInput {
         records: Records::lines(bytes, first_line, 0),
         next_seq,
         state,
-        source: "sessions/test.jsonl",
+        source,
         session: None,
         sidecar: None,
         memo: Default::default(),
@@ -500,17 +511,7 @@ fn a_corrupt_session_meta_leaves_the_thread_id_of_the_file_name() {
     let first = case.bytes.iter().position(|&b| b == b'\n').unwrap();
     let mut bytes = case.bytes[..first / 2].to_vec();
     bytes.extend_from_slice(&case.bytes[first..]);
-    let parse = |bytes: &[u8], source: &str| {
-        Codex.parse(ParseInput {
-            records: Records::lines(bytes, 0, 0),
-            next_seq: 0,
-            state: None,
-            source,
-            session: None,
-            sidecar: None,
-            memo: Default::default(),
-        })
-    };
+    let parse = |bytes: &[u8], source: &str| parse_source(source, bytes, 0, 0, None);
     let cut = parse(&bytes, &source);
     assert_eq!(cut.session.native_id.as_deref(), Some(thread));
     assert_eq!(cut.warnings[0].line, 0);
