@@ -9,6 +9,8 @@
 //! ([`consent`]). Sync repeats fetch-then-push until the remote accepts
 //! everything, so two clones that both sync end with identical refs.
 
+use std::path::Path;
+
 use git_session_schema::SessionId;
 use gix::ObjectId;
 
@@ -65,8 +67,7 @@ pub fn consent(
         (Destination::ChooseNow(name), None) => {
             // A name that is no remote (and no URL or path) would be
             // recorded and then fail every push: refuse before choosing.
-            let url_like = name.contains(':') || name.contains('/');
-            if store.remote_push_url(name).is_none() && !url_like {
+            if is_no_remote(store, name) {
                 return Err(refuse(
                     format!("there is no remote named {name}; nothing was chosen or pushed"),
                     "add it first: `git remote add NAME URL` (a separate repository keeps transcripts private), then `git session push --to NAME`",
@@ -84,7 +85,7 @@ pub fn consent(
         (Destination::ChooseNow(name), Some(c)) => Err(refuse(
             format!(
                 "sessions of this repository go to {c}, not {name}{}",
-                if store.remote_push_url(name).is_none() && !name.contains([':', '/']) {
+                if is_no_remote(store, name) {
                     format!(" (and there is no remote named {name})")
                 } else {
                     String::new()
@@ -270,10 +271,9 @@ pub fn fetch_reporting(
     progress: &dyn Progress,
 ) -> OpResult<FetchReport> {
     store.ensure_state_dir()?;
-    // git's own words for a name that is no remote (and no URL or path)
-    // say nothing of where to look.
-    let url_like = remote.contains(':') || remote.contains('/');
-    if !url_like && store.remote_push_url(remote).is_none() {
+    // git's own words for a name that is no remote say nothing of where
+    // to look.
+    if is_no_remote(store, remote) {
         return Err(OpError::Conflict {
             message: format!("there is no remote named {remote}; nothing was fetched"),
             hint: Some(
@@ -476,6 +476,13 @@ pub fn fetch_artifacts(
 /// the remote refused. `remote` is what [`consent`] returned.
 pub fn push_artifacts(store: &Store, remote: &str, id: &SessionId) -> OpResult<Option<String>> {
     Ok(store.push_artifacts(remote, id)?)
+}
+
+/// Says whether `name` is neither a configured remote nor something git
+/// takes in its place (a URL, or a path to a repository).
+fn is_no_remote(store: &Store, name: &str) -> bool {
+    let url_or_path = name.contains([':', '/']) || Path::new(name).exists();
+    !url_or_path && store.remote_push_url(name).is_none()
 }
 
 /// Fetches, reconciles and pushes until the remote has everything, except
