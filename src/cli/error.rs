@@ -119,7 +119,12 @@ impl From<OpError> for CommandError {
                     None => err,
                 }
             }
-            OpError::Io { .. } => CommandError::failure(chain(&e)),
+            // A reader that stopped reading (`| head`) is no failure, as
+            // for git; the export paths report their writes this way.
+            OpError::Io { ref source, .. } => CommandError {
+                broken_pipe: source.kind() == std::io::ErrorKind::BrokenPipe,
+                ..CommandError::failure(chain(&e))
+            },
         }
     }
 }

@@ -129,6 +129,37 @@ fn export_to_a_file_writes_it_whole() {
 }
 
 #[test]
+fn a_reader_that_stops_early_is_no_error() {
+    // `git session export … | head`: git says nothing and exits 0 when its
+    // reader goes away; so does git-session, whichever path writes.
+    use std::io::Read;
+    let repo = Repo::new();
+    let mut lines = session_lines("s-pipe", 3000);
+    for l in lines.iter_mut().skip(1) {
+        l["payload"]["text"] = "x".repeat(200).into();
+    }
+    repo.import(&repo.write_jsonl("a.jsonl", &lines));
+    for args in [
+        &["export", "s-pipe", "--canonical"][..],
+        &["export", "s-pipe", "--format", "md"][..],
+        &["show", "s-pipe", "--json"][..],
+    ] {
+        let mut child = repo
+            .spawnable_in(&repo.root)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = [0u8; 16];
+        child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stderr), "", "{args:?}");
+    }
+}
+
+#[test]
 fn reftable_repositories_are_refused_clearly() {
     let repo = Repo::bare_dir();
     repo.git(&["init", "-q", "--ref-format=reftable", "."]);
