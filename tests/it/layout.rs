@@ -154,11 +154,7 @@ fn commits_fall_back_to_a_clear_identity_when_none_is_configured() {
     let file = repo.write_jsonl("a.jsonl", &session_lines("s-anon", 1));
     // No user.name anywhere: the session commit still gets written.
     let out = repo
-        .session()
-        .env_remove("GIT_COMMITTER_NAME")
-        .env_remove("GIT_COMMITTER_EMAIL")
-        .env_remove("GIT_AUTHOR_NAME")
-        .env_remove("GIT_AUTHOR_EMAIL")
+        .anonymous_session_in(&repo.root)
         .args(["import", "--canonical", file.to_str().unwrap()])
         .output()
         .unwrap();

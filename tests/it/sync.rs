@@ -243,11 +243,7 @@ fn fetch_adopts_receipts_in_a_clone_with_no_identity() {
     ]);
     c.on(&c.a.root, &["push"]);
     let out =
-        c.a.session_in(&c.b)
-            .env_remove("GIT_COMMITTER_NAME")
-            .env_remove("GIT_COMMITTER_EMAIL")
-            .env_remove("GIT_AUTHOR_NAME")
-            .env_remove("GIT_AUTHOR_EMAIL")
+        c.a.anonymous_session_in(&c.b)
             .arg("fetch")
             .output()
             .unwrap();

@@ -87,6 +87,22 @@ impl Repo {
         Command::from(self.spawnable_in(dir))
     }
 
+    /// Returns a `git-session` command in `dir` on a machine with no git
+    /// identity: no name or email in the environment (the hermetic config
+    /// has none either).
+    pub fn anonymous_session_in(&self, dir: &Path) -> Command {
+        let mut cmd = self.spawnable_in(dir);
+        for var in [
+            "GIT_COMMITTER_NAME",
+            "GIT_COMMITTER_EMAIL",
+            "GIT_AUTHOR_NAME",
+            "GIT_AUTHOR_EMAIL",
+        ] {
+            cmd.env_remove(var);
+        }
+        Command::from(cmd)
+    }
+
     /// Returns a `git-session` command in the repository.
     pub fn session(&self) -> Command {
         self.session_in(&self.root)
