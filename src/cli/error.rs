@@ -49,10 +49,19 @@ impl CommandError {
         self.code
     }
 
+    /// Prints the error and its hints, each line with its control
+    /// characters escaped: a message may quote an argument, a path or
+    /// git's words about a remote, none of which may drive the terminal.
     pub(crate) fn print(&self, err: &mut dyn Write) {
-        let _ = writeln!(err, "error: {}", self.message);
+        let lines = |text: &str| {
+            text.split('\n')
+                .map(super::escape_line)
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let _ = writeln!(err, "error: {}", lines(&self.message));
         for hint in &self.hints {
-            let _ = writeln!(err, "hint: {hint}");
+            let _ = writeln!(err, "hint: {}", lines(hint));
         }
     }
 }

@@ -367,6 +367,13 @@ fn push_and_sync_explain_instead_of_passing_on_git() {
             && !err.contains("fatal:"),
         "{err}"
     );
+    // Whatever an error quotes is printed with its control characters
+    // escaped.
+    let err = repo.fails(&["fetch", "no\u{1b}[2Jwhere"], 1);
+    assert!(
+        err.contains("no remote named no\\u{1b}[2Jwhere") && !err.contains('\u{1b}'),
+        "{err}"
+    );
 }
 
 #[test]
