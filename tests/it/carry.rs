@@ -2,7 +2,7 @@
 //! failed across claude -> codex -> claude, and `--history` bounds what the
 //! target gets after the brief.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use git_session_adapters::{Adapter, ParseInput, Records, RenderRequest};
 use git_session_schema::{Agent, SessionHeader, SessionId, kinds};
@@ -48,26 +48,6 @@ fn failing_session(repo: &Repo, id: &str) {
     repo.import(&repo.write_jsonl("failing.jsonl", &lines));
 }
 
-/// Returns every rollout file under a Codex home.
-fn rollouts(home: &Path) -> Vec<PathBuf> {
-    let mut stack = vec![home.join(".codex/sessions")];
-    let mut found = Vec::new();
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "jsonl") {
-                found.push(path);
-            }
-        }
-    }
-    found
-}
-
 fn parse(adapter: &dyn Adapter, bytes: &[u8], source: &str) -> Vec<git_session_schema::Event> {
     let parsed = adapter.parse(ParseInput {
         records: Records::Lines {
@@ -101,7 +81,7 @@ fn a_failed_command_stays_failed_across_claude_codex_claude() {
         "--json",
     ]);
     let report: Value = serde_json::from_str(&out).unwrap();
-    let files = rollouts(&home);
+    let files = codex_rollouts(&home);
     assert_eq!(files.len(), 1);
     let bytes = std::fs::read(&files[0]).unwrap();
     let text = String::from_utf8_lossy(&bytes);
@@ -175,7 +155,7 @@ fn a_failed_command_stays_failed_across_claude_codex_claude() {
 
 /// Returns the user and assistant texts of the one rollout under `home`.
 fn messages(home: &Path) -> Vec<String> {
-    let files = rollouts(home);
+    let files = codex_rollouts(home);
     assert_eq!(files.len(), 1, "{files:?}");
     std::fs::read_to_string(&files[0])
         .unwrap()

@@ -418,18 +418,7 @@ fn a_passphrase_protected_key_signs_through_ssh_agent() {
 
 /// Returns the one rollout file under a Codex home.
 fn rollout(home: &Path) -> PathBuf {
-    let mut stack = vec![home.join(".codex/sessions")];
-    let mut found = Vec::new();
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "jsonl") {
-                found.push(path);
-            }
-        }
-    }
+    let mut found = codex_rollouts(home);
     assert_eq!(found.len(), 1, "{found:?}");
     found.remove(0)
 }
@@ -554,23 +543,6 @@ fn a_cross_agent_resume_continued_after_the_session_moved_on_forks_as_that_agent
     let last = shown["events"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["payload"]["text"], "NEXT-Q: and now?", "{last}");
     repo.ok(&["verify"]);
-}
-
-/// Returns every file under `dir` (none when it does not exist).
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for entry in entries {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            out.extend(files_under(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }
 
 #[test]

@@ -554,23 +554,6 @@ fn list_and_show_escape_control_characters_and_use_the_ref_id() {
     assert_eq!(json[1]["header_id"], "s-esc");
 }
 
-/// Every file under `dir`, relative.
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in entries {
-        let path = e.unwrap().path();
-        if path.is_dir() {
-            out.extend(files_under(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
-}
-
 #[test]
 fn write_back_paths_are_computed_never_taken() {
     let repo = Repo::new();

@@ -405,3 +405,28 @@ pub fn codex_fixture_repo(case: &str, id: &str) -> (Repo, String) {
     assert!(out.status.success(), "{}", text(&out.stderr));
     (repo, id.to_owned())
 }
+
+/// Returns every file under `dir`, at any depth (none when it does not
+/// exist).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// Returns every rollout file under a Codex home.
+pub fn codex_rollouts(home: &Path) -> Vec<PathBuf> {
+    let mut found = files_under(&home.join(".codex/sessions"));
+    found.retain(|p| p.extension().is_some_and(|e| e == "jsonl"));
+    found
+}
