@@ -17,6 +17,9 @@ use crate::ops::resume::ResumeRequest;
 /// that continues it.
 /// Never overwrites a native session: one that exists with other content is
 /// refused unless --fork writes it under a new id, recorded as a fork.
+/// Written for another agent (--agent), the session gets a new native id
+/// there; resuming it there again finds that copy, and writes a new one
+/// only when the copy and the session have since gone different ways.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Session id or unique prefix.

@@ -12,6 +12,15 @@
 //! written through a temporary file and a rename that refuses to replace.
 //! Database rows go only into an existing database, not while another
 //! process has it open, after a backup, and never replace a row.
+//!
+//! A session written for another agent (or one without a native id) gets a
+//! new native id. The copies `resume` wrote are in the local record of
+//! written sessions (`written`), so a later write-back into the same store
+//! tries them first, the one holding the most of the session first: one
+//! that is the same session (also when the agent continued it and capture
+//! took those turns in) is left in place. Only when none is (the agent
+//! added turns not captured yet, or the session moved on since) is a new
+//! copy written; an existing one is never rewritten.
 
 use std::path::{Path, PathBuf};
 
@@ -96,7 +105,20 @@ pub fn resume_reporting(
         .native_id
         .clone()
         .filter(|_| header.agent == agent && !request.fork);
-    let native_id = same_agent_native.unwrap_or_else(|| new_native_id(clock, adapter));
+    let new_copy = same_agent_native.is_none() && !request.fork;
+    // Another agent's earlier copies of this session, written by `resume`,
+    // are tried first: resuming twice does not leave two copies.
+    let mut earlier = if new_copy {
+        super::written::Written::load(store.state_dir(), &agent).resumed_as(&root, &request.id)
+    } else {
+        Vec::new()
+    };
+    earlier.retain(|id| adapter.validate_native_id(id).is_ok());
+    earlier.truncate(EARLIER_COPIES_TRIED);
+    let mut earlier = earlier.into_iter();
+    let mut native_id = same_agent_native
+        .or_else(|| earlier.next())
+        .unwrap_or_else(|| new_native_id(clock, adapter));
     // The native id names the files written: a session from a shared remote
     // must not choose where they go.
     adapter
@@ -121,36 +143,51 @@ pub fn resume_reporting(
     } else {
         request.id.clone()
     };
-    let lines = store.lines(&request.id, 0, None)?;
     let total = store.stat(&request.id)?.events;
-    // Decoding the stored JSON is about half of a write-back's work: a
-    // second thread does it while this one reads chunks and renders.
-    let (result, error, last) = std::thread::scope(|scope| {
-        let mut events = StoredEvents::new(scope, lines, request.id.clone());
-        let target = NativeTarget {
-            adapter,
-            root: &root,
-            header: &header,
-            artifacts_of: &request.id,
-            native_id: &native_id,
-            cwd: &cwd,
-            home: &request.home,
-            env: request.env,
-        };
+    let write = |native_id: &str| -> OpResult<(OpResult<Written>, Option<u64>)> {
         progress.stage("Writing the session back", "events", total);
-        let result = write_native(
-            store,
-            clock,
-            &target,
-            &mut super::progress::Counted {
-                iter: &mut events,
-                progress,
-            },
-        );
-        (result, events.error.take(), events.last)
-    });
-    if let Some(e) = error {
-        return Err(e);
+        let lines = store.lines(&request.id, 0, None)?;
+        // Decoding the stored JSON is about half of a write-back's work: a
+        // second thread does it while this one reads chunks and renders.
+        let (result, error, last) = std::thread::scope(|scope| {
+            let mut events = StoredEvents::new(scope, lines, request.id.clone());
+            let target = NativeTarget {
+                adapter,
+                root: &root,
+                header: &header,
+                artifacts_of: &request.id,
+                native_id,
+                cwd: &cwd,
+                home: &request.home,
+                env: request.env,
+            };
+            let result = write_native(
+                store,
+                clock,
+                &target,
+                &mut super::progress::Counted {
+                    iter: &mut events,
+                    progress,
+                },
+            );
+            (result, events.error.take(), events.last)
+        });
+        match error {
+            Some(e) => Err(e),
+            None => Ok((result, last)),
+        }
+    };
+    let (mut result, mut last) = write(&native_id)?;
+    let mut tried_earlier = new_copy;
+    while tried_earlier && matches!(result, Err(OpError::NativeExists { .. })) {
+        // That copy is not this session as it is now (the agent added
+        // turns not captured yet, or the session moved on): it stays as it
+        // is, and the next earlier copy is tried, then a new id.
+        native_id = earlier.next().unwrap_or_else(|| {
+            tried_earlier = false;
+            new_native_id(clock, adapter)
+        });
+        (result, last) = write(&native_id)?;
     }
     let Written {
         changes,
@@ -585,6 +622,11 @@ fn native_exists(e: crate::native::NativeError, native_id: &str) -> OpError {
         other => other.into(),
     }
 }
+
+/// Earlier copies of a session in another agent's store that a
+/// write-back tries before it writes a new one (each try renders the
+/// whole session).
+const EARLIER_COPIES_TRIED: usize = 3;
 
 /// Lines a batch of [`StoredEvents`] holds.
 const DECODE_BATCH: usize = 256;

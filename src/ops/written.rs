@@ -186,6 +186,34 @@ impl Written {
         }
         Ok(Some(entry))
     }
+
+    /// Returns the native ids `resume` wrote `session` under in the store
+    /// at `root` whose file or database is still there, the one holding
+    /// the most of the session first.
+    pub fn resumed_as(&self, root: &Path, session: &SessionId) -> Vec<String> {
+        let files = self
+            .files
+            .iter()
+            .map(|(path, f)| (path.as_str(), &f.session, f.seq, &f.native_id, f.by));
+        let rows = self.rows.iter().map(|(key, r)| {
+            let db = key.rsplit_once('#').map_or(key.as_str(), |(db, _)| db);
+            (db, &r.session, r.seq, &r.native_id, r.by)
+        });
+        let mut found: Vec<(u64, String)> = files
+            .chain(rows)
+            .filter(|(path, s, _, _, by)| {
+                *by == WrittenBy::Resume
+                    && s.as_str() == session.as_str()
+                    && Path::new(path).starts_with(root)
+                    && Path::new(path).is_file()
+            })
+            .map(|(_, _, seq, id, _)| (seq, id.clone()))
+            .collect();
+        found.sort_by(|a, b| b.cmp(a));
+        let mut ids: Vec<String> = found.into_iter().map(|(_, id)| id).collect();
+        ids.dedup();
+        ids
+    }
 }
 
 /// Says what [`record`] records.

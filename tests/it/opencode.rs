@@ -1862,3 +1862,26 @@ fn a_handed_off_sessions_reasoning_reaches_opencode_apart_from_the_answer() {
         "the reasoning ran into the answer: {sent:#?}"
     );
 }
+
+#[test]
+fn a_claude_session_resumed_into_opencode_twice_is_one_opencode_session() {
+    let repo = Repo::new();
+    root_commit(&repo.root);
+    captured_claude(&repo);
+    let home = repo.outside("opencode-home");
+    let db = empty_store(&home);
+    let printed: Vec<String> = (0..2)
+        .map(|_| {
+            let out = resume_rows(&repo, ROUNDTRIP, &home);
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            text(&out.stdout)
+        })
+        .collect();
+    assert!(printed[0].contains("--session ses_"), "{}", printed[0]);
+    assert_eq!(printed[1], printed[0]);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let sessions: i64 = conn
+        .query_row("SELECT count(*) FROM session", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(sessions, 1);
+}

@@ -74,6 +74,56 @@ fn resume_writes_once_never_overwrites_and_forks_on_request() {
     repo.fsck();
 }
 
+#[test]
+fn resuming_in_another_agent_again_continues_the_copy_written_before() {
+    let repo = Repo::new();
+    captured_claude(&repo);
+    let home = repo.outside("codex-home");
+    std::fs::create_dir_all(home.join(".codex")).unwrap();
+    let home_arg = home.to_str().unwrap();
+    let resume = || repo.ok(&["resume", ROUNDTRIP, "--agent", "codex", "--home", home_arg]);
+    let first = resume();
+    assert!(first.contains("codex resume "), "{first}");
+    assert_eq!(resume(), first);
+    let rollouts = codex_rollouts(&home);
+    assert_eq!(rollouts.len(), 1, "{rollouts:?}");
+    let file = &rollouts[0];
+    let turn = |text: &str| {
+        format!(
+            r#"{{"timestamp":"2026-01-02T00:00:00.000Z","type":"response_item","payload":{{"type":"message","role":"user","content":[{{"type":"input_text","text":"{text}"}}]}}}}"#
+        ) + "\n"
+    };
+    // Codex continued it, and the turn was captured into the session:
+    // the copy holds the whole session, and is the one to resume.
+    let mut body = std::fs::read_to_string(file).unwrap();
+    body.push_str(&turn("NEXT-Q: and now?"));
+    std::fs::write(file, &body).unwrap();
+    repo.ok(&["import", "--home", home_arg]);
+    assert_eq!(
+        repo.events(ROUNDTRIP).last().unwrap()["payload"]["text"],
+        "NEXT-Q: and now?"
+    );
+    assert_eq!(resume(), first);
+    assert_eq!(codex_rollouts(&home).len(), 1);
+    assert_eq!(std::fs::read_to_string(file).unwrap(), body);
+    // Continued again and not captured: that copy holds more than the
+    // session and stays as it is; the write-back makes a new one.
+    body.push_str(&turn("LATER-Q: not captured"));
+    std::fs::write(file, &body).unwrap();
+    let other = resume();
+    assert_ne!(other, first);
+    assert_eq!(codex_rollouts(&home).len(), 2);
+    assert_eq!(std::fs::read_to_string(file).unwrap(), body);
+    // Its own resume again is that new copy.
+    assert_eq!(resume(), other);
+    assert_eq!(codex_rollouts(&home).len(), 2);
+    // A fork asks for a new copy, and gets one.
+    repo.ok(&[
+        "resume", ROUNDTRIP, "--agent", "codex", "--fork", "--home", home_arg,
+    ]);
+    assert_eq!(codex_rollouts(&home).len(), 3);
+}
+
 fn codex_repo() -> (Repo, PathBuf) {
     let repo = Repo::new();
     let source = repo.outside("source");
