@@ -196,9 +196,11 @@ impl AgentSpec {
         self.agent.as_str()
     }
 
-    /// Returns the resume command for native session `id`.
+    /// Returns the resume command for native session `id`, the id quoted
+    /// as one shell word: an id from a fetched session can hold any text
+    /// the agent allows, and the user pastes this line into a shell.
     pub fn resume_command(&self, id: &str) -> String {
-        self.resume.replace("{id}", id)
+        self.resume.replace("{id}", &shell_quote(id))
     }
 
     /// Returns the kind of the native tool `name`, [`ToolKind::Other`] when
@@ -312,6 +314,19 @@ pub fn tool_kind_anywhere(name: &str) -> ToolKind {
         .map(|a| a.spec().tool_kind(name))
         .find(|k| *k != ToolKind::Other)
         .unwrap_or(ToolKind::Other)
+}
+
+/// Returns `text` as one shell word (single-quoted unless it needs nothing).
+pub fn shell_quote(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b))
+    {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
 }
 
 #[cfg(test)]

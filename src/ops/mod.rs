@@ -99,17 +99,7 @@ impl From<crate::native::NativeError> for OpError {
     }
 }
 
-/// Returns `text` as one shell word (single-quoted unless it needs nothing).
-pub fn shell_quote(text: &str) -> String {
-    if text
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@".contains(&b))
-    {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
-}
+pub use git_session_adapters::registry::shell_quote;
 
 /// Shorthand for operation results.
 pub type OpResult<T> = Result<T, OpError>;

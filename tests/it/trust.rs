@@ -578,6 +578,8 @@ fn write_back_paths_are_computed_never_taken() {
         let err = repo.fails(&["resume", &id, "--home", home.to_str().unwrap()], 1);
         assert!(err.contains("cannot be written back"), "{native}: {err}");
         assert!(!err.contains('\u{1b}'), "{err:?}");
+        // The refusal names the whole id, not the part before a slash.
+        assert!(err.contains(&format!("{native:?}")), "{native}: {err}");
     }
     // Nothing new anywhere but the repository and the inputs written above.
     let stray: Vec<PathBuf> = files_under(repo.root.parent().unwrap())
@@ -630,6 +632,45 @@ fn write_back_paths_are_computed_never_taken() {
             files_under(&home)
         );
     }
+}
+
+#[test]
+fn a_printed_resume_command_quotes_the_native_id() {
+    let repo = Repo::new();
+    let home = repo.outside("home-q");
+    let pwned = repo.outside("PWNED");
+    // dsh takes any id without control characters; this one ends the
+    // argument and runs a command when pasted into a shell unquoted.
+    let native = format!("x\"; touch {0}; echo \"$(touch {0}) '", pwned.display());
+    let mut lines = session_lines("s-quote", 4);
+    lines[0]["header"]["agent"] = "dsh".into();
+    lines[0]["header"]["native_id"] = native.clone().into();
+    lines[0]["header"]["cwd"] = repo.root.to_str().unwrap().into();
+    for line in &mut lines[1..] {
+        line["agent"] = "dsh".into();
+        if line["actor"] == "agent:claude" {
+            line["actor"] = "agent:dsh".into();
+        }
+    }
+    repo.import(&repo.write_jsonl("s-quote.jsonl", &lines));
+    let out = repo.ok(&["resume", "s-quote", "--home", home.to_str().unwrap()]);
+    let quoted = git_session_adapters::registry::shell_quote(&native);
+    assert!(out.contains(&format!("--session-id {quoted} ")), "{out}");
+    // Pasted into a shell (the part before the interactive variant), with
+    // a `dsh` that prints its arguments: the id is one argument, and
+    // nothing else ran.
+    let command = out.lines().next().unwrap().split("  (").next().unwrap();
+    let ran = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("dsh() {{ printf '%s\\n' \"$@\"; }}; {command}"))
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{}", text(&ran.stderr));
+    assert!(!pwned.exists(), "the pasted command ran the id's commands");
+    assert_eq!(
+        text(&ran.stdout).lines().collect::<Vec<_>>(),
+        ["headless", "--session-id", native.as_str(), "<prompt>"]
+    );
 }
 
 /// Runs `git-session args` in `dir` under `/usr/bin/time`; returns the

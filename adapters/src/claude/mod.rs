@@ -186,7 +186,7 @@ impl Adapter for Claude {
         };
         if !render::is_uuid(session) {
             return Err(format!(
-                "Claude Code session ids are UUIDs, not {session:?}"
+                "Claude Code session ids are UUIDs (a sub-agent's: <uuid>/agent-<id>), not {native_id:?}"
             ));
         }
         if let Some(agent) = agent {
@@ -199,7 +199,7 @@ impl Adapter for Claude {
             });
             if !ok {
                 return Err(format!(
-                    "a Claude Code sub-agent id is agent-<letters, digits, - or _>, not {agent:?}"
+                    "a Claude Code sub-agent id is <uuid>/agent-<letters, digits, - or _>, not {native_id:?}"
                 ));
             }
         }
