@@ -177,7 +177,8 @@ pub(crate) fn fetch_json(report: &ops::sync::FetchReport) -> serde_json::Value {
                 Reconciled::Unchanged
                 | Reconciled::LocalAhead
                 | Reconciled::Removed
-                | Reconciled::Quarantined { .. } => return None,
+                | Reconciled::Quarantined { .. }
+                | Reconciled::Rewritten { .. } => return None,
             };
             Some(json!({"id": id, "change": change, "fork": fork}))
         })
@@ -209,7 +210,8 @@ pub(crate) fn print_changes(
             Reconciled::Unchanged
             | Reconciled::LocalAhead
             | Reconciled::Removed
-            | Reconciled::Quarantined { .. } => {}
+            | Reconciled::Quarantined { .. }
+            | Reconciled::Rewritten { .. } => {}
         }
     }
     Ok(())
@@ -254,11 +256,23 @@ pub(crate) fn print_quarantine(
             escape_line(&q.refname),
             escape_line(&q.reason)
         )?;
-        let what = if q.conflict {
+        // `refs/remotes/<remote>/sessions/<id>`: the remote's name.
+        let remote = q
+            .refname
+            .strip_prefix("refs/remotes/")
+            .and_then(|r| r.split_once('/'))
+            .map_or("<remote>", |(remote, _)| remote);
+        let what = if q.refname.contains("/session-tombstones/") {
             format!(
-                "the local session {0} is kept; inspect the remote's with git log {1}; if the remote is right, git session rm {0} here and fetch again (the id is then retired everywhere)",
-                escape_line(&q.id),
+                "the tombstone is not applied here; inspect it with git log {}",
                 escape_line(&q.refname)
+            )
+        } else if q.conflict {
+            format!(
+                "the local session {0} is kept and the remote's history stays out (inspect it with git log {1}); git push --force {2} refs/sessions/{0} puts the local one back on the remote, git session rm {0} removes the session here and on the remote",
+                escape_line(&q.id),
+                escape_line(&q.refname),
+                escape_line(remote)
             )
         } else {
             format!(

@@ -283,6 +283,10 @@ pub fn fetch_reporting(
         });
     }
     progress.stage(&format!("Fetching sessions from {remote}"), "refs", 0);
+    // The remote's tips as last fetched: a session history only grows
+    // there, so one that no longer holds its old tip was rewritten.
+    let published: std::collections::HashMap<SessionId, ObjectId> =
+        store.tracking_sessions(remote)?.into_iter().collect();
     store.fetch_sessions(remote)?;
     // Captures must not run between moving a ref and re-pointing cursors.
     let _locks = capture_locks(store)?;
@@ -296,7 +300,8 @@ pub fn fetch_reporting(
         crate::sign::judge_commit(signature.as_ref(), trust.allowed_signers.as_deref(), true)
             .map(|_| ())
     };
-    let (removed, refused) = store.adopt_tombstones(remote, &accept)?;
+    let (removed, refused) =
+        store.adopt_tombstones(remote, &accept, &|id| published.get(id).copied())?;
     report.removed = removed;
     for (id, reason) in refused {
         report.quarantined.push(Quarantine {
@@ -321,7 +326,7 @@ pub fn fetch_reporting(
                 conflict: false,
             },
             None => store
-                .reconcile(&id, tip)
+                .reconcile(&id, tip, published.get(&id).copied())
                 .unwrap_or_else(|e| Reconciled::Quarantined {
                     reason: e.to_string(),
                     conflict: false,
@@ -341,6 +346,18 @@ pub fn fetch_reporting(
                 // The purged history replaced what this clone verified.
                 store.remember_tip(&id, None)?;
                 report.changed.push((id, Reconciled::Replaced));
+            }
+            Reconciled::Rewritten { published, reason } => {
+                // The tracking ref keeps the published tip, so the next
+                // fetch judges the rewrite against it again.
+                store.restore_tracking(remote, &id, published)?;
+                report.quarantined.push(Quarantine {
+                    refname: format!("{}{id}", refs::tracking_prefix(&tracking)),
+                    id: id.to_string(),
+                    tip: tip.to_string(),
+                    reason,
+                    conflict: true,
+                });
             }
             Reconciled::Quarantined { reason, conflict } => report.quarantined.push(Quarantine {
                 refname: format!("{}{id}", refs::tracking_prefix(&tracking)),

@@ -256,7 +256,7 @@ impl Store {
 
     /// Returns every session ref's id and tip, sorted by id, in one pass
     /// over the refs; a ref that does not peel is listed with its error.
-    fn session_tips(&self) -> StoreResult<Vec<(SessionId, StoreResult<ObjectId>)>> {
+    pub(super) fn session_tips(&self) -> StoreResult<Vec<(SessionId, StoreResult<ObjectId>)>> {
         let platform = self.repo.references().map_err(git)?;
         let mut tips = Vec::new();
         for r in platform.prefixed(refs::SESSIONS_PREFIX).map_err(git)? {

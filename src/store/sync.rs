@@ -11,7 +11,10 @@
 //! same reconciliation gets byte-identical commits. Nothing is
 //! force-pushed: the remote's events stay where they are, ours move to the
 //! fork, and both end up everywhere. The one exception is a history
-//! `git session purge` replaced (`purge.rs`).
+//! `git session purge` replaced (`purge.rs`). A remote that itself dropped
+//! commits it had published (its tip as last fetched or pushed, kept in
+//! the remote-tracking ref) was force-pushed over, and is not followed
+//! (see [`Reconciled::Rewritten`]).
 
 use std::collections::HashSet;
 
@@ -60,6 +63,16 @@ pub enum Reconciled {
     /// The session was removed (`git session rm`); its tombstone keeps
     /// the fetched copy out.
     Removed,
+    /// The remote's history no longer holds `published`, the tip it had
+    /// when last fetched, which the local session holds: it was rewritten
+    /// (force-pushed), not appended to. The local session is untouched and
+    /// the remote's history stays out, like a quarantined conflict.
+    Rewritten {
+        /// The remote's tip as last fetched.
+        published: ObjectId,
+        /// Why, naming the commit and its events.
+        reason: String,
+    },
 }
 
 /// Says how a push went for one ref.
@@ -167,8 +180,14 @@ impl Store {
             args.push(format!("{0}:{0}", refs::RECEIPTS_NOTES_REF));
         }
         let replaced = self.push_replacements(remote)?;
+        let pushed_tips: std::collections::HashMap<SessionId, ObjectId> = self
+            .session_tips()?
+            .into_iter()
+            .filter_map(|(id, tip)| Some((id, tip.ok()?)))
+            .collect();
         let out = self.run_git_network(&args)?;
         let stdout = String::from_utf8_lossy(&out.stdout);
+        self.track_pushed(remote, &stdout, &pushed_tips)?;
         let mut rejected: Vec<PushRejection> = stdout
             .lines()
             .filter(|l| l.starts_with('!'))
@@ -195,6 +214,71 @@ impl Store {
             )));
         }
         Ok(rejected)
+    }
+
+    /// Moves `remote`'s tracking refs of the sessions a push sent (git's
+    /// `--porcelain` lines, `stdout`) to what it sent, as git does for its
+    /// own remote-tracking branches: the remote has that tip now, so a
+    /// later fetch judges the remote's history against it (see
+    /// [`Reconciled::Rewritten`]). `before` holds the local tips read
+    /// before the push; a session captured into meanwhile is left for the
+    /// next fetch, since which of its tips went is not known.
+    fn track_pushed(
+        &self,
+        remote: &str,
+        stdout: &str,
+        before: &std::collections::HashMap<SessionId, ObjectId>,
+    ) -> StoreResult<()> {
+        use gix::refs::transaction::{Change, LogChange, RefEdit, RefLog};
+        let prefix = refs::tracking_prefix(&tracking_name(remote));
+        let mut edits = Vec::new();
+        for line in stdout.lines() {
+            let mut parts = line.split('\t');
+            let (Some(flag), Some(spec)) = (parts.next(), parts.next()) else {
+                continue;
+            };
+            if !matches!(flag, " " | "+" | "*" | "=") {
+                continue;
+            }
+            let Some(id) = spec
+                .split_once(':')
+                .and_then(|(_, to)| to.strip_prefix(refs::SESSIONS_PREFIX))
+                .and_then(|id| SessionId::new(id).ok())
+            else {
+                continue;
+            };
+            let Some(sent) = before.get(&id).copied() else {
+                continue;
+            };
+            if self.tip(&id)? != Some(sent) {
+                continue;
+            }
+            edits.push(RefEdit {
+                change: Change::Update {
+                    log: LogChange {
+                        mode: RefLog::AndReference,
+                        force_create_reflog: false,
+                        message: "git session: pushed".into(),
+                    },
+                    expected: PreviousValue::Any,
+                    new: Target::Object(sent),
+                },
+                name: format!("{prefix}{id}").try_into().map_err(
+                    |e: gix::validate::reference::name::Error| {
+                        StoreError::Git(gix::Error::from_error(e))
+                    },
+                )?,
+                deref: false,
+            });
+        }
+        if !edits.is_empty() {
+            self.edit_session_refs(edits).map_err(|message| {
+                StoreError::Remote(format!(
+                    "pushed, but recording what was pushed failed: {message}"
+                ))
+            })?;
+        }
+        Ok(())
     }
 
     /// Merges the remote's receipts notes into ours (union of both; git's
@@ -259,7 +343,20 @@ impl Store {
     /// layout and size limits), keep the local header unchanged, and share
     /// history with the local session. Otherwise it is
     /// [`Reconciled::Quarantined`] and stays in the remote-tracking ref.
-    pub fn reconcile(&self, id: &SessionId, theirs: ObjectId) -> StoreResult<Reconciled> {
+    ///
+    /// `published` is the remote's tip as last fetched, if known: a
+    /// history that split from the local one is followed (the local tail
+    /// becoming a fork) only when it still holds that tip. Sessions only
+    /// grow on a remote, so one that lost commits it had published, and
+    /// that this clone holds, was force-pushed over, and following it
+    /// would hand the session's id (and the agents that resume it) to
+    /// whoever rewrote it.
+    pub fn reconcile(
+        &self,
+        id: &SessionId,
+        theirs: ObjectId,
+        published: Option<ObjectId>,
+    ) -> StoreResult<Reconciled> {
         let _lock = SessionLock::acquire(&self.state_dir, id)?;
         if self.tombstone(id)?.is_some() {
             return Ok(Reconciled::Removed);
@@ -394,6 +491,18 @@ impl Store {
                 conflict: true,
             });
         };
+        if let Some(published) =
+            published.filter(|p| ours_chain.contains(p) && !theirs_chain.contains(p))
+        {
+            let had = self.trailers_at(id, published)?.events;
+            return Ok(Reconciled::Rewritten {
+                published,
+                reason: format!(
+                    "the remote rewrote its history: it no longer has commit {} ({had} events), which it had when last fetched and this clone holds; events were dropped, not appended (a force-push), so the local session is kept and the remote's copy stays out",
+                    &published.to_hex().to_string()[..12]
+                ),
+            });
+        }
         let fork = self.fork_divergence(id, ours, Some(base))?;
         self.repo
             .reference(
@@ -404,6 +513,22 @@ impl Store {
             )
             .map_err(git)?;
         Ok(Reconciled::Diverged { fork })
+    }
+
+    /// Points `remote`'s tracking ref of `id` back at `tip`, its value
+    /// before a fetch that brought a rewritten history: the next fetch then
+    /// judges the rewrite against the same published tip again.
+    pub fn restore_tracking(&self, remote: &str, id: &SessionId, tip: ObjectId) -> StoreResult<()> {
+        let name = format!("{}{id}", refs::tracking_prefix(&tracking_name(remote)));
+        self.repo
+            .reference(
+                name.as_str(),
+                tip,
+                PreviousValue::Any,
+                "git session: keep the published tip over a rewritten history",
+            )
+            .map_err(git)?;
+        Ok(())
     }
 
     /// Returns `tip` and its first-parent ancestors, newest first. Session

@@ -64,6 +64,21 @@ impl Store {
     pub fn remove_session(&self, id: &SessionId, time: i64) -> StoreResult<ObjectId> {
         let _lock = SessionLock::acquire(&self.state_dir, id)?;
         let tip = self.existing_tip(id)?;
+        if self.tombstone(id)?.is_none()
+            && let Some(fetched) = self.fetched_tombstone(id)?
+        {
+            // A remote removed it already (its tombstone was refused while
+            // this clone had more): the same tombstone, so the two agree
+            // and the push has nothing to replace.
+            self.repo
+                .reference(
+                    refs::tombstone_ref(id).as_str(),
+                    fetched,
+                    PreviousValue::MustNotExist,
+                    "git session: rm, as the remote did",
+                )
+                .map_err(git)?;
+        }
         if self.tombstone(id)?.is_none() {
             let message = format!(
                 "remove session {id}\n\n{}: {id}\n{}: {tip}\n",
@@ -94,10 +109,18 @@ impl Store {
     /// pass `accept`, the caller's signature policy; others are returned
     /// as problems) and removes the sessions they name.
     /// Returns the ids removed here and the tombstones refused.
+    ///
+    /// `published` gives the remote's tip of a session as last fetched. A
+    /// tombstone removes what its remover had: the local session goes only
+    /// when its tip is the removed tip, one of that tip's ancestors, or
+    /// was on the remote (the remover could have had it). Events captured
+    /// here and never pushed are kept, and the tombstone refused with what
+    /// to do.
     pub fn adopt_tombstones(
         &self,
         remote: &str,
         accept: &dyn Fn(ObjectId) -> Result<(), String>,
+        published: &dyn Fn(&SessionId) -> Option<ObjectId>,
     ) -> StoreResult<Adopted> {
         let prefix = refs::tracking_tombstones_prefix(&tracking_name(remote));
         let mut refused = Vec::new();
@@ -111,10 +134,23 @@ impl Store {
             };
             let oid = r.peel_to_id().map_err(git)?.detach();
             match self.tombstone_names(oid) {
-                Some(named) if named == id.as_str() => {
+                Some((named, removed_tip)) if named == id.as_str() => {
                     if let Err(why) = accept(oid) {
                         refused.push((id.clone(), format!("tombstone {oid} {why}")));
                         continue;
+                    }
+                    if let Some(ours) = self.tip(&id)? {
+                        let covered = |tip: ObjectId| tip == ours || self.chain_contains(tip, ours);
+                        if !removed_tip.is_some_and(covered) && !published(&id).is_some_and(covered)
+                        {
+                            refused.push((
+                                id.clone(),
+                                format!(
+                                    "the remote removed it (git session rm), but this clone has events of it the remover never had (captured here and not pushed); the session is kept here: `git session fork {id}` keeps them under a new id, `git session rm {id}` removes it here too"
+                                ),
+                            ));
+                            continue;
+                        }
                     }
                     self.repo
                         .reference(
@@ -142,8 +178,35 @@ impl Store {
         Ok((removed, refused))
     }
 
-    /// Returns the session a tombstone commit names, if it is one.
-    fn tombstone_names(&self, oid: ObjectId) -> Option<String> {
+    /// Returns a fetched tombstone of session `id` (from any remote) that
+    /// is one, if there is.
+    fn fetched_tombstone(&self, id: &SessionId) -> StoreResult<Option<ObjectId>> {
+        let suffix = format!(
+            "/{}{id}",
+            refs::TOMBSTONES_PREFIX.trim_start_matches("refs/")
+        );
+        let platform = self.repo.references().map_err(git)?;
+        for r in platform.prefixed("refs/remotes/").map_err(git)? {
+            let Ok(mut r) = r else { continue };
+            if !r.name().as_bstr().to_string().ends_with(&suffix) {
+                continue;
+            }
+            let Ok(oid) = r.peel_to_id().map(|o| o.detach()) else {
+                continue;
+            };
+            if self
+                .tombstone_names(oid)
+                .is_some_and(|(named, _)| named == id.as_str())
+            {
+                return Ok(Some(oid));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Returns the session a tombstone commit names and the removed tip
+    /// it names (when that is an object id), if it is one.
+    fn tombstone_names(&self, oid: ObjectId) -> Option<(String, Option<ObjectId>)> {
         let header = self.repo.find_header(oid).ok()?;
         if header.kind() != gix::objs::Kind::Commit || header.size() > 64 << 10 {
             return None;
@@ -151,14 +214,16 @@ impl Store {
         let commit = self.repo.find_commit(oid).ok()?;
         let message = commit.message_raw().ok()?.to_string();
         let mut session = None;
-        let mut removed = false;
+        let mut removed = None;
         for line in message.lines() {
             if let Some(v) = line.strip_prefix(&format!("{}: ", refs::TRAILER_SESSION)) {
                 session = Some(v.trim().to_owned());
             }
-            removed |= line.starts_with(&format!("{}: ", refs::TRAILER_REMOVED_TIP));
+            if let Some(v) = line.strip_prefix(&format!("{}: ", refs::TRAILER_REMOVED_TIP)) {
+                removed = Some(ObjectId::from_hex(v.trim().as_bytes()).ok());
+            }
         }
-        session.filter(|_| removed)
+        Some((session?, removed?))
     }
 
     fn delete_ref(&self, name: &str, expected: ObjectId) -> StoreResult<()> {
