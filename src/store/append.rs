@@ -343,6 +343,17 @@ impl<'r> BatchSink<'r> {
             self.chunk_prev.clone_from(&self.prev);
         }
         seal_in_place(&mut self.chunk, &sum);
+        let size = (self.chunk.len() - start) as u64;
+        if size > self.store.limits.event {
+            // Stored, it would make the session unreadable (reading
+            // refuses lines over the limit before parsing them).
+            self.chunk.truncate(start);
+            return Err(StoreError::EventTooLarge {
+                seq: event.seq,
+                size,
+                limit: self.store.limits.event,
+            });
+        }
         self.chunk.push(b'\n');
         self.prev = Some(sum.clone());
         event.checksum = Some(sum);

@@ -313,7 +313,7 @@ impl Keys {
                 id: id.clone(),
                 message: format!("header.json: \"sealed\" is not base64: {e}"),
             })?;
-        let plain = match self.open_blob(&id, "header.json", &sealed, limit, "(fixed limit)") {
+        let plain = match self.open_blob(&id, "header.json", &sealed, limit, "fixed") {
             Err(StoreError::Sealed { .. }) => return Ok(()),
             other => other?,
         };

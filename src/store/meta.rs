@@ -318,7 +318,7 @@ impl Store {
             entry.object_id(),
             &format!("metadata {path}"),
             limit,
-            "(fixed limit)",
+            "fixed",
         )
         .map(Some)
     }

@@ -111,9 +111,7 @@ pub enum StoreError {
         message: String,
     },
     /// An object over a size limit, found from its header before inflating.
-    #[error(
-        "{what} is {size} bytes, over the limit of {limit}; not read (raise it with git config {setting} BYTES if you trust this session)"
-    )]
+    #[error("{what} is {size} bytes, over the limit of {limit}; not read{}", raise_hint(.setting))]
     TooLarge {
         /// The object: session, path and object id.
         what: String,
@@ -123,6 +121,20 @@ pub enum StoreError {
         limit: u64,
         /// The git config key that sets the limit.
         setting: String,
+    },
+    /// An event whose stored line would be over `session.maxEventSize`:
+    /// not stored, since no clone reading with that limit could read the
+    /// session back.
+    #[error(
+        "seq {seq} is {size} bytes as stored, over the limit of {limit} (session.maxEventSize); not stored, since no clone with that limit could read the session back: raise it with git config session.maxEventSize BYTES (on every clone that reads this session) and capture again"
+    )]
+    EventTooLarge {
+        /// The event.
+        seq: u64,
+        /// Its stored line's length.
+        size: u64,
+        /// The limit in force.
+        limit: u64,
     },
     /// The configured signing key could not sign a commit; nothing was
     /// written.
@@ -214,6 +226,15 @@ pub struct Store {
     /// Set in a bulk store ([`Store::bulk`]): what it holds back.
     bulk: Option<std::cell::RefCell<bulk::Bulk>>,
     after_commit: bool,
+}
+
+/// Says how to raise the limit `setting` names, or that it is fixed.
+fn raise_hint(setting: &str) -> String {
+    if setting.starts_with("session.") {
+        format!(" (raise it with git config {setting} BYTES if you trust this session)")
+    } else {
+        " (a fixed limit: git-session never writes one this large)".to_owned()
+    }
 }
 
 /// Signs the bytes of a commit object, returning the armored signature that
@@ -672,7 +693,7 @@ impl Store {
             entry.object_id(),
             refs::HEADER_PATH,
             self.limits.header,
-            "(fixed limit)",
+            "fixed",
         )?;
         SessionHeader::decode(&blob).map_err(|e| match e {
             HeaderError::Format(source) => StoreError::Format {
@@ -784,5 +805,26 @@ mod tests {
         let got = closest(&ids, "abx");
         assert_eq!(got.len(), 2);
         assert!(closest(&ids, "qqqqqq").is_empty());
+    }
+
+    #[test]
+    fn a_size_refusal_says_how_to_raise_the_limit_or_that_it_is_fixed() {
+        let too_large = |setting: &str| {
+            StoreError::TooLarge {
+                what: "session s: header.json".into(),
+                size: 2 << 20,
+                limit: 1 << 20,
+                setting: setting.into(),
+            }
+            .to_string()
+        };
+        assert!(
+            too_large("session.maxEventSize").contains("git config session.maxEventSize BYTES")
+        );
+        let fixed = too_large("fixed");
+        assert!(
+            fixed.contains("a fixed limit") && !fixed.contains("git config"),
+            "{fixed}"
+        );
     }
 }

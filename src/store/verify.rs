@@ -295,7 +295,9 @@ impl Store {
                             self.limits.event
                         ),
                     );
-                    prev = None;
+                    // The chain goes on from its stored checksum: the
+                    // next event is judged on its own, not failed for this.
+                    prev = split_checksum(line).map(|(_, sum)| sum.to_owned());
                     continue;
                 }
                 let event = match git_session_schema::codec::decode_event(line) {

@@ -152,3 +152,31 @@ fn stored_newer_format_is_reported_as_newer_not_corrupt() {
         text(&out.stdout)
     );
 }
+
+#[test]
+fn an_event_over_the_size_limit_is_refused_not_stored_unreadable() {
+    let repo = Repo::new();
+    repo.git(&["config", "session.maxEventSize", "2k"]);
+    let mut lines = session_lines("s-big", 4);
+    lines[2]["payload"]["text"] = "y".repeat(5000).into();
+    let file = repo.write_jsonl("s-big.jsonl", &lines);
+    let err = repo.fails(&["import", "--canonical", file.to_str().unwrap()], 1);
+    assert!(
+        err.contains("seq 1 is")
+            && err.contains("not stored")
+            && err.contains("session.maxEventSize"),
+        "{err}"
+    );
+    // Nothing half written: no session that cannot be read back.
+    assert!(!repo.ok(&["list"]).contains("s-big"));
+    repo.git(&["config", "session.maxEventSize", "1m"]);
+    repo.import(&file);
+    assert_eq!(repo.events("s-big").len(), 4);
+    // A clone with the lower limit reads it as over the limit at that
+    // seq, and nothing else: the chain goes on past it.
+    repo.git(&["config", "session.maxEventSize", "2k"]);
+    let out = repo.session().args(["verify", "s-big"]).output().unwrap();
+    let said = text(&out.stdout) + &text(&out.stderr);
+    assert!(said.contains("seq 1: event is"), "{said}");
+    assert!(!said.contains("checksum mismatch"), "{said}");
+}
