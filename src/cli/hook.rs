@@ -98,6 +98,13 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) {
     let Ok(mut store) = here.store() else {
         return;
     };
+    // An agent's hook can be machine-wide (Codex's notify lives in the
+    // user's ~/.codex/config.toml): it captures only into repositories set
+    // up for sessions (`init` or an `import` made the state directory),
+    // never into one that did not ask for it.
+    if agent_hook.is_some() && !store.state_dir().is_dir() {
+        return;
+    }
     if args.name == "post-commit" {
         store.set_after_commit();
     }

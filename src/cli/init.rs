@@ -28,6 +28,9 @@ use crate::ops;
 /// skill and an AGENTS.md section saying when to call which tool; each is
 /// kept beside what you have (between markers, or marked), never fails the
 /// agent (exit 0, failures logged), and comes out again with --uninstall.
+/// Codex's notify is in the user's config.toml, so it runs for every
+/// repository; it captures only into repositories set up for sessions
+/// (`init` or `import` ran there) and does nothing elsewhere.
 /// With --brief, a new Claude Code session also starts with the brief of
 /// the latest session of another agent on this branch (captured at HEAD or
 /// an ancestor), compiled for Claude Code (4000 tokens) and framed as a

@@ -414,6 +414,47 @@ fn agent_hooks_capture_from_the_agents_own_hook_and_come_out_again() {
         repo.git(&["for-each-ref", "refs/sessions/"])
             .contains(CODEX_ID)
     );
+    // Codex's notify is in the user's config, so it also runs in
+    // repositories never set up for sessions: nothing is captured there.
+    let other = repo.outside("other-repo");
+    repo.git(&["init", "-q", other.to_str().unwrap()]);
+    let thread = "01a22641-0894-7711-8000-0000000000a1";
+    let day = repo.home.join(".codex/sessions/2026/11/30");
+    std::fs::create_dir_all(&day).unwrap();
+    let ts = "2026-11-30T08:00:00.000Z";
+    let lines = [
+        serde_json::json!({"timestamp": ts, "type": "session_meta", "payload": {"id": thread, "timestamp": ts,
+            "cwd": other.to_str().unwrap(), "originator": "codex_exec", "cli_version": "0.171.0"}}),
+        serde_json::json!({"timestamp": ts, "type": "response_item", "payload": {"type": "message", "role": "user",
+            "content": [{"type": "input_text", "text": "NOT-OPTED-IN: a private prompt"}]}}),
+    ];
+    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(
+        day.join(format!("rollout-2026-11-30T08-00-00-{thread}.jsonl")),
+        body,
+    )
+    .unwrap();
+    repo.session_in(&elsewhere)
+        .args([
+            "hook",
+            "codex-notify",
+            &format!(
+                "{{\"type\":\"agent-turn-complete\",\"cwd\":{:?}}}",
+                other.to_str().unwrap()
+            ),
+        ])
+        .assert()
+        .success();
+    let refs = text(
+        &repo
+            .git_in(&other)
+            .args(["for-each-ref"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert_eq!(refs, "", "captured into a repository that never asked");
+    assert!(!other.join(".git/session").exists());
     let status: serde_json::Value = serde_json::from_str(&repo.ok(&["status", "--json"])).unwrap();
     assert_eq!(status["agent_hooks"][0]["installed"], true, "{status}");
     repo.ok(&["init", "--uninstall", "--agent-hooks"]);
