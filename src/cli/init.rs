@@ -71,6 +71,7 @@ fn agent_setup(
     env: &Env,
     store: &crate::store::Store,
     out: &mut dyn Write,
+    warnings: &mut Vec<String>,
 ) -> Result<(), CommandError> {
     if !args.agent_hooks && args.mcp.is_empty() {
         return Ok(());
@@ -87,7 +88,9 @@ fn agent_setup(
         remove: args.uninstall,
     };
     use crate::native::agent_config::Change;
-    for (what, path, change) in ops::init::agent_setup(store, &binary, &setup)? {
+    let (changes, left_out) = ops::init::agent_setup(store, &binary, &setup)?;
+    warnings.extend(left_out.into_iter().map(|w| format!("warning: {w}")));
+    for (what, path, change) in changes {
         let verb = match change {
             Change::Added => "Installed",
             Change::Updated => "Updated",
@@ -128,8 +131,8 @@ fn run_reporting(
     out: &mut dyn Write,
     warnings: &mut Vec<String>,
 ) -> Result<(), CommandError> {
-    agent_setup(args, env, store, out)?;
     if args.uninstall {
+        agent_setup(args, env, store, out, warnings)?;
         let undone = ops::init::uninstall(store)?;
         for path in &undone.hooks {
             writeln!(out, "Removed the git-session block from {}", path.display())?;
@@ -207,5 +210,7 @@ fn run_reporting(
             "No remote {remote} yet; run init again after adding one (or set session.remote)"
         )?;
     }
-    Ok(())
+    // After the repository is set up: an agent's configuration that
+    // cannot take a hook leaves the repository initialized all the same.
+    agent_setup(args, env, store, out, warnings)
 }

@@ -485,6 +485,29 @@ fn toml_mcp(path: &Path, binary: &Path, install: bool) -> NativeResult<Change> {
     })
 }
 
+/// Writes `value` as TOML would inline it (strings quoted, arrays in
+/// brackets), for messages that quote the user's own setting.
+fn toml_inline(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => toml_string(s),
+        toml::Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(toml_inline).collect();
+            format!("[{}]", items.join(", "))
+        }
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Float(f) => f.to_string(),
+        toml::Value::Boolean(b) => b.to_string(),
+        toml::Value::Datetime(d) => d.to_string(),
+        toml::Value::Table(t) => {
+            let members: Vec<String> = t
+                .iter()
+                .map(|(k, v)| format!("{} = {}", toml_string(k), toml_inline(v)))
+                .collect();
+            format!("{{ {} }}", members.join(", "))
+        }
+    }
+}
+
 /// Installs (or removes) `hook` as the TOML file's top-level `notify`
 /// program; `agent` names the agent in messages.
 fn toml_notify(
@@ -505,7 +528,8 @@ fn toml_notify(
     toml_block(path, TOML_NOTIFY, body, true, &|t| {
         t.get("notify").map(|n| {
             format!(
-                "already sets notify = {n:?}; {agent} runs one notify program: add `git-session hook {name} \"$1\"` to yours"
+                "already sets notify = {}; {agent} runs one notify program: add `git-session hook {name} \"$1\"` to yours",
+                toml_inline(n)
             )
         })
     })

@@ -143,12 +143,17 @@ pub struct AgentSetup<'a> {
 /// One file an agent setup touched: what, where, what happened.
 pub type SetupChange = (String, PathBuf, crate::native::agent_config::Change);
 
+/// What an agent setup did: the files it touched, and the agents' hooks
+/// it left out, each with why (one agent's configuration that cannot take
+/// the hook does not stop the others).
+pub type AgentSetupReport = (Vec<SetupChange>, Vec<String>);
+
 /// Installs (or removes) the MCP registrations and agent hooks asked for.
 pub fn agent_setup(
     store: &Store,
     binary: &Path,
     setup: &AgentSetup<'_>,
-) -> OpResult<Vec<SetupChange>> {
+) -> OpResult<AgentSetupReport> {
     use crate::native::agent_config as ac;
     let install = !setup.remove;
     let project = store.work_dir().ok_or_else(|| OpError::Conflict {
@@ -162,6 +167,7 @@ pub fn agent_setup(
         .expect("the project is known")
     };
     let mut out = Vec::new();
+    let mut left_out = Vec::new();
     for agent in &setup.mcp {
         let found = registry::adapter(agent).and_then(|a| Some((a, a.spec().integration.mcp?)));
         let Some((adapter, config)) = found else {
@@ -183,12 +189,11 @@ pub fn agent_setup(
             let name = spec.name();
             if let Some(config) = &spec.integration.hooks {
                 let path = locate(*adapter, config.file());
-                let change = ac::hooks(config, &path, spec.display, binary, install, setup.brief)?;
-                out.push((
-                    hooks_label(name, config, install && setup.brief),
-                    path,
-                    change,
-                ));
+                let label = hooks_label(name, config, install && setup.brief);
+                match ac::hooks(config, &path, spec.display, binary, install, setup.brief) {
+                    Ok(change) => out.push((label, path, change)),
+                    Err(e) => left_out.push(format!("{label} not set up: {e}")),
+                }
             }
             if let Some(dir) = spec.integration.skill {
                 let file = ConfigFile {
@@ -202,7 +207,7 @@ pub fn agent_setup(
         let (p, c) = ac::agents_md(&project, install)?;
         out.push(("AGENTS.md section".into(), p, c));
     }
-    Ok(out)
+    Ok((out, left_out))
 }
 
 /// Names an agent's hooks for the report: `<agent> hooks (Stop,

@@ -759,3 +759,32 @@ fn which_lists_batches_with_events_in_aligned_columns() {
         serde_json::from_str(&repo.ok(&["which", "HEAD", "--json"])).unwrap();
     assert_eq!(rows.as_array().unwrap().len(), 2, "{rows}");
 }
+
+#[test]
+fn a_notify_program_of_the_users_own_leaves_the_rest_of_init_done() {
+    let repo = Repo::new();
+    let config = repo.home.join(".codex/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let mine = "notify = [\"notify-send\", \"codex done\"]\n";
+    std::fs::write(&config, mine).unwrap();
+    let out = repo
+        .session()
+        .args(["init", "--agent-hooks"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let said = text(&out.stdout) + &text(&out.stderr);
+    // The user's setting is quoted as they wrote it, with what to do.
+    assert!(
+        said.contains("warning: codex notify not set up")
+            && said.contains("already sets notify = [\"notify-send\", \"codex done\"]")
+            && said.contains("git-session hook codex-notify"),
+        "{said}"
+    );
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), mine);
+    // Everything else is set up.
+    assert!(repo.root.join(".git/session").is_dir(), "{said}");
+    assert!(repo.root.join(".git/hooks/post-commit").is_file(), "{said}");
+    assert!(repo.root.join("AGENTS.md").is_file(), "{said}");
+    assert!(said.contains("Installed claude hooks"), "{said}");
+}
