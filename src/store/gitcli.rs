@@ -52,6 +52,18 @@ impl Store {
 
     /// Attaches a receipt note to a session commit (never replaces one).
     pub fn add_receipt_note(&self, commit: ObjectId, body: &[u8], time: i64) -> StoreResult<()> {
+        self.write_receipt_note(commit, body, time, false)
+    }
+
+    /// Writes `body` as the receipt note of `commit`; `replace`: over the
+    /// note it has (a merge that puts back receipts a fetch dropped).
+    pub(crate) fn write_receipt_note(
+        &self,
+        commit: ObjectId,
+        body: &[u8],
+        time: i64,
+        replace: bool,
+    ) -> StoreResult<()> {
         let sig = self.signature(time);
         let notes_ref = refs::RECEIPTS_NOTES_REF.trim_start_matches("refs/notes/");
         let mut child = self
@@ -62,7 +74,9 @@ impl Store {
                 "-c",
                 &format!("user.email={}", sig.email),
             ])
-            .args(["notes", &format!("--ref={notes_ref}"), "add", "-F", "-"])
+            .args(["notes", &format!("--ref={notes_ref}"), "add"])
+            .args(replace.then_some("-f"))
+            .args(["-F", "-"])
             .arg(commit.to_string())
             .env("GIT_COMMITTER_DATE", format!("{time} +0000"))
             .env("GIT_AUTHOR_DATE", format!("{time} +0000"))
@@ -87,6 +101,29 @@ impl Store {
         if !out.status.success() {
             return Err(StoreError::Remote(format!(
                 "writing the receipt note failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Removes the receipt note of `commit`.
+    pub(crate) fn remove_receipt_note(&self, commit: ObjectId) -> StoreResult<()> {
+        let notes_ref = refs::RECEIPTS_NOTES_REF.trim_start_matches("refs/notes/");
+        let out = self.run_git(&[
+            "-c".into(),
+            "user.name=git-session".into(),
+            "-c".into(),
+            "user.email=git-session@localhost".into(),
+            "notes".into(),
+            format!("--ref={notes_ref}"),
+            "remove".into(),
+            "--ignore-missing".into(),
+            commit.to_string(),
+        ])?;
+        if !out.status.success() {
+            return Err(StoreError::Remote(format!(
+                "removing a receipt note failed: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
             )));
         }

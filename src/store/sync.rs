@@ -306,12 +306,14 @@ impl Store {
                     "git session: receipts from remote",
                 )
                 .map_err(git)?;
-            return Ok(());
+            return self.keep_local_receipts(&std::collections::HashMap::new());
         };
         let ours_id = ours.peel_to_id().map_err(git)?.detach();
         if ours_id == theirs_id {
             return Ok(());
         }
+        let before: std::collections::HashMap<ObjectId, Vec<u8>> =
+            self.receipt_notes()?.into_iter().collect();
         let notes_ref = refs::RECEIPTS_NOTES_REF.trim_start_matches("refs/notes/");
         let out = self.run_git(&[
             "-c".into(),
@@ -332,7 +334,67 @@ impl Store {
                 String::from_utf8_lossy(&out.stderr).trim()
             )));
         }
+        self.keep_local_receipts(&before)
+    }
+
+    /// After a merge of fetched receipts: puts back every receipt line this
+    /// clone had that the merge dropped (git fast-forwards a notes ref that
+    /// descends from ours, so a remote that removed or replaced a note
+    /// would remove it here too), and removes notes the remote added on
+    /// anything but a session commit (receipts are only ever on those).
+    fn keep_local_receipts(
+        &self,
+        before: &std::collections::HashMap<ObjectId, Vec<u8>>,
+    ) -> StoreResult<()> {
+        let lines = |body: &[u8]| -> std::collections::BTreeSet<Vec<u8>> {
+            body.split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(<[u8]>::to_vec)
+                .collect()
+        };
+        let after: std::collections::HashMap<ObjectId, Vec<u8>> =
+            self.receipt_notes()?.into_iter().collect();
+        for (commit, old) in before {
+            let now = after.get(commit).map(|b| lines(b)).unwrap_or_default();
+            let old = lines(old);
+            if old.is_subset(&now) {
+                continue;
+            }
+            // The union, sorted, as the merge's cat_sort_uniq writes it.
+            let mut body = Vec::new();
+            for line in old.union(&now) {
+                body.extend_from_slice(line);
+                body.push(b'\n');
+            }
+            let time = self
+                .repo
+                .find_commit(*commit)
+                .ok()
+                .and_then(|c| c.time().ok())
+                .map_or(0, |t| t.seconds);
+            self.write_receipt_note(*commit, &body, time, true)?;
+        }
+        for commit in after.keys().filter(|c| !before.contains_key(*c)) {
+            if !self.is_session_commit(*commit) {
+                self.remove_receipt_note(*commit)?;
+            }
+        }
         Ok(())
+    }
+
+    /// Says whether `commit` is a session batch commit (its message names
+    /// the session it belongs to).
+    fn is_session_commit(&self, commit: ObjectId) -> bool {
+        let key = format!("\n{}: ", refs::TRAILER_SESSION);
+        self.repo
+            .find_header(commit)
+            .is_ok_and(|h| h.kind() == gix::objs::Kind::Commit && h.size() <= 1 << 20)
+            && self
+                .repo
+                .find_commit(commit)
+                .ok()
+                .and_then(|c| c.message_raw().ok().map(|m| m.to_vec()))
+                .is_some_and(|m| String::from_utf8_lossy(&m).contains(&key))
     }
 
     /// Brings the local session `id` in line with a fetched tip.

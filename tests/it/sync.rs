@@ -227,6 +227,74 @@ fn receipts_from_both_sides_are_merged() {
 }
 
 #[test]
+fn a_remote_cannot_strip_or_replace_a_receipt_or_note_a_code_commit() {
+    let c = Clones::new();
+    c.a.import(&c.a.write_jsonl("s.jsonl", &session_lines("s-keep", 2)));
+    let tip = c.a.git(&["rev-parse", "refs/sessions/s-keep"]);
+    c.a.git(&[
+        "notes",
+        "--ref=git-session/receipts",
+        "add",
+        "-m",
+        "receipt from a",
+        &tip,
+    ]);
+    c.on(&c.a.root, &["sync"]);
+    c.on(&c.b, &["sync"]);
+    // B removes A's receipt, then replaces it with its own, and notes a
+    // code commit; each pushed on top of what it fetched (a fast-forward
+    // for A's notes ref).
+    let notes = |args: &[&str]| {
+        let out =
+            c.a.git_in(&c.b)
+                .args(["notes", "--ref=git-session/receipts"])
+                .args(args)
+                .output()
+                .unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    };
+    notes(&["remove", &tip]);
+    notes(&["add", "-m", "forged receipt from b", &tip]);
+    let code = c.a.git(&["rev-parse", "HEAD"]);
+    notes(&["add", "-m", "\u{1b}[2J not a receipt", &code]);
+    c.a.git(&[
+        "-C",
+        c.b.to_str().unwrap(),
+        "push",
+        "-q",
+        "-f",
+        "origin",
+        "refs/notes/git-session/receipts",
+    ]);
+    c.on(&c.a.root, &["sync"]);
+    let show = |commit: &str| {
+        text(
+            &c.a.git_in(&c.a.root)
+                .args(["notes", "--ref=git-session/receipts", "show", commit])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+    };
+    let note = show(&tip);
+    assert!(
+        note.contains("receipt from a"),
+        "A's receipt is gone: {note}"
+    );
+    assert!(note.contains("forged receipt from b"), "{note}");
+    assert_eq!(show(&code), "", "a note on a code commit was adopted");
+    // The remote gets A's receipt back with the next push.
+    let remote = text(
+        &c.a.git_in(&c.remote)
+            .args(["notes", "--ref=git-session/receipts", "show", &tip])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert!(remote.contains("receipt from a"), "{remote}");
+}
+
+#[test]
 fn fetch_adopts_receipts_in_a_clone_with_no_identity() {
     // A fresh machine: no user.name or user.email anywhere. The notes ref
     // is one git logs, and a reflog entry needs a committer.
