@@ -182,7 +182,15 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         let line = match s {
             Ok(s) => {
                 let h = &s.stat.header;
-                let title = cut(&escape_line(s.title.as_deref().unwrap_or("")), TITLE_WIDTH);
+                // An encrypted session this clone holds no key for: its
+                // header keeps the sealed members sealed.
+                let sealed = h.extra.contains_key(crate::store::crypt::SEALED_MEMBER);
+                let title = match (&s.title, sealed) {
+                    (Some(t), _) => escape_line(t).into_owned(),
+                    (None, true) => "(encrypted; no key for it here)".to_owned(),
+                    (None, false) => String::new(),
+                };
+                let title = cut(&title, TITLE_WIDTH);
                 let flag = if h.id == **id {
                     String::new()
                 } else {

@@ -13,7 +13,7 @@ use git_session_schema::{SessionId, kinds};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::store::{SessionStat, Store, StoreResult};
+use crate::store::{SessionStat, Store, StoreError, StoreResult};
 
 /// How many leading events are searched for a first user prompt.
 pub const TITLE_SCAN: u64 = 64;
@@ -71,6 +71,18 @@ pub fn summaries(store: &Store) -> StoreResult<Vec<(SessionId, StoreResult<Sessi
 }
 
 fn from_events(store: &Store, id: &SessionId, stat: &SessionStat) -> StoreResult<FromEvents> {
+    match read_from_events(store, id, stat) {
+        // Encrypted, and no key here to read it with: listed with what its
+        // header says (a clone that only syncs it is not broken).
+        Err(StoreError::Sealed { .. }) => Ok(FromEvents {
+            last_event: None,
+            first_prompt: None,
+        }),
+        other => other,
+    }
+}
+
+fn read_from_events(store: &Store, id: &SessionId, stat: &SessionStat) -> StoreResult<FromEvents> {
     let last_event = match stat.events.checked_sub(1) {
         Some(last) => match store.lines(id, last, Some(last))?.next() {
             Some(line) => line?.decode().ok().map(|e| e.ts),

@@ -235,6 +235,13 @@ fn a_remote_holds_only_ciphertext_and_recipients_read_it_back() {
         v.contains("\"ok\":true") || v.contains("\"ok\": true"),
         "{v}"
     );
+    // Listed as encrypted, not as broken.
+    let listed = session_ok(&team.alice, &carol, &["list"]);
+    assert!(
+        listed.contains(&id) && listed.contains("(encrypted; no key for it here)"),
+        "{listed}"
+    );
+    assert!(!listed.contains("BROKEN"), "{listed}");
     let out = session_out(&team.alice, &carol, &["show", &id]);
     assert!(!out.status.success());
     let err = text(&out.stderr);
