@@ -19,7 +19,8 @@ use crate::ops::watch::{WatchEvent, WatchRequest};
 /// Incremental from the capture cursors, like `import`. Prints one line per
 /// session that received events. Stores that do not exist when it starts
 /// are not watched (restart it once the agent has run). `git session
-/// status` shows whether it runs.
+/// status` shows whether it runs; one runs per repository (a second is
+/// refused).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Only watch these agents (repeatable).

@@ -4,7 +4,8 @@
 //! nothing), gathers the changes of a short quiet period (the debounce),
 //! then captures the agents whose store changed, incrementally from the
 //! cursors, exactly as `import` does. Records its pid in
-//! `.git/session/watch.pid` while it runs (for `status`).
+//! `.git/session/watch.pid` while it runs (for `status`); one watch a
+//! repository (a lock under the state directory), a second is refused.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -62,6 +63,17 @@ pub fn watch(
         .map(|a| (a.agent(), a.store_root(request.env, &request.home)))
         .collect();
     store.ensure_state_dir()?;
+    // One watch a repository: a second would capture the same changes and
+    // take the pid file `status` reads from the first.
+    let Some(_only) = store.try_lock_state("watch")? else {
+        let pid = running(store).map_or_else(String::new, |p| format!(" (pid {p})"));
+        return Err(super::OpError::Conflict {
+            message: format!("a watch is already running in this repository{pid}"),
+            hint: Some(
+                "one watch captures every agent; stop that one first to start another".into(),
+            ),
+        });
+    };
     let pid_path = store.state_dir().join(PID_FILE);
     std::fs::write(&pid_path, request.pid.to_string()).map_err(super::OpError::io(&pid_path))?;
     let _pid = PidFile(pid_path);

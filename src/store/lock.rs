@@ -21,8 +21,27 @@ impl SessionLock {
         Self::named(state_dir, &format!("{id}.lock"))
     }
 
+    /// Takes the lock file `locks/<name>` if no other process holds it;
+    /// `None` when one does.
+    pub fn try_named(state_dir: &Path, name: &str) -> StoreResult<Option<SessionLock>> {
+        let (path, file) = Self::open(state_dir, name)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(SessionLock { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(source)) => Err(StoreError::Io { path, source }),
+        }
+    }
+
     /// Blocks until this process holds the lock file `locks/<name>`.
     pub fn named(state_dir: &Path, name: &str) -> StoreResult<SessionLock> {
+        let (path, file) = Self::open(state_dir, name)?;
+        file.lock()
+            .map_err(|source| StoreError::Io { path, source })?;
+        Ok(SessionLock { _file: file })
+    }
+
+    /// Opens (creating it) the lock file `locks/<name>`.
+    fn open(state_dir: &Path, name: &str) -> StoreResult<(std::path::PathBuf, File)> {
         let dir = state_dir.join("locks");
         let io = |path: &Path| {
             let path = path.to_owned();
@@ -37,7 +56,6 @@ impl SessionLock {
             .write(true)
             .open(&path)
             .map_err(io(&path))?;
-        file.lock().map_err(io(&path))?;
-        Ok(SessionLock { _file: file })
+        Ok((path, file))
     }
 }

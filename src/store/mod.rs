@@ -506,6 +506,12 @@ impl Store {
         StateLock::named(&self.state_dir, &format!("state/{name}.lock"))
     }
 
+    /// Like [`Store::lock_state`], without waiting: `None` while another
+    /// process holds it.
+    pub fn try_lock_state(&self, name: &str) -> StoreResult<Option<StateLock>> {
+        StateLock::try_named(&self.state_dir, &format!("state/{name}.lock"))
+    }
+
     /// Returns the work trees of this repository: the main one and every
     /// linked worktree, each as given and canonicalized (sessions record the
     /// path their agent saw, which may be either).

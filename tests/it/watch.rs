@@ -78,6 +78,28 @@ fn watch_captures_a_session_created_after_it_started() {
     assert!(first.starts_with("watching claude: "), "{first}");
     let status: serde_json::Value = serde_json::from_str(&repo.ok(&["status", "--json"])).unwrap();
     assert_eq!(status["watch"], child.0.id(), "{status}");
+    // A second watch of the same repository is refused, naming the first,
+    // and leaves it the one status reports.
+    let mut second = repo.spawnable_in(&repo.root);
+    second
+        .args(["watch", "--agent", "claude"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut second = Running(second.spawn().unwrap());
+    let mut ended = None;
+    wait_for("the second watch to be refused", || {
+        ended = second.0.try_wait().unwrap();
+        ended.is_some()
+    });
+    assert_eq!(ended.unwrap().code(), Some(1));
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut second.0.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(
+        err.contains("already running") && err.contains(&format!("pid {}", child.0.id())),
+        "{err}"
+    );
+    let status: serde_json::Value = serde_json::from_str(&repo.ok(&["status", "--json"])).unwrap();
+    assert_eq!(status["watch"], child.0.id(), "{status}");
 
     // A new project directory and session file, written after the start.
     let staged = repo.outside("staged");
