@@ -312,6 +312,19 @@ pub fn fetch_reporting(
             conflict: false,
         });
     }
+    for (refname, why) in store.tracking_invalid(remote)? {
+        let id = refname
+            .strip_prefix(&refs::tracking_prefix(&tracking))
+            .unwrap_or(&refname)
+            .to_owned();
+        report.quarantined.push(Quarantine {
+            refname,
+            id,
+            tip: String::new(),
+            reason: format!("its name is no session id ({why}); not read"),
+            conflict: false,
+        });
+    }
     let fetched = store.tracking_sessions(remote)?;
     progress.stage(
         "Verifying fetched sessions",

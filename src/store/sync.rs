@@ -113,6 +113,23 @@ impl Store {
         Ok(())
     }
 
+    /// Returns the fetched refs of `remote` under its sessions namespace
+    /// whose names are no session id, each with why: never read, only
+    /// reported.
+    pub fn tracking_invalid(&self, remote: &str) -> StoreResult<Vec<(String, String)>> {
+        let prefix = refs::tracking_prefix(&tracking_name(remote));
+        let platform = self.repo.references().map_err(git)?;
+        let mut out = Vec::new();
+        for r in platform.prefixed(prefix.as_str()).map_err(git)? {
+            let Ok(r) = r else { continue };
+            let name = r.name().as_bstr().to_string();
+            if let Some(Err(e)) = name.strip_prefix(&prefix).map(SessionId::new) {
+                out.push((name, e.to_string()));
+            }
+        }
+        Ok(out)
+    }
+
     /// Returns the fetched session refs of `remote`: id and tip.
     pub fn tracking_sessions(&self, remote: &str) -> StoreResult<Vec<(SessionId, ObjectId)>> {
         let prefix = refs::tracking_prefix(&tracking_name(remote));

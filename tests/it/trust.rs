@@ -438,6 +438,42 @@ fn one_bad_ref_never_hides_the_others() {
     assert!(report.contains("FAILED  s-d"), "{report}");
 }
 
+#[test]
+fn fetched_refs_whose_names_are_no_session_id_are_reported_not_dropped() {
+    let p = Parties::new(Transport::File);
+    p.shared_session("s-ok", 2);
+    let tip = p.tip(&p.b, "s-ok");
+    let long = "x".repeat(200);
+    let names = ["-h", "a/b", "caf\u{e9}", long.as_str()];
+    for name in names {
+        p.git(
+            &p.b,
+            &[
+                "push",
+                "-q",
+                "origin",
+                &format!("{tip}:refs/sessions/{name}"),
+            ],
+        );
+    }
+    let (out, err) = p.on(&p.a.root, &["fetch"]);
+    for name in names {
+        assert!(
+            out.contains(&format!(
+                "quarantined refs/remotes/origin/sessions/{name}: its name is no session id"
+            )),
+            "{name}: {out}"
+        );
+    }
+    assert!(err.contains("4 quarantined"), "{err}");
+    let (doctor, _) = p.on(&p.a.root, &["doctor"]);
+    assert!(
+        doctor.contains("quarantine refs/remotes/origin/sessions/-h"),
+        "{doctor}"
+    );
+    assert_eq!(p.on(&p.a.root, &["list"]).0.lines().count(), 1);
+}
+
 fn a_rewritten_published_history_is_not_followed(t: Transport) {
     let p = Parties::new(t);
     p.shared_session("s-rw", 4);
