@@ -107,16 +107,25 @@ impl Store {
         Ok(())
     }
 
-    /// Removes the receipt note of `commit`.
-    pub(crate) fn remove_receipt_note(&self, commit: ObjectId) -> StoreResult<()> {
+    /// Runs `git notes --ref=<the receipts ref> args` as git-session (the
+    /// notes commits it makes need a committer; the user may have none).
+    pub(crate) fn receipt_notes_git(&self, args: &[String]) -> StoreResult<std::process::Output> {
         let notes_ref = refs::RECEIPTS_NOTES_REF.trim_start_matches("refs/notes/");
-        let out = self.run_git(&[
+        let mut all = vec![
             "-c".into(),
             "user.name=git-session".into(),
             "-c".into(),
             "user.email=git-session@localhost".into(),
             "notes".into(),
             format!("--ref={notes_ref}"),
+        ];
+        all.extend_from_slice(args);
+        self.run_git(&all)
+    }
+
+    /// Removes the receipt note of `commit`.
+    pub(crate) fn remove_receipt_note(&self, commit: ObjectId) -> StoreResult<()> {
+        let out = self.receipt_notes_git(&[
             "remove".into(),
             "--ignore-missing".into(),
             commit.to_string(),

@@ -331,14 +331,7 @@ impl Store {
         }
         let before: std::collections::HashMap<ObjectId, Vec<u8>> =
             self.receipt_notes()?.into_iter().collect();
-        let notes_ref = refs::RECEIPTS_NOTES_REF.trim_start_matches("refs/notes/");
-        let out = self.run_git(&[
-            "-c".into(),
-            "user.name=git-session".into(),
-            "-c".into(),
-            "user.email=git-session@localhost".into(),
-            "notes".into(),
-            format!("--ref={notes_ref}"),
+        let out = self.receipt_notes_git(&[
             "merge".into(),
             "--quiet".into(),
             "-s".into(),

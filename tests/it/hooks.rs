@@ -399,17 +399,20 @@ fn agent_hooks_capture_from_the_agents_own_hook_and_come_out_again() {
             .contains(CODEX_ID)
     );
     // Codex's notify passes its JSON as the last argument.
-    repo.session_in(&elsewhere)
-        .args([
-            "hook",
-            "codex-notify",
-            &format!(
-                "{{\"type\":\"agent-turn-complete\",\"cwd\":{:?}}}",
-                repo.root.to_str().unwrap()
-            ),
-        ])
-        .assert()
-        .success();
+    let notify = |cwd: &Path| {
+        repo.session_in(&elsewhere)
+            .args([
+                "hook",
+                "codex-notify",
+                &format!(
+                    "{{\"type\":\"agent-turn-complete\",\"cwd\":{:?}}}",
+                    cwd.to_str().unwrap()
+                ),
+            ])
+            .assert()
+            .success();
+    };
+    notify(&repo.root);
     assert!(
         repo.git(&["for-each-ref", "refs/sessions/"])
             .contains(CODEX_ID)
@@ -434,17 +437,7 @@ fn agent_hooks_capture_from_the_agents_own_hook_and_come_out_again() {
         body,
     )
     .unwrap();
-    repo.session_in(&elsewhere)
-        .args([
-            "hook",
-            "codex-notify",
-            &format!(
-                "{{\"type\":\"agent-turn-complete\",\"cwd\":{:?}}}",
-                other.to_str().unwrap()
-            ),
-        ])
-        .assert()
-        .success();
+    notify(&other);
     let refs = text(
         &repo
             .git_in(&other)

@@ -180,6 +180,22 @@ fn divergent_appends_converge_when_b_syncs_first() {
     diverge_and_sync(false);
 }
 
+/// Imports session `id` into A and notes its tip with `receipt`, as a
+/// handoff's receipt would be; returns the tip.
+fn noted_session(c: &Clones, id: &str, receipt: &str) -> String {
+    c.a.import(&c.a.write_jsonl(&format!("{id}.jsonl"), &session_lines(id, 2)));
+    let tip = c.a.git(&["rev-parse", &format!("refs/sessions/{id}")]);
+    c.a.git(&[
+        "notes",
+        "--ref=git-session/receipts",
+        "add",
+        "-m",
+        receipt,
+        &tip,
+    ]);
+    tip
+}
+
 #[test]
 fn receipts_from_both_sides_are_merged() {
     let c = Clones::new();
@@ -229,16 +245,7 @@ fn receipts_from_both_sides_are_merged() {
 #[test]
 fn a_remote_cannot_strip_or_replace_a_receipt_or_note_a_code_commit() {
     let c = Clones::new();
-    c.a.import(&c.a.write_jsonl("s.jsonl", &session_lines("s-keep", 2)));
-    let tip = c.a.git(&["rev-parse", "refs/sessions/s-keep"]);
-    c.a.git(&[
-        "notes",
-        "--ref=git-session/receipts",
-        "add",
-        "-m",
-        "receipt from a",
-        &tip,
-    ]);
+    let tip = noted_session(&c, "s-keep", "receipt from a");
     c.on(&c.a.root, &["sync"]);
     c.on(&c.b, &["sync"]);
     // B removes A's receipt, then replaces it with its own, and notes a
@@ -299,16 +306,7 @@ fn fetch_adopts_receipts_in_a_clone_with_no_identity() {
     // A fresh machine: no user.name or user.email anywhere. The notes ref
     // is one git logs, and a reflog entry needs a committer.
     let c = Clones::new();
-    c.a.import(&c.a.write_jsonl("s.jsonl", &session_lines("s-anon", 2)));
-    let tip = c.a.git(&["rev-parse", "refs/sessions/s-anon"]);
-    c.a.git(&[
-        "notes",
-        "--ref=git-session/receipts",
-        "add",
-        "-m",
-        "receipt",
-        &tip,
-    ]);
+    let tip = noted_session(&c, "s-anon", "receipt");
     c.on(&c.a.root, &["push"]);
     let out =
         c.a.anonymous_session_in(&c.b)
