@@ -392,10 +392,9 @@ impl Store {
         Ok(())
     }
 
-    /// Says whether `commit` is a session batch commit (its message names
-    /// the session it belongs to).
+    /// Says whether `commit` is a session commit (its message carries the
+    /// session trailers).
     fn is_session_commit(&self, commit: ObjectId) -> bool {
-        let key = format!("\n{}: ", refs::TRAILER_SESSION);
         self.repo
             .find_header(commit)
             .is_ok_and(|h| h.kind() == gix::objs::Kind::Commit && h.size() <= 1 << 20)
@@ -403,8 +402,8 @@ impl Store {
                 .repo
                 .find_commit(commit)
                 .ok()
-                .and_then(|c| c.message_raw().ok().map(|m| m.to_vec()))
-                .is_some_and(|m| String::from_utf8_lossy(&m).contains(&key))
+                .and_then(|c| c.message_raw().ok().and_then(|m| Trailers::parse(m)))
+                .is_some()
     }
 
     /// Brings the local session `id` in line with a fetched tip.
