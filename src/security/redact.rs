@@ -306,6 +306,48 @@ impl Redactor {
 
     /// [`Redactor::scan`] without the shortcuts.
     fn search(&self, text: &str, out: &mut Vec<(usize, usize, usize)>) {
+        self.search_as_is(text, out);
+        if memchr::memmem::find(text.as_bytes(), b"\\\"").is_some() {
+            self.search_unescaped(text, out);
+        }
+    }
+
+    /// Searches `text` again with each `\"` read as `"`: JSON held as an
+    /// escaped string (`{\"SecretAccessKey\": \"…\"}` in a tool's output, a
+    /// log line, a test fixture) hides its quotes from the rules, which
+    /// read `"key": "value"`. What is found is mapped back onto `text`.
+    fn search_unescaped(&self, text: &str, out: &mut Vec<(usize, usize, usize)>) {
+        let bytes = text.as_bytes();
+        let mut plain = Vec::with_capacity(bytes.len());
+        // Where in `plain` each dropped backslash was (before that byte).
+        let mut dropped = Vec::new();
+        let mut from = 0;
+        for at in memchr::memmem::find_iter(bytes, b"\\\"") {
+            plain.extend_from_slice(&bytes[from..at]);
+            dropped.push(plain.len());
+            from = at + 1;
+        }
+        plain.extend_from_slice(&bytes[from..]);
+        // Only ASCII backslashes were dropped, before ASCII quotes.
+        let plain = String::from_utf8(plain).expect("still UTF-8");
+        let mut found = Vec::new();
+        self.search_as_is(&plain, &mut found);
+        if found.is_empty() {
+            return;
+        }
+        // A byte of `plain` lies after as many dropped bytes as were
+        // dropped at or before its place.
+        let back = |p: usize| p + dropped.partition_point(|&d| d <= p);
+        out.extend(
+            found
+                .into_iter()
+                .map(|(s, e, r)| (back(s), back(e - 1) + 1, r)),
+        );
+        merge_findings(out);
+    }
+
+    /// [`Redactor::search`] on the text as it is.
+    fn search_as_is(&self, text: &str, out: &mut Vec<(usize, usize, usize)>) {
         let bytes = text.as_bytes();
         // Most short strings hold no keyword (a uuid, a time): one walk
         // of the automaton without notes says so (unless a rule runs on
@@ -1711,6 +1753,61 @@ mod tests {
         assert_eq!(r.redact(&mut e), 1, "{}", e.payload);
         assert!(!e.payload.to_string().contains("ghp_R5z0"), "{}", e.payload);
         assert_eq!(e.payload["env"]["field_99"], 99);
+    }
+
+    #[test]
+    fn aws_credentials_a_tool_printed_as_json_text_are_redacted() {
+        // What `aws iam create-access-key`, `aws sts assume-role` and a
+        // printed boto3 dict put in a tool's output: the keys carry no
+        // `aws` prefix, and the JSON is text, not the event's own keys.
+        let secret = "PtYgjmUhBel31iEl2hpChYgCfrL1spNxnyVmihA+";
+        let token = "IQoJb3JpZ2luX2VjEJr//////////wEaCXVzLWVhc3QtMSJHMEUCIQD6xm8mWq0OUDOmR1pP3iYd\
+                     2O76UMFxFkM+R5Kjp1vRt/1fjORS+6ilI8ihN5KXSc7Tvo+hBKqFYY+kv5ZJr3J1TWDtkwtDDb";
+        let outputs = [
+            format!(
+                "{{\n    \"AccessKey\": {{\n        \"UserName\": \"ci\",\n        \
+                 \"AccessKeyId\": \"AKIAQYLPMN5HHHFPZAM2\",\n        \"Status\": \"Active\",\n        \
+                 \"SecretAccessKey\": \"{secret}\",\n        \"CreateDate\": \"2026-12-07T16:00:00Z\"\n    }}\n}}"
+            ),
+            format!(
+                "{{\"Credentials\": {{\"AccessKeyId\": \"ASIAQYLPMN5HHHFPZAM2\", \
+                 \"SecretAccessKey\": \"{secret}\", \"SessionToken\": \"{token}\"}}}}"
+            ),
+            format!(
+                "{{'AccessKeyId': 'ASIAQYLPMN5HHHFPZAM2', 'SecretAccessKey': '{secret}', \
+                 'SessionToken': '{token}', 'Expiration': datetime.datetime(2026, 12, 7)}}"
+            ),
+            format!("secret_access_key = {secret}\naws_session_token = {token}\n"),
+            // The same JSON held as an escaped string (a log line, a
+            // fixture, a tool's output that quotes JSON).
+            format!(
+                r#"level=info msg="{{\"AccessKeyId\": \"ASIAQYLPMN5HHHFPZAM2\", \"SecretAccessKey\": \"{secret}\", \"SessionToken\": \"{token}\"}}""#
+            ),
+            format!(
+                r#"{{\"aws_secret_access_key\":\"{secret}\",\"aws_session_token\":\"{token}\"}}"#
+            ),
+        ];
+        let r = Redactor::new();
+        for output in outputs {
+            let mut e = event(json!({"tool_use_id": "t1", "content": output}));
+            r.redact(&mut e);
+            let text = e.payload["content"].as_str().unwrap();
+            assert!(!text.contains(secret), "{text}");
+            assert!(!text.contains(&token[20..60]), "{text}");
+            assert!(!text.contains("HHHFPZAM2"), "{text}");
+        }
+        // Found in the escaped text, the secret is cut from the text as
+        // it is, quotes and backslashes around it kept.
+        let text = r#"{\"password\": \"Zq7x0a9FkLmN0pQr\", \"user\": \"ci\"}"#;
+        let found = Redactor::shared().findings(text);
+        assert_eq!(
+            found
+                .iter()
+                .map(|f| &text[f.span.0..f.span.1])
+                .collect::<Vec<_>>(),
+            ["Zq7x0a9FkLmN0pQr"],
+            "{found:?}"
+        );
     }
 
     #[test]
