@@ -35,6 +35,15 @@ impl CommandError {
         }
     }
 
+    /// Returns an exit with `code` and no message: the command has said
+    /// what happened (`search` with no hits exits 1, as `git grep` does).
+    pub fn quiet(code: u8) -> CommandError {
+        CommandError {
+            code,
+            ..CommandError::failure(String::new())
+        }
+    }
+
     /// Adds a hint line.
     pub fn hint(mut self, hint: impl Into<String>) -> CommandError {
         self.hints.push(hint.into());
@@ -53,6 +62,9 @@ impl CommandError {
     /// characters escaped: a message may quote an argument, a path or
     /// git's words about a remote, none of which may drive the terminal.
     pub(crate) fn print(&self, err: &mut dyn Write) {
+        if self.message.is_empty() && self.hints.is_empty() {
+            return;
+        }
         let lines = |text: &str| {
             text.split('\n')
                 .map(super::escape_line)

@@ -17,7 +17,8 @@ use crate::ops;
 /// characters escaped). Meta events (agent bookkeeping records) are left
 /// out, as `show` leaves them out, unless --all. Searches through a local index under
 /// .git/session/search/ (never pushed, rebuildable: delete it at no loss),
-/// brought up to date first and by every capture.
+/// brought up to date first and by every capture. Exits 1 when nothing
+/// matched (as `git grep` does), 0 when something did.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The regex (Rust regex syntax), or the text with -F.
@@ -138,6 +139,9 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             ""
         }
     ));
+    if report.hits.is_empty() {
+        return Err(CommandError::quiet(1));
+    }
     Ok(())
 }
 

@@ -10,14 +10,19 @@ use crate::support::*;
 const A: &str = "0199aaaa-0000-7000-8000-000000000001";
 const B: &str = "0199bbbb-0000-7000-8000-000000000002";
 
+/// Runs `search --json ARGS`; asserts the exit code says whether anything
+/// matched (0) or nothing did (1, as `git grep`).
 fn hits(repo: &Repo, args: &[&str]) -> Vec<Value> {
     let mut all = vec!["search", "--json"];
     all.extend_from_slice(args);
-    serde_json::from_str::<Value>(&repo.ok(&all))
-        .unwrap()
+    let (out, err, code) = run(repo, &all);
+    let found = serde_json::from_str::<Value>(&out)
+        .unwrap_or_else(|e| panic!("{e}: {out}{err}"))
         .as_array()
         .unwrap()
-        .clone()
+        .clone();
+    assert_eq!(code, i32::from(found.is_empty()), "{args:?}: {err}");
+    found
 }
 
 fn seqs(hits: &[Value]) -> Vec<(String, u64)> {
@@ -179,8 +184,16 @@ fn all_clones_searches_fetched_sessions_not_taken_in() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let none: Value = serde_json::from_str(&run(&["search", "--json", "Parser"])).unwrap();
-    assert_eq!(none, json!([]));
+    let none = a
+        .session_in(&b)
+        .args(["search", "--json", "Parser"])
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(1), "nothing found exits 1");
+    assert_eq!(
+        serde_json::from_slice::<Value>(&none.stdout).unwrap(),
+        json!([])
+    );
     let h: Value =
         serde_json::from_str(&run(&["search", "--json", "--all-clones", "Parser"])).unwrap();
     assert_eq!(h[0]["session"], B, "{h}");
@@ -231,6 +244,10 @@ fn search_leaves_meta_out_unless_asked_and_aligns_sessions() {
         "s-a-longer-id       0  message.user       please fix bug 0\n\
          s-short             0  message.user       please fix bug 0\n"
     );
+    // No hits: nothing on stdout, the count on stderr, exit 1.
+    let (out, err, code) = run(&repo, &["search", "no such text anywhere"]);
+    assert_eq!((out.as_str(), code), ("", 1), "{err}");
+    assert_eq!(err, "0 hits in 4 events of 2 sessions\n");
 }
 
 /// The agent's own record kept beside an event's fields (Codex keeps its
