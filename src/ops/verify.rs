@@ -224,9 +224,34 @@ fn check(
         }
     }
     if result.problem.is_none() {
-        result.problem = matches_log(store, id, commit, &note).err();
+        match matches_log(store, id, commit, &note) {
+            Ok(()) => {}
+            // The signature is checked; the event it describes is sealed
+            // for others. Not a fault of the session, so not a problem.
+            Err(Mismatch::Sealed) => result.signature.push_str(
+                "; not matched with the log: the session is encrypted and no key here opens it",
+            ),
+            Err(Mismatch::Found(why)) => result.problem = Some(why),
+        }
     }
     result
+}
+
+/// Why a receipt was not matched with the log.
+enum Mismatch {
+    /// The log says otherwise, or cannot be read.
+    Found(String),
+    /// The handoff event is encrypted and this clone has no key for it.
+    Sealed,
+}
+
+impl From<crate::store::StoreError> for Mismatch {
+    fn from(e: crate::store::StoreError) -> Mismatch {
+        match e {
+            crate::store::StoreError::Sealed { .. } => Mismatch::Sealed,
+            e => Mismatch::Found(e.to_string()),
+        }
+    }
 }
 
 /// Checks that the receipt describes what the log holds.
@@ -235,26 +260,24 @@ fn matches_log(
     id: &SessionId,
     commit: gix::ObjectId,
     note: &ReceiptNote,
-) -> Result<(), String> {
+) -> Result<(), Mismatch> {
     let r = &note.receipt;
     if r.session != *id || gix::ObjectId::from_hex(r.commit.as_bytes()).ok() != Some(commit) {
-        return Err(format!(
+        return Err(Mismatch::Found(format!(
             "receipt on {commit} names session {} commit {}",
             r.session, r.commit
-        ));
+        )));
     }
     let line = store
-        .lines_at(id, commit, r.handoff_seq, Some(r.handoff_seq))
-        .map_err(|e| e.to_string())?
+        .lines_at(id, commit, r.handoff_seq, Some(r.handoff_seq))?
         .next()
         .ok_or_else(|| {
-            format!(
+            Mismatch::Found(format!(
                 "receipt names seq {}, which commit {commit} does not hold",
                 r.handoff_seq
-            )
-        })?
-        .map_err(|e| e.to_string())?;
-    let event = line.decode().map_err(|e| e.to_string())?;
+            ))
+        })??;
+    let event = line.decode().map_err(|e| Mismatch::Found(e.to_string()))?;
     let p = &event.payload;
     let same = event.kind == kinds::HANDOFF
         && p.get("to").and_then(|v| v.as_str()) == Some(r.to.as_str())
@@ -263,9 +286,9 @@ fn matches_log(
     if same {
         Ok(())
     } else {
-        Err(format!(
+        Err(Mismatch::Found(format!(
             "receipt for seq {} does not match the handoff event in the log",
             r.handoff_seq
-        ))
+        )))
     }
 }

@@ -466,10 +466,26 @@ fn local_commands_read_an_encrypted_session_through_the_identity() {
     // local state outside git objects).
     let all = a.git(&["cat-file", "--batch-all-objects", "--batch"]);
     assert!(!all.contains("PLAINTEXT-MARKER") && !all.contains("TITLE-MARKER"));
-    // The third party's verify says what it could not open.
+    // A handoff, its receipt pushed with the session.
+    let home = a.outside("codex-home");
+    a.ok(&[
+        "handoff",
+        &id,
+        "--to",
+        "codex",
+        "--home",
+        home.to_str().unwrap(),
+    ]);
+    a.ok(&["push"]);
+    // The third party's verify says what it could not open; the receipt's
+    // handoff event is sealed too, which is no fault of the session.
     let carol = clone_with(&team, "carol", None);
     let v = session_ok(a, &carol, &["verify", &id]);
     assert!(v.contains("structure only"), "{v}");
+    assert!(
+        v.contains("not matched with the log: the session is encrypted"),
+        "{v}"
+    );
     // Search skips what it cannot open instead of failing (nothing found:
     // exit 1, as git grep).
     let found = session_out(a, &carol, &["search", "launch code"]);
