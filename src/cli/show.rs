@@ -60,6 +60,10 @@ fn type_matches(types: &[String], kind: &str) -> bool {
         })
 }
 
+/// How many of the types a session holds a `--type` that picks nothing
+/// lists.
+const TYPES_LISTED: usize = 24;
+
 fn parse_range(text: &str) -> Result<(u64, Option<u64>), String> {
     let bad = || format!("{text:?} is not a seq range like 10..20, 10.. or 10");
     let (a, b) = match text.split_once("..") {
@@ -148,6 +152,10 @@ fn print_text(
     let mut shown = Vec::new();
     let mut hidden = 0u64;
     let mut calls = Calls::default();
+    // The types met, for a `--type` that picks nothing (a misspelt type
+    // would otherwise print an empty session). Bounded: a session may
+    // hold any number of distinct types.
+    let mut types_met = std::collections::BTreeSet::new();
     // `--tree` reads the events after the header, in `tree`.
     let (lines, tree_lines) = if args.tree {
         (None, Some(lines))
@@ -164,6 +172,9 @@ fn print_text(
         })?;
         calls.note(&event);
         if !type_matches(&args.types, &event.kind) {
+            if types_met.len() < TYPES_LISTED && event.kind != "meta" {
+                types_met.insert(event.kind);
+            }
             continue;
         }
         if event.kind == "meta" && !show_meta {
@@ -284,6 +295,15 @@ fn print_text(
             out,
             "({range}only meta events; --all shows them, --type message the conversation)",
         )?;
+    } else if shown.is_empty() && !args.types.is_empty() {
+        let asked: Vec<_> = args.types.iter().map(|t| escape_line(t)).collect();
+        let met: Vec<_> = types_met.iter().map(|t| escape_line(t)).collect();
+        let has = match met.len() {
+            0 => String::new(),
+            TYPES_LISTED => format!("; this session has {}, …", met.join(", ")),
+            _ => format!("; this session has {}", met.join(", ")),
+        };
+        writeln!(out, "({range}no events of type {}{has})", asked.join(", "))?;
     }
     for line in shown {
         writeln!(out, "{}", line.trim_end())?;

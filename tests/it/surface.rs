@@ -264,6 +264,16 @@ fn show_hides_meta_and_says_what_tools_ran() {
         ["tool.call", "command.run", "tool.result"],
         "{tools}"
     );
+    // A type that picks nothing says so, with the types there are.
+    let none = repo.ok(&["show", &id, "--type", "tool.cal"]);
+    let note = none.lines().last().unwrap();
+    assert!(
+        note.starts_with("(no events of type tool.cal; this session has ")
+            && note.contains("tool.call")
+            && note.contains("message.user")
+            && !note.contains("meta"),
+        "{none}"
+    );
     let json: Value =
         serde_json::from_str(&repo.ok(&["show", &id, "--json", "--type", "message.user"])).unwrap();
     let events = json["events"].as_array().unwrap();
