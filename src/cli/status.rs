@@ -152,7 +152,11 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
                 "  {:<width$}  {}{}",
                 u.session,
                 count(u.batches as u64, "batch"),
-                if u.replaced {
+                if s.remote.is_none() {
+                    // No remote to compare with (the remote line says so):
+                    // a session fetched from one is not "not on the remote".
+                    ""
+                } else if u.replaced {
                     " (purged here: git session sync or push replaces the remote's copy)"
                 } else if u.diverged {
                     " (diverged from the remote: git session sync forks it)"
