@@ -167,6 +167,12 @@ fn run_reporting(
             crate::store::DELTA_ATTRIBUTE
         )?;
     }
+    if r.bare {
+        writeln!(
+            out,
+            "A bare repository: no post-commit hook (no commit is made here to link to a session)"
+        )?;
+    }
     for path in &r.hooks_installed {
         let hook = path.file_name().unwrap_or_default().to_string_lossy();
         writeln!(

@@ -22,6 +22,9 @@ pub struct InitReport {
     pub delta_attribute_added: bool,
     /// Hook files a block was added to now (none when already there).
     pub hooks_installed: Vec<PathBuf>,
+    /// Whether the repository is bare: no commit is made in it, so it
+    /// gets no post-commit hook.
+    pub bare: bool,
     /// Whether the hooks folder is inside the work tree (tracked, as with
     /// core.hooksPath=.husky): its blocks run git-session from PATH, with
     /// no path of this machine.
@@ -41,8 +44,8 @@ pub struct InitReport {
 
 /// Prepares the repository: state directory, the `-delta` attribute for
 /// event chunks, post-commit hook calling `binary` (or git-session from
-/// PATH in a tracked hooks folder), session fetch refspecs on the sessions
-/// remote.
+/// PATH in a tracked hooks folder; none in a bare repository), session
+/// fetch refspecs on the sessions remote.
 pub fn init(store: &Store, binary: &Path) -> OpResult<InitReport> {
     let created = store.ensure_state_dir()?;
     let dir = store.hooks_dir();
@@ -60,7 +63,8 @@ pub fn init(store: &Store, binary: &Path) -> OpResult<InitReport> {
             .parent()
             .is_some_and(|common| dir.starts_with(common));
     let binary = (!report.hooks_tracked).then_some(binary);
-    for hook in hooks::HOOKS {
+    report.bare = store.work_dir().is_none();
+    for hook in hooks::HOOKS.iter().filter(|_| !report.bare) {
         if hooks::install(&dir, hook, binary).map_err(hook_error)? {
             report.hooks_installed.push(dir.join(hook));
         }

@@ -145,6 +145,17 @@ fn reading_works_in_a_bare_repository_and_worktrees_share_the_store() {
     assert_eq!(v["events"].as_array().unwrap().len(), 5);
     let verify = repo.session_in(&bare).arg("verify").output().unwrap();
     assert!(verify.status.success(), "{}", text(&verify.stdout));
+    // No commit is made in a bare repository: init sets up the rest and
+    // installs no post-commit hook there.
+    let init = repo.session_in(&bare).arg("init").output().unwrap();
+    assert!(init.status.success(), "{}", text(&init.stderr));
+    assert!(
+        text(&init.stdout).contains("A bare repository: no post-commit hook"),
+        "{}",
+        text(&init.stdout)
+    );
+    assert!(!bare.join("hooks/post-commit").exists());
+    assert!(bare.join("session").is_dir());
 }
 
 #[test]
