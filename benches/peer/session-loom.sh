@@ -17,8 +17,11 @@
 # and of one session-loom mirror pass (`ssl-scan`, benches/peer/ssl_scan.rs:
 # what its daemon does on start), and their ratio (git-session / peer).
 # Then the Claude session written back into a fresh home (`git session
-# resume --agent claude`, `ssl restore --to claude`) and `list` of the
-# 1,000 OpenCode sessions (`git session list`, `ssl list`).
+# resume --agent claude`, `ssl restore --to claude`, with the bytes each
+# wrote) and `list` of the 1,000 OpenCode sessions (`git session list`,
+# `ssl list`). Last, the floor under the Claude and Codex imports and the
+# write-back (benches/floor: deflate, SHA-1 and SHA-256 of the bytes
+# git-session stored, inflate of them, and git writing and reading them).
 # session-loom keeps less than git-session stores (no thinking, and
 # no raw records for write-back): the figures compare the same input, not
 # the same output. Needs GNU time (/usr/bin/time) and python3.
@@ -94,6 +97,7 @@ pair() {
   [ "$n" -gt 0 ] || { echo "session-loom stored no $agent session" >&2; exit 1; }
   # shellcheck disable=SC2046
   row "$what" $(medians "$agent")
+  echo "(stored: git-session $(du -sb "$repo/.git/objects" | cut -f1) bytes of objects, session-loom $(du -sb "$W/store-$agent" | cut -f1) bytes)"
 }
 
 # row WHAT GS_SECONDS GS_KIB SSL_SECONDS SSL_KIB
@@ -126,6 +130,7 @@ for i in $(seq "$ROUNDS"); do
 done
 # shellcheck disable=SC2046
 row "resume / restore, the Claude session" $(medians restore)
+echo "(bytes written: git-session $(find "$W/to-gs" -type f -printf '%s\n' | awk '{s+=$1} END{print s}'), session-loom $(find "$W/to-ssl" -type f -printf '%s\n' | awk '{s+=$1} END{print s}'))"
 
 # list of the 1,000 OpenCode sessions each side now holds.
 for i in $(seq "$ROUNDS"); do
@@ -134,3 +139,9 @@ for i in $(seq "$ROUNDS"); do
 done
 # shellcheck disable=SC2046
 row "list, 1,000 OpenCode sessions" $(medians list)
+
+for agent in claude codex; do
+  echo
+  echo "floor under the $agent import (cargo bench --bench floor):"
+  (cd "$ROOT" && cargo bench -q --bench floor -- "$W/gen/$agent-repo")
+done
