@@ -119,6 +119,13 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             l.session,
             escape_line(&l.owner)
         )?;
+        if let Some(why) = &l.unconfirmed {
+            writeln!(
+                out,
+                "  warning  the metadata claims this lead, the log does not confirm it: {}",
+                escape_line(why)
+            )?;
+        }
         for f in &l.foreign {
             writeln!(
                 out,

@@ -16,7 +16,7 @@ use git_session_schema::{Agent, SessionId};
 
 use super::OpResult;
 use crate::native::cursor::{CursorIndex, Stamp};
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 /// Says where to look for agent stores.
 pub struct StatusRequest<'a> {
@@ -142,6 +142,61 @@ pub struct Lead {
     pub handoff_seq: Option<u64>,
     /// Appends by agents that do not lead, since.
     pub foreign: Vec<ForeignAppend>,
+    /// Why the log does not bear the claim out, when it does not: the
+    /// metadata is a claim anyone who can push may write, the handoff
+    /// event and its signed receipt are the evidence (see [`confirm_lead`]).
+    pub unconfirmed: Option<String>,
+}
+
+/// Checks a lead claimed by metadata against the log: the handoff event at
+/// the claimed seq moves the session to the claimed agent, and a claimed
+/// signer signed a receipt of that handoff that verifies. Returns why not.
+fn confirm_lead(
+    store: &Store,
+    id: &SessionId,
+    owner: &git_session_schema::meta::Owner,
+    notes: &[(gix::ObjectId, Vec<u8>)],
+    allowed: Option<&str>,
+) -> Result<(), String> {
+    let seq = owner.seq.ok_or("no handoff seq recorded")?;
+    let event = match store.lines(id, seq, Some(seq)).map(|mut l| l.next()) {
+        Ok(Some(Ok(line))) => line.decode().map_err(|e| format!("seq {seq}: {e}"))?,
+        Ok(None) => return Err(format!("the session has no seq {seq}")),
+        // Sealed for this clone: the claim cannot be weighed here.
+        Err(StoreError::Sealed { .. }) | Ok(Some(Err(StoreError::Sealed { .. }))) => {
+            return Err("the session is encrypted and no key here opens it".into());
+        }
+        Err(e) | Ok(Some(Err(e))) => return Err(e.to_string()),
+    };
+    if event.kind != git_session_schema::kinds::HANDOFF
+        || event.payload.get("to").and_then(|v| v.as_str()) != Some(owner.agent.as_str())
+    {
+        return Err(format!("seq {seq} is no handoff to {}", owner.agent));
+    }
+    let Some(key) = &owner.key else {
+        return Ok(());
+    };
+    let own = store
+        .batches(id)
+        .map_err(|e| e.to_string())?
+        .iter()
+        .map(|b| b.commit)
+        .collect();
+    let signed = super::verify::receipt_checks(store, id, &own, notes, allowed)
+        .into_iter()
+        .any(|c| {
+            c.seq == Some(seq)
+                && c.problem.is_none()
+                && c.signature != "unsigned"
+                && c.signer.as_deref() == Some(key.as_str())
+        });
+    if signed {
+        Ok(())
+    } else {
+        Err(format!(
+            "no receipt of the handoff at seq {seq} with a good signature by {key}"
+        ))
+    }
 }
 
 /// Computes the status.
@@ -190,11 +245,19 @@ pub fn status(store: &Store, request: &StatusRequest<'_>) -> OpResult<Status> {
         })
         .collect();
     let mut leads = Vec::new();
+    let mut notes = None;
+    let allowed = crate::config::allowed_signers(store, Some(&request.home));
     for id in store.meta_ids()? {
         // Metadata that cannot be read leaves the rest of the status.
         let Ok(meta) = store.meta(&id) else { continue };
         if let Some(o) = meta.owner {
+            let notes = match &notes {
+                Some(n) => n,
+                None => notes.insert(store.receipt_notes()?),
+            };
+            let unconfirmed = confirm_lead(store, &id, &o, notes, allowed.as_deref()).err();
             leads.push(Lead {
+                unconfirmed,
                 session: id.to_string(),
                 owner: o.agent,
                 key: o.key,

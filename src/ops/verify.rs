@@ -23,6 +23,8 @@ pub struct ReceiptCheck {
     pub problem: Option<String>,
     /// A one-line description of the signature.
     pub signature: String,
+    /// Who the receipt says signed it (its `signer`), when it parsed.
+    pub signer: Option<String>,
 }
 
 /// Holds a session's store report and its receipt checks.
@@ -77,11 +79,7 @@ pub fn verify(
         let batches = store.batches(id).unwrap_or_default();
         let own: std::collections::HashSet<gix::ObjectId> =
             batches.iter().map(|b| b.commit).collect();
-        let receipts: Vec<ReceiptCheck> = notes
-            .iter()
-            .filter(|(commit, _)| own.contains(commit))
-            .map(|(commit, body)| check(store, id, *commit, body, policy.allowed_signers))
-            .collect();
+        let receipts = receipt_checks(store, id, &own, &notes, policy.allowed_signers);
         let mut verdict = SessionVerdict {
             store: report,
             receipts,
@@ -132,6 +130,21 @@ pub fn verify(
     Ok(out)
 }
 
+/// Checks the receipts `notes` holds on `own`, the commits of session `id`.
+pub(crate) fn receipt_checks(
+    store: &Store,
+    id: &SessionId,
+    own: &std::collections::HashSet<gix::ObjectId>,
+    notes: &[(gix::ObjectId, Vec<u8>)],
+    allowed: Option<&str>,
+) -> Vec<ReceiptCheck> {
+    notes
+        .iter()
+        .filter(|(commit, _)| own.contains(commit))
+        .map(|(commit, body)| check(store, id, *commit, body, allowed))
+        .collect()
+}
+
 /// With an allowed-signers file, every handoff event needs a receipt that
 /// is signed (a good one; bad ones are reported by [`check`]).
 fn receipt_gaps(store: &Store, id: &SessionId, verdict: &mut SessionVerdict) -> OpResult<()> {
@@ -176,6 +189,7 @@ fn check(
         seq: None,
         problem: None,
         signature: "unsigned".into(),
+        signer: None,
     };
     let (note, stored) = match ReceiptNote::decode_with_bytes(body) {
         Ok(n) => n,
@@ -186,6 +200,7 @@ fn check(
     };
     let r = &note.receipt;
     result.seq = Some(r.handoff_seq);
+    result.signer = r.signer.clone();
     if let Some(pem) = &note.signature {
         // The exact stored bytes; receipts written before they were stored
         // verbatim were signed over this build's re-serialization.

@@ -502,6 +502,88 @@ fn a_signed_handoff_records_the_signer_as_the_lead_on_both_clones() {
     assert!(unsigned["key"].is_null(), "{unsigned}");
 }
 
+/// Metadata is a claim anyone who can push may write: a lead it names is
+/// shown with a warning unless the log holds the handoff and, for a
+/// claimed signer, a receipt of it that signer signed.
+#[test]
+fn a_lead_forged_in_fetched_metadata_is_flagged_not_shown_as_fact() {
+    let c = Clones::new();
+    let (a, b) = (c.a.root.clone(), c.b.clone());
+    captured_claude(&c.a);
+    let key = keygen(&c.a.outside(""), "id_lead", "");
+    c.a.git(&["config", "session.signingKey", key.to_str().unwrap()]);
+    hand_off(&c, ROUNDTRIP, "codex", &c.a.outside("codex-home"));
+    c.on(&a, &["push", "--to", "origin"]);
+    let status: serde_json::Value = serde_json::from_str(&c.on(&a, &["status", "--json"])).unwrap();
+    let lead = status["leads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["session"] == ROUNDTRIP)
+        .unwrap()
+        .clone();
+    assert!(
+        lead["unconfirmed"].is_null(),
+        "the real lead is confirmed: {lead}"
+    );
+    let seq = lead["handoff_seq"].as_u64().unwrap();
+    c.on(&b, &["fetch"]);
+    for (year, agent, at, signer, why) in [
+        // A seq that holds no handoff.
+        (
+            2030,
+            "pi",
+            1,
+            "test@example.com",
+            "seq 1 is no handoff to pi".to_owned(),
+        ),
+        // The real handoff, another signer claimed.
+        (
+            2031,
+            "codex",
+            seq,
+            "mallory@example.com",
+            format!(
+                "no receipt of the handoff at seq {seq} with a good signature by mallory@example.com"
+            ),
+        ),
+    ] {
+        let owner = serde_json::json!({"agent": agent, "key": signer, "seq": at,
+                                       "time": format!("{year}-01-01T00:00:00.000Z")});
+        let mut change = owner.clone();
+        change["op"] = "owner".into();
+        change.as_object_mut().unwrap().remove("time");
+        change["time"] = owner["time"].clone();
+        let forged = forge_meta(
+            &c,
+            &b,
+            ROUNDTRIP,
+            &change.to_string(),
+            &serde_json::json!({"owner": owner}).to_string(),
+        );
+        c.git(
+            &b,
+            &[
+                "push",
+                "-q",
+                "-f",
+                "origin",
+                &format!("{forged}:refs/session-meta/{ROUNDTRIP}"),
+            ],
+        );
+        c.on(&a, &["fetch"]);
+        let status = c.on(&a, &["status"]);
+        assert!(
+            status.contains(&format!(
+                "led by {agent} since the handoff at seq {at}, receipt signed by {signer}"
+            )) && status.contains(&format!(
+                "warning  the metadata claims this lead, the log does not confirm it: {why}"
+            )),
+            "{status}"
+        );
+    }
+}
+
 fn typed(kind: &str, payload: serde_json::Value) -> serde_json::Value {
     let mut e = event(0);
     e["type"] = kind.into();
