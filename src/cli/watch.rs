@@ -20,7 +20,8 @@ use crate::ops::watch::{WatchEvent, WatchRequest};
 /// session that received events. Stores that do not exist when it starts
 /// are not watched (restart it once the agent has run). `git session
 /// status` shows whether it runs; one runs per repository (a second is
-/// refused).
+/// refused). SIGTERM, SIGINT (Ctrl-C) or SIGHUP stop it cleanly once the
+/// capture in progress is done, exit 0; a second signal stops it at once.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Only watch these agents (repeatable).
@@ -44,6 +45,7 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         env: &lookup,
         debounce: Duration::from_millis(args.debounce.max(1)),
         pid: std::process::id(),
+        stop_on_signals: true,
     };
     let mut on_event = |event: WatchEvent<'_>| -> bool {
         match event {
@@ -79,6 +81,11 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
             }
             WatchEvent::Captured(Err(e)) => {
                 status(format!("capture failed: {}", escape_line(&e.to_string())));
+            }
+            WatchEvent::Stopped(signal) => {
+                status(format!(
+                    "stopped by {signal}; every change seen was captured"
+                ));
             }
         }
         true

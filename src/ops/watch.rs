@@ -6,6 +6,14 @@
 //! cursors, exactly as `import` does. Records its pid in
 //! `.git/session/watch.pid` while it runs (for `status`); one watch a
 //! repository (a lock under the state directory), a second is refused.
+//!
+//! With [`WatchRequest::stop_on_signals`], SIGTERM, SIGINT and SIGHUP end
+//! the watch cleanly: the capture in progress, and one of what changed
+//! before the signal, finish; the pid file goes; the watch returns. A
+//! second signal ends the process at once. The signals are blocked in
+//! this thread before any other starts (so every thread the watch starts
+//! inherits that) and taken by one thread with `sigwait`: no handler runs
+//! in signal context.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -34,6 +42,9 @@ pub struct WatchRequest<'a> {
     pub debounce: Duration,
     /// This process's id (recorded for `status`).
     pub pid: u32,
+    /// End cleanly on SIGTERM, SIGINT or SIGHUP (the command line's watch;
+    /// see the module docs).
+    pub stop_on_signals: bool,
 }
 
 /// What the watch tells its caller.
@@ -42,6 +53,8 @@ pub enum WatchEvent<'a> {
     Watching(&'a [(Agent, PathBuf)]),
     /// A capture ran (or failed).
     Captured(&'a OpResult<CaptureReport>),
+    /// The watch stopped on this signal, its last capture done.
+    Stopped(&'static str),
 }
 
 /// Captures once, then after every change until the watcher ends;
@@ -77,7 +90,25 @@ pub fn watch(
     let pid_path = store.state_dir().join(PID_FILE);
     std::fs::write(&pid_path, request.pid.to_string()).map_err(super::OpError::io(&pid_path))?;
     let _pid = PidFile(pid_path);
+    // Before the watcher's thread and the captures' start: they inherit
+    // the blocked signals, and only the signal thread takes them.
+    let signals = if request.stop_on_signals {
+        Some(block_stop_signals()?)
+    } else {
+        None
+    };
     let watcher = StoreWatcher::new(roots.iter().map(|(_, r)| r.clone()).collect())?;
+    if let Some(set) = signals {
+        let stopper = watcher.stopper();
+        std::thread::spawn(move || {
+            let Ok(first) = set.wait() else { return };
+            stopper.stop(first.as_str());
+            // A second signal: the user does not want to wait.
+            if let Ok(second) = set.wait() {
+                std::process::exit(128 + second as i32);
+            }
+        });
+    }
     let capture = |agents: Vec<Agent>| {
         super::capture::capture(
             store,
@@ -119,7 +150,25 @@ pub fn watch(
             break;
         }
     }
+    if let Some(signal) = watcher.stopped() {
+        on_event(WatchEvent::Stopped(signal));
+    }
     Ok(())
+}
+
+/// Blocks SIGTERM, SIGINT and SIGHUP in this thread; returns the set for
+/// `sigwait`.
+fn block_stop_signals() -> OpResult<nix::sys::signal::SigSet> {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        set.add(signal);
+    }
+    set.thread_block().map_err(|e| super::OpError::Conflict {
+        message: format!("cannot block the signals that stop the watch: {e}"),
+        hint: None,
+    })?;
+    Ok(set)
 }
 
 /// Removes the pid file when the watch ends.

@@ -141,5 +141,24 @@ fn watch_captures_a_session_created_after_it_started() {
         hash_tree(&repo.home.join(".claude")),
         "the store is only read"
     );
+
+    // SIGTERM (a service manager's stop) ends it cleanly: exit 0, not
+    // death by signal (which git reports as an error), and no pid file.
+    let pid = nix::unistd::Pid::from_raw(child.0.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    let mut ended = None;
+    wait_for("the watch to stop", || {
+        ended = child.0.try_wait().unwrap();
+        ended.is_some()
+    });
+    assert_eq!(ended.unwrap().code(), Some(0), "{:?}", ended);
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(
+        rest.iter().any(|l| l.starts_with("stopped by SIGTERM")),
+        "{rest:?}"
+    );
+    assert!(!repo.root.join(".git/session/watch.pid").exists());
+    let status: serde_json::Value = serde_json::from_str(&repo.ok(&["status", "--json"])).unwrap();
+    assert!(status["watch"].is_null(), "{status}");
     drop(child);
 }
