@@ -263,9 +263,20 @@ impl Redactor {
         if found.is_empty() {
             return None;
         }
+        Some(self.splice(text, &found, counts))
+    }
+
+    /// Returns `text` with each span of `found` (sorted, apart) replaced by
+    /// its rule's marker, and counts them.
+    fn splice<'s>(
+        &'s self,
+        text: &str,
+        found: &[(usize, usize, usize)],
+        counts: &mut BTreeMap<&'s str, usize>,
+    ) -> String {
         let mut out = String::with_capacity(text.len());
         let mut at = 0;
-        for (s, e, r) in found {
+        for &(s, e, r) in found {
             let id = self.set.rules[r].id.as_str();
             out.push_str(&text[at..s]);
             out.push_str("[REDACTED:");
@@ -275,7 +286,36 @@ impl Redactor {
             *counts.entry(id).or_default() += 1;
         }
         out.push_str(&text[at..]);
-        Some(out)
+        out
+    }
+
+    /// Searches a string value with its key in front, as the assignment
+    /// rules read a secret (`"encryption_key": "…"`, `"auth": "…"`): alone,
+    /// the value is a string of letters and digits no rule can tell from
+    /// an id. Returns the value redacted, or `None` when nothing was found.
+    fn redact_named<'s>(
+        &'s self,
+        key: &str,
+        value: &str,
+        counts: &mut BTreeMap<&'s str, usize>,
+    ) -> Option<String> {
+        let text = format!("\"{key}\": \"{value}\"");
+        let from = key.len() + 5;
+        let to = from + value.len();
+        let mut found = Vec::new();
+        self.search(&text, &mut found);
+        // Only what lies in the value (a span reaching into the key or the
+        // quotes is cut to the value), placed in the value; none is moved
+        // onto a char boundary the value does not have.
+        let found: Vec<(usize, usize, usize)> = found
+            .into_iter()
+            .filter_map(|(s, e, r)| {
+                let (s, e) = (s.max(from) - from, e.min(to).max(from) - from);
+                (s < e && value.is_char_boundary(s) && value.is_char_boundary(e))
+                    .then_some((s, e, r))
+            })
+            .collect();
+        (!found.is_empty()).then(|| self.splice(value, &found, counts))
     }
 
     /// Collects the merged secret spans of `text` into `out`.
@@ -519,8 +559,11 @@ impl Redactor {
                 if key.is_some_and(|k| scratch.memo.contains(s, k)) {
                     return;
                 }
-                if json && depth < MAX_DEPTH && self.walk_json_text(s, counts, depth, scratch) {
-                    return;
+                if json && depth < MAX_DEPTH {
+                    // Its keys and values as JSON, then the text as text:
+                    // the key names a whole value is replaced under are
+                    // few, and the text rules read `"signing_key": "…"`.
+                    self.walk_json_text(s, counts, depth, scratch);
                 }
                 match self.redact_in(s, counts, &mut scratch.recent) {
                     Some(clean) => *s = clean,
@@ -542,11 +585,12 @@ impl Redactor {
         }
     }
 
-    /// JSON kept as text (tool-call arguments): its own strings and keys
-    /// are searched as JSON, and it is rewritten only when something was
-    /// found. Returns false when `s` is not such JSON (or holds no
-    /// keyword), to be searched as text. Kept out of [`Redactor::walk`]:
-    /// few strings get here, and every call of the walk paid for its room.
+    /// JSON kept as text (tool-call arguments, a printed config file): its
+    /// own strings and keys are walked as JSON, and it is rewritten only
+    /// when something was found. Does nothing when `s` is not such JSON
+    /// (or holds no keyword); the caller searches the text next either way.
+    /// Kept out of [`Redactor::walk`]: few strings get here, and every
+    /// call of the walk paid for its room.
     #[inline(never)]
     fn walk_json_text<'s>(
         &'s self,
@@ -554,22 +598,21 @@ impl Redactor {
         counts: &mut BTreeMap<&'s str, usize>,
         depth: usize,
         scratch: &mut Scratch,
-    ) -> bool {
+    ) {
         if !self.set.any_keyword(s.as_bytes()) {
-            return false;
+            return;
         }
         let Ok(mut inner) = serde_json::from_str::<Value>(s) else {
-            return false;
+            return;
         };
         if !(inner.is_object() || inner.is_array()) {
-            return false;
+            return;
         }
         let before: usize = counts.values().sum();
         self.walk(&mut inner, None, counts, depth + 1, scratch);
         if counts.values().sum::<usize>() > before {
             *s = inner.to_string();
         }
-        true
     }
 
     fn walk_object<'s>(
@@ -721,6 +764,14 @@ impl Redactor {
         {
             *s = format!("[REDACTED:{JSON_FIELD}]");
             *counts.entry(JSON_FIELD).or_default() += 1;
+            return;
+        }
+        if let Value::String(s) = v
+            && facts.has(KeyFacts::NAMED)
+            && (SHORTEST..=NAMED_VALUE_MAX).contains(&s.len())
+            && let Some(clean) = self.redact_named(k, s, counts)
+        {
+            *s = clean;
             return;
         }
         self.walk(v, Some(k), counts, depth, scratch);
@@ -965,6 +1016,10 @@ impl KeyFacts {
     const NAMES_SECRET: u8 = 4;
     /// The key itself must be searched ([`key_needs_search`]).
     const SEARCH: u8 = 8;
+    /// The key holds a word a secret's name is read by, and names no
+    /// secret itself: its string value is searched with the key in front
+    /// ([`names_credential`], [`Redactor::redact_named`]).
+    const NAMED: u8 = 16;
 
     /// Decides the facts of `key`.
     fn of(key: &str) -> KeyFacts {
@@ -977,6 +1032,8 @@ impl KeyFacts {
         }
         if names_secret(key) {
             facts |= KeyFacts::NAMES_SECRET;
+        } else if names_credential(key) {
+            facts |= KeyFacts::NAMED;
         }
         if key_needs_search(key) {
             facts |= KeyFacts::SEARCH;
@@ -1030,11 +1087,13 @@ impl Keys {
     #[inline]
     fn facts(&mut self, key: &str) -> KeyFacts {
         // Shorter than any name of a secret or than a searched key: only
-        // two such keys have facts, and comparing is cheaper than a lookup.
+        // `type`, `data` and the few that hold a credential word (`auth`,
+        // `key`) have facts, and comparing is cheaper than a lookup.
         if key.len() < 5 {
             return KeyFacts(match key {
                 "type" => KeyFacts::TYPE,
                 "data" => KeyFacts::OPAQUE,
+                _ if names_credential(key) => KeyFacts::NAMED,
                 _ => 0,
             });
         }
@@ -1322,6 +1381,34 @@ const SECRET_NAMES: [&[u8]; 18] = [
     b"sessiontoken",
     b"bearertoken",
 ];
+
+/// The longest string value searched with its key in front (the
+/// assignment rules' secrets are at most 150 bytes; longer text is
+/// searched as text).
+const NAMED_VALUE_MAX: usize = 1024;
+
+/// Says whether a key holds one of the words the assignment rules read a
+/// secret's name by (gitleaks' `generic-api-key`: `encryption_key`,
+/// `auth`, `jwt_signing_key`, `apiSecretKeyValue`), whatever the case.
+fn names_credential(key: &str) -> bool {
+    const WORDS: [&str; 9] = [
+        "key",
+        "auth",
+        "token",
+        "secret",
+        "passw",
+        "credential",
+        "creds",
+        "access",
+        "api",
+    ];
+    let key = key.as_bytes();
+    key.len() <= 64
+        && WORDS.iter().any(|w| {
+            key.windows(w.len())
+                .any(|part| part.eq_ignore_ascii_case(w.as_bytes()))
+        })
+}
 
 /// Says whether a JSON key names a secret: its last words are one of the
 /// names below, whatever the case and separators (`client_secret`,
@@ -1808,6 +1895,99 @@ mod tests {
             ["Zq7x0a9FkLmN0pQr"],
             "{found:?}"
         );
+    }
+
+    #[test]
+    fn a_secret_under_a_key_only_the_assignment_rules_know_is_redacted() {
+        // Keys that name no secret to the structural rule, but do to
+        // gitleaks' generic-api-key: as an object's keys, and as JSON text
+        // a tool printed (which used to be walked as JSON only).
+        let key = "Zq7x0a9FkLmN0pQr5tUv8wXy2b3c4d5e6f7a8b9c";
+        let auth = "Y2k6UzNjcjN0UGFzc3cwcmQxMjM0NTY3ODk=";
+        let r = Redactor::new();
+        let mut e = event(json!({
+            "input": {"encryption_key": key, "auth": auth, "hmac_key": key,
+                      "primary_key": "id", "sort_key": "created_at"},
+            "content": format!("{{\"db\":{{\"encryption_key\":\"{key}\"}},\"auths\":{{\"r.io\":{{\"auth\":\"{auth}\"}}}}}}"),
+            "file": {"content": format!("{{\"app\":{{\"jwt_signing_key\":\"{key}\"}}}}")},
+        }));
+        r.redact(&mut e);
+        let text = e.payload.to_string();
+        assert!(!text.contains(key) && !text.contains(auth), "{text}");
+        // What names no credential stays, and the JSON text stays JSON.
+        assert_eq!(e.payload["input"]["primary_key"], "id");
+        assert_eq!(e.payload["input"]["sort_key"], "created_at");
+        let content = e.payload["content"].as_str().unwrap();
+        assert!(serde_json::from_str::<Value>(content).is_ok(), "{content}");
+    }
+
+    #[test]
+    fn passwords_cookies_and_keys_on_command_lines_and_in_configs_are_redacted() {
+        let found = |text: &str| -> Vec<String> {
+            Redactor::shared()
+                .findings(text)
+                .iter()
+                .map(|f| text[f.span.0..f.span.1].to_owned())
+                .collect()
+        };
+        for (text, secret) in [
+            (
+                "aws configure set aws_secret_access_key Zq7x0a9/kLmN0pQr5tUv8wXy2b3c4d5e6f7a8b+=",
+                "Zq7x0a9/kLmN0pQr5tUv8wXy2b3c4d5e6f7a8b+=",
+            ),
+            ("sshpass -p 'Xy7#kq2Lm9' ssh deploy@h", "Xy7#kq2Lm9"),
+            ("sshpass -p Xy7kq2Lm9 scp a h:", "Xy7kq2Lm9"),
+            (
+                "docker login -u ci -p Qw3rtyUiop9 registry.example.com",
+                "Qw3rtyUiop9",
+            ),
+            ("redis-cli -h cache -a S3cretRedis9 ping", "S3cretRedis9"),
+            (
+                "ssh-keygen -t ed25519 -N 'corr3ct horse' -f k",
+                "corr3ct horse",
+            ),
+            (
+                "openssl pkcs12 -export -passout pass:Exp0rtPw9 -out a.p12",
+                "Exp0rtPw9",
+            ),
+            (
+                "curl -H 'Cookie: sessionid=9f8e7d6c5b4a39281706f5e4d3c2b1a0' https://x",
+                "sessionid=9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+            ),
+            (
+                "set-cookie: __Host-session=Qk9vV2x4Zz1yTnBx; Path=/; HttpOnly",
+                "__Host-session=Qk9vV2x4Zz1yTnBx; Path=/; HttpOnly",
+            ),
+            (
+                "curl -b 'session=9f8e7d6c5b4a3928' https://x",
+                "session=9f8e7d6c5b4a3928",
+            ),
+            (
+                "    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlF",
+                "LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQpNSUlF",
+            ),
+            (
+                "FROM postgres:16\nENV POSTGRES_PASSWORD s3cr3tPw9\n",
+                "s3cr3tPw9",
+            ),
+        ] {
+            assert!(
+                found(text).iter().any(|f| f.contains(secret)),
+                "{text:?}: {:?}",
+                found(text)
+            );
+        }
+        // What these rules must leave alone.
+        for text in [
+            "docker run -p 8080:80 nginx",
+            "git checkout -b feature/login-page",
+            "ssh-keygen -t ed25519 -N '' -f key",
+            "ENV PATH /usr/local/bin:$PATH",
+            "the cookie banner covers the login form",
+            "curl -b cookies.txt https://example.com",
+        ] {
+            assert!(found(text).is_empty(), "{text:?}: {:?}", found(text));
+        }
     }
 
     #[test]
