@@ -195,6 +195,43 @@ fn pi_capture_is_incremental_and_appends_only_new_entries() {
     assert_eq!(repo.git(&["for-each-ref", "refs/sessions/"]), refs);
 }
 
+/// Pi rewrites a session file in place (when it migrates an older file,
+/// or replaces one without a header): a file that now holds another
+/// session is captured as that session, not appended to the one it held,
+/// which stays as stored; what is appended later goes to the new one.
+#[test]
+fn a_session_file_rewritten_with_another_session_is_captured_as_that_session() {
+    let repo = Repo::new();
+    let store = repo.home.join(".pi/agent");
+    let file = place("crafted-every-type", &store, &repo.root);
+    import(&repo);
+    let old = "0c0ffee0-0000-4000-8000-000000000001";
+    let new = "0c0ffee0-0000-4000-8000-0000000000f2";
+    let before = repo.events(old);
+    let body = std::fs::read_to_string(&file).unwrap();
+    let rewritten = body
+        .replace(old, new)
+        .replace("\"id\":\"a", "\"id\":\"b")
+        .replace("\"parentId\":\"a", "\"parentId\":\"b");
+    std::fs::write(&file, rewritten).unwrap();
+    let (out, _) = import(&repo);
+    assert!(out.contains(new), "{out}");
+    assert_eq!(repo.events(old), before, "the session the file held stays");
+    let captured = repo.events(new).len();
+    assert!(captured > 0);
+    // Pi goes on appending to the rewritten file: to the new session.
+    let mut body = std::fs::read_to_string(&file).unwrap();
+    body.push_str(&format!(
+        "{}\n",
+        json!({"type": "message", "id": "c0000001", "parentId": null, "timestamp": "2026-11-30T10:00:09.000Z",
+               "message": {"role": "user", "content": "after the rewrite", "usage": {}}})
+    ));
+    std::fs::write(&file, body).unwrap();
+    import(&repo);
+    assert_eq!(repo.events(new).len(), captured + 1);
+    assert_eq!(repo.events(old), before);
+}
+
 #[test]
 fn pi_agent_dir_comes_from_pi_coding_agent_dir() {
     let repo = Repo::new();

@@ -583,11 +583,22 @@ impl FileJob<'_> {
         }
         // The session facts, when the scan that identified the file found them.
         let mut facts = None;
-        let id = match cursor.as_ref().and_then(|c| c.session.clone()) {
-            Some(id) => SessionId::new(id).map_err(|e| OpError::Conflict {
-                message: e.to_string(),
-                hint: None,
-            })?,
+        // The session the cursor feeds, unless the file was rewritten with
+        // another session in it (Pi rewrites a file in place when it
+        // migrates it): then the file is identified again, and the session
+        // it held stays as it was stored.
+        let kept = match cursor.as_ref().and_then(|c| c.session.clone()) {
+            Some(id) => {
+                let id = SessionId::new(id).map_err(|e| OpError::Conflict {
+                    message: e.to_string(),
+                    hint: None,
+                })?;
+                (read_on || !self.holds_another(&id)?).then_some(id)
+            }
+            None => None,
+        };
+        let id = match kept {
+            Some(id) => id,
             None => match self.identify()? {
                 Identity::Ours(id, session) => {
                     facts = Some(session);
@@ -1026,6 +1037,25 @@ impl FileJob<'_> {
 
     /// Decides from a scan of a new file whether it ran in this
     /// repository, and if so returns its canonical id and session facts.
+    /// Says whether the file, rewritten since its cursor, now holds
+    /// another native session than `id` was captured from.
+    fn holds_another(&self, id: &SessionId) -> OpResult<bool> {
+        let Some(stored) = self
+            .store
+            .tip(id)?
+            .map(|_| self.store.stat(id))
+            .transpose()?
+        else {
+            return Ok(false);
+        };
+        let Ok((session, _)) = self.scan()? else {
+            return Ok(false);
+        };
+        Ok(session
+            .native_id
+            .is_some_and(|native| Some(native.as_str()) != stored.header.native_id.as_deref()))
+    }
+
     fn identify(&self) -> OpResult<Identity> {
         let (session, refused) = match self.scan()? {
             Ok(found) => found,
