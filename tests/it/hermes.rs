@@ -218,6 +218,12 @@ fn hermes_bad_rows_are_warnings_and_the_rest_is_captured() {
         [],
     )
     .unwrap();
+    // A column of the wrong type costs the session nothing but that column.
+    c.execute(
+        "UPDATE sessions SET started_at = 'yesterday' WHERE id = 'hc_crafted_full'",
+        [],
+    )
+    .unwrap();
     drop(c);
     let out = import(&repo, &home);
     let err = text(&out.stderr);
@@ -226,6 +232,10 @@ fn hermes_bad_rows_are_warnings_and_the_rest_is_captured() {
         err.contains(&format!(
             "messages row {bad_calls}: tool_calls is not valid JSON"
         )),
+        "{err}"
+    );
+    assert!(
+        err.contains("sessions row \"hc_crafted_full\": started_at of an unexpected type"),
         "{err}"
     );
     assert!(
