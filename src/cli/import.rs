@@ -189,10 +189,16 @@ pub fn run(args: Args, env: &Env, out: &mut dyn Write) -> Result<(), CommandErro
         ));
     }
     for w in &report.warnings {
+        // Line 0: a warning about a database as a whole, or about a row
+        // the message names itself; `:0` would point nowhere.
+        let at = if w.line == 0 {
+            String::new()
+        } else {
+            format!(":{}", w.line)
+        };
         status(format!(
-            "warning: {}:{}: {}",
+            "warning: {}{at}: {}",
             crate::cli::escape(&w.path.display().to_string()),
-            w.line,
             crate::cli::escape(&w.message)
         ));
     }

@@ -1985,9 +1985,24 @@ mod tests {
             "ENV PATH /usr/local/bin:$PATH",
             "the cookie banner covers the login form",
             "curl -b cookies.txt https://example.com",
+            "curl -b 'theme=dark' https://example.com",
+            "Set-Cookie: theme=dark; Path=/; Expires=Wed, 21 Oct 2026 07:28:00 GMT",
+            "Cookie: $COOKIE",
+            "ENV API_KEY_FILE /run/secrets/api_key",
+            "jsonwebtoken = \"9.3.0\"",
         ] {
             assert!(found(text).is_empty(), "{text:?}: {:?}", found(text));
         }
+        // A version under a key that names a secret is no secret either.
+        let mut e = event(
+            json!({"dependencies": {"jsonwebtoken": "^9.0.2", "api_token": "tok_9f8e7d6c5b4a3928"}}),
+        );
+        Redactor::new().redact(&mut e);
+        assert_eq!(e.payload["dependencies"]["jsonwebtoken"], "^9.0.2");
+        assert_eq!(
+            e.payload["dependencies"]["api_token"],
+            "[REDACTED:json-secret-field]"
+        );
     }
 
     #[test]

@@ -238,6 +238,11 @@ fn hermes_bad_rows_are_warnings_and_the_rest_is_captured() {
         err.contains("sessions row \"hc_crafted_full\": started_at of an unexpected type"),
         "{err}"
     );
+    // A warning that names its row itself points at no line 0.
+    assert!(
+        err.contains("state.db: session lost_child continues") && !err.contains("state.db:0"),
+        "{err}"
+    );
     assert!(
         err.contains(&format!(
             "messages row {orphan}: tool row without tool_call_id"
