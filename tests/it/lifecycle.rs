@@ -135,8 +135,9 @@ fn bad_metadata_values_are_refused_and_nothing_is_written() {
     repo.fails(&["tag", "no-such-session", "x"], 1);
 }
 
-/// Writes a metadata commit by hand (as a hostile remote could) and returns it.
-fn forge_meta(c: &Clones, dir: &Path, id: &str, change: &str, state: &str) -> String {
+/// Writes a metadata commit by hand in clone `dir` and force-pushes it
+/// over the remote's metadata of session `id`, as a hostile remote could.
+fn forge_meta(c: &Clones, dir: &Path, id: &str, change: &str, state: &str) {
     let blob = |content: &str| {
         let out =
             c.a.git_in(dir)
@@ -158,7 +159,7 @@ fn forge_meta(c: &Clones, dir: &Path, id: &str, change: &str, state: &str) -> St
             .output()
             .unwrap();
     let tree = text(&out.stdout).trim().to_owned();
-    c.git(
+    let forged = c.git(
         dir,
         &[
             "commit-tree",
@@ -166,7 +167,17 @@ fn forge_meta(c: &Clones, dir: &Path, id: &str, change: &str, state: &str) -> St
             "-m",
             &format!("meta: forged\n\nSession-Id: {id}"),
         ],
-    )
+    );
+    c.git(
+        dir,
+        &[
+            "push",
+            "-q",
+            "-f",
+            "origin",
+            &format!("{}:refs/session-meta/{id}", forged.trim()),
+        ],
+    );
 }
 
 #[test]
@@ -177,22 +188,12 @@ fn fetched_metadata_is_checked_before_it_is_adopted() {
     c.on(&a, &["tag", "s-trust", "good"]);
     c.on(&a, &["push"]);
     // A tag with a terminal escape, pushed by hand from the other clone.
-    let evil = forge_meta(
+    forge_meta(
         &c,
         &b,
         "s-trust",
         r#"{"time":"2030-01-01T00:00:00.000Z","op":"tag","add":["\u001b]0;pwned\u0007"]}"#,
         r#"{"tags":["\u001b]0;pwned\u0007"]}"#,
-    );
-    c.git(
-        &b,
-        &[
-            "push",
-            "-q",
-            "-f",
-            "origin",
-            &format!("{evil}:refs/session-meta/s-trust"),
-        ],
     );
     let fetched = c.on(&a, &["fetch"]);
     assert!(
@@ -206,22 +207,12 @@ fn fetched_metadata_is_checked_before_it_is_adopted() {
     );
     assert_eq!(c.on(&a, &["tag", "s-trust"]), "good\n");
     // A state that does not follow from its changes is refused too.
-    let lie = forge_meta(
+    forge_meta(
         &c,
         &b,
         "s-trust",
         r#"{"time":"2030-01-01T00:00:00.000Z","op":"pin","on":true}"#,
         r#"{"tags":["admin"],"pinned":true}"#,
-    );
-    c.git(
-        &b,
-        &[
-            "push",
-            "-q",
-            "-f",
-            "origin",
-            &format!("{lie}:refs/session-meta/s-trust"),
-        ],
     );
     let fetched = c.on(&a, &["fetch"]);
     assert!(
@@ -457,26 +448,34 @@ fn the_lead_moves_with_each_handoff_and_a_non_owner_write_is_flagged() {
     );
 }
 
+/// Captures the Claude roundtrip in A and hands it off to Codex with a
+/// signed receipt (signer test@example.com).
+fn signed_hand_off_to_codex(c: &Clones) {
+    captured_claude(&c.a);
+    let key = keygen(&c.a.outside(""), "id_lead", "");
+    c.a.git(&["config", "session.signingKey", key.to_str().unwrap()]);
+    hand_off(c, ROUNDTRIP, "codex", &c.a.outside("codex-home"));
+}
+
+/// The roundtrip session's row of `status --json`'s leads in `dir`.
+fn lead_of(c: &Clones, dir: &Path) -> serde_json::Value {
+    let status: serde_json::Value =
+        serde_json::from_str(&c.on(dir, &["status", "--json"])).unwrap();
+    status["leads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["session"] == ROUNDTRIP)
+        .cloned()
+        .unwrap_or_else(|| panic!("no lead for {ROUNDTRIP}: {status}"))
+}
+
 #[test]
 fn a_signed_handoff_records_the_signer_as_the_lead_on_both_clones() {
     let c = Clones::new();
     let (a, b) = (c.a.root.clone(), c.b.clone());
-    captured_claude(&c.a);
-    let key = keygen(&c.a.outside(""), "id_lead", "");
-    c.a.git(&["config", "session.signingKey", key.to_str().unwrap()]);
-    let codex_home = c.a.outside("codex-home");
-    hand_off(&c, ROUNDTRIP, "codex", &codex_home);
-    let lead = |dir: &Path| -> serde_json::Value {
-        let status: serde_json::Value =
-            serde_json::from_str(&c.on(dir, &["status", "--json"])).unwrap();
-        status["leads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|l| l["session"] == ROUNDTRIP)
-            .cloned()
-            .unwrap_or_else(|| panic!("no lead for {ROUNDTRIP}: {status}"))
-    };
+    signed_hand_off_to_codex(&c);
+    let lead = |dir: &Path| lead_of(&c, dir);
     let here = lead(&a);
     assert_eq!(here["owner"], "codex", "{here}");
     assert_eq!(here["key"], "test@example.com", "{here}");
@@ -509,19 +508,9 @@ fn a_signed_handoff_records_the_signer_as_the_lead_on_both_clones() {
 fn a_lead_forged_in_fetched_metadata_is_flagged_not_shown_as_fact() {
     let c = Clones::new();
     let (a, b) = (c.a.root.clone(), c.b.clone());
-    captured_claude(&c.a);
-    let key = keygen(&c.a.outside(""), "id_lead", "");
-    c.a.git(&["config", "session.signingKey", key.to_str().unwrap()]);
-    hand_off(&c, ROUNDTRIP, "codex", &c.a.outside("codex-home"));
+    signed_hand_off_to_codex(&c);
     c.on(&a, &["push", "--to", "origin"]);
-    let status: serde_json::Value = serde_json::from_str(&c.on(&a, &["status", "--json"])).unwrap();
-    let lead = status["leads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["session"] == ROUNDTRIP)
-        .unwrap()
-        .clone();
+    let lead = lead_of(&c, &a);
     assert!(
         lead["unconfirmed"].is_null(),
         "the real lead is confirmed: {lead}"
@@ -554,22 +543,12 @@ fn a_lead_forged_in_fetched_metadata_is_flagged_not_shown_as_fact() {
         change["op"] = "owner".into();
         change.as_object_mut().unwrap().remove("time");
         change["time"] = owner["time"].clone();
-        let forged = forge_meta(
+        forge_meta(
             &c,
             &b,
             ROUNDTRIP,
             &change.to_string(),
             &serde_json::json!({"owner": owner}).to_string(),
-        );
-        c.git(
-            &b,
-            &[
-                "push",
-                "-q",
-                "-f",
-                "origin",
-                &format!("{forged}:refs/session-meta/{ROUNDTRIP}"),
-            ],
         );
         c.on(&a, &["fetch"]);
         let status = c.on(&a, &["status"]);
