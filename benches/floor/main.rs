@@ -22,7 +22,7 @@
 
 #![allow(clippy::print_stdout)] // a bench reports on stdout
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -157,32 +157,20 @@ fn chunk_ids(repo: &Path, reference: &str) -> String {
 /// The chunks of `reference`'s event log, in path order.
 fn read_chunks(repo: &Path, reference: &str) -> Vec<Vec<u8>> {
     let ids = chunk_ids(repo, reference);
-    let mut child = Command::new("git")
-        .args(["cat-file", "--batch"])
-        .current_dir(repo)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("git cat-file");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let writer = std::thread::spawn(move || stdin.write_all(ids.as_bytes()));
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let out = run_git(repo, &["cat-file", "--batch"], &ids);
+    // `<id> blob <size>\n<bytes>\n` each.
     let mut chunks = Vec::new();
-    let mut header = String::new();
-    while out.read_line(&mut header).expect("read") > 0 {
+    let mut rest = out.as_slice();
+    while let Some(end) = rest.iter().position(|&b| b == b'\n') {
+        let header = String::from_utf8_lossy(&rest[..end]);
         let size: usize = header
             .split_whitespace()
             .nth(2)
             .and_then(|s| s.parse().ok())
             .unwrap_or_else(|| panic!("cat-file said {header:?}"));
-        let mut chunk = vec![0; size + 1];
-        out.read_exact(&mut chunk).expect("read chunk");
-        chunk.pop();
-        chunks.push(chunk);
-        header.clear();
+        chunks.push(rest[end + 1..end + 1 + size].to_vec());
+        rest = &rest[end + 2 + size..];
     }
-    writer.join().expect("writer").expect("write ids");
-    assert!(child.wait().expect("wait").success(), "git cat-file failed");
     chunks
 }
 
