@@ -1035,8 +1035,6 @@ impl FileJob<'_> {
         Ok(())
     }
 
-    /// Decides from a scan of a new file whether it ran in this
-    /// repository, and if so returns its canonical id and session facts.
     /// Says whether the file, rewritten since its cursor, now holds
     /// another native session than `id` was captured from.
     fn holds_another(&self, id: &SessionId) -> OpResult<bool> {
@@ -1056,6 +1054,8 @@ impl FileJob<'_> {
             .is_some_and(|native| Some(native.as_str()) != stored.header.native_id.as_deref()))
     }
 
+    /// Decides from a scan of a new file whether it ran in this
+    /// repository, and if so returns its canonical id and session facts.
     fn identify(&self) -> OpResult<Identity> {
         let (session, refused) = match self.scan()? {
             Ok(found) => found,
