@@ -51,6 +51,12 @@ pub struct FileCursor {
     pub frames: u64,
     /// SHA-256 (hex) of up to [`TAIL_BYTES`] bytes before `offset`.
     pub tail: String,
+    /// SHA-256 (hex) of up to [`TAIL_BYTES`] bytes from the file's start
+    /// (not past `offset`): a file rewritten from its first line on (Pi
+    /// rewrites a session file in place, new header first) may keep its
+    /// tail. Empty in cursors written before it was kept: not checked.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub head: String,
     /// The canonical session it feeds; `None` for a file of another project.
     pub session: Option<String>,
     /// The session's event count right after this file's last batch.
@@ -316,7 +322,17 @@ impl CursorIndex {
 
 /// Returns the hex SHA-256 of up to [`TAIL_BYTES`] bytes of `path` before `offset`.
 pub fn tail_hash(path: &Path, offset: u64) -> NativeResult<String> {
-    let start = offset.saturating_sub(TAIL_BYTES);
+    range_hash(path, offset.saturating_sub(TAIL_BYTES), offset)
+}
+
+/// Returns the hex SHA-256 of up to [`TAIL_BYTES`] bytes from the start of
+/// `path`, not past `offset`.
+pub fn head_hash(path: &Path, offset: u64) -> NativeResult<String> {
+    range_hash(path, 0, offset.min(TAIL_BYTES))
+}
+
+/// Returns the hex SHA-256 of the bytes `start..offset` of `path`.
+fn range_hash(path: &Path, start: u64, offset: u64) -> NativeResult<String> {
     let mut file = std::fs::File::open(path).map_err(NativeError::io(path))?;
     file.seek(SeekFrom::Start(start))
         .map_err(NativeError::io(path))?;

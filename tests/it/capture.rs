@@ -647,20 +647,26 @@ fn events_appended_between_captures_keep_parents_right_and_the_file_is_read_on()
     let note = repo.write_jsonl("note.jsonl", &[event(0), event(1)]);
     repo.ok(&["append", ROUNDTRIP, note.to_str().unwrap()]);
 
-    // The agent continues the file. Its first prompt, far before the
-    // cursor, is also damaged in place: a re-read from the start would see
-    // it (and keep it as a new unparsed record); reading on from the cursor
-    // does not.
+    // The agent continues the file. A line in the middle, far from its
+    // start and from the cursor (the first and last 4 KiB read are
+    // checked), is also damaged in place: a re-read from the start would
+    // see it (and keep it as a new unparsed record); reading on from the
+    // cursor does not.
     let full = resumed_text(&repo);
     let mut lines: Vec<String> = full.lines().map(str::to_owned).collect();
-    let prompt = lines
+    let mut start = 0;
+    let middle = lines
         .iter()
-        .position(|l| l.starts_with("{\"parentUuid\":null") && l.contains("\"type\":\"user\""))
-        .expect("a first prompt");
-    let before: usize = lines[..=prompt].iter().map(|l| l.len() + 1).sum();
+        .position(|l| {
+            let at = start;
+            start += l.len() + 1;
+            at >= 4096
+        })
+        .expect("a line past the first 4 KiB");
+    let before: usize = lines[..=middle].iter().map(|l| l.len() + 1).sum();
     assert!(before + 4096 < std::fs::metadata(&file).unwrap().len() as usize);
-    let len = lines[prompt].len();
-    lines[prompt] = format!("{{{}", "x".repeat(len - 1));
+    let len = lines[middle].len();
+    lines[middle] = format!("{{{}", "x".repeat(len - 1));
     std::fs::write(&file, lines.join("\n") + "\n").unwrap();
     capture(&repo);
 

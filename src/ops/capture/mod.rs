@@ -45,7 +45,7 @@ use super::progress::{Progress, Silent};
 use super::written::{Written, WrittenBy, WrittenFile};
 use super::{OpError, OpResult};
 use crate::clock::Clock;
-use crate::native::cursor::{CursorIndex, FileCursor, FileState, SeqMap, tail_hash};
+use crate::native::cursor::{CursorIndex, FileCursor, FileState, SeqMap, head_hash, tail_hash};
 use crate::native::jsonl::{JsonlReader, ReadPosition, RecordReader};
 use crate::native::zstd::FramedReader;
 use crate::store::{BatchSink, Scrubbed, Scrubber, SeqMode, Store, StoreError};
@@ -569,6 +569,7 @@ impl FileJob<'_> {
         let read_on = match &cursor {
             Some(c) if c.session.is_some() && size >= c.offset => {
                 tail_hash(self.abs, c.offset)? == c.tail
+                    && (c.head.is_empty() || head_hash(self.abs, c.offset)? == c.head)
             }
             _ => false,
         };
@@ -1013,6 +1014,7 @@ impl FileJob<'_> {
                 lines: fed.pos.lines,
                 frames: fed.pos.frames,
                 tail: tail_hash(self.abs, fed.pos.offset)?,
+                head: head_hash(self.abs, fed.pos.offset)?,
                 session: Some(id.to_string()),
                 events: outcome.events,
                 skipped: None,
