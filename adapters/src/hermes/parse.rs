@@ -242,22 +242,18 @@ impl Parser {
     /// where Hermes writes a number) without those columns, and says which:
     /// one bad column must not cost the session its id and cwd, which place
     /// it in a repository. The native row is kept whole either way.
-    fn salvage_session(&mut self, row: &Map<String, Value>) -> Result<SessionRow, ()> {
-        let bad: Vec<&String> = row
-            .iter()
-            .filter(|(k, v)| {
-                let one = Map::from_iter([((*k).clone(), (*v).clone())]);
-                SessionRow::deserialize(Value::Object(one)).is_err()
-            })
-            .map(|(k, _)| k)
+    fn salvage_session(&mut self, row: &Map<String, Value>) -> Option<SessionRow> {
+        let mut kept = row.clone();
+        kept.retain(|k, v| {
+            let one = Map::from_iter([(k.clone(), v.clone())]);
+            SessionRow::deserialize(Value::Object(one)).is_ok()
+        });
+        let s = SessionRow::deserialize(Value::Object(kept.clone())).ok()?;
+        let bad: Vec<&str> = row
+            .keys()
+            .filter(|k| !kept.contains_key(*k))
+            .map(String::as_str)
             .collect();
-        let kept: Map<String, Value> = row
-            .iter()
-            .filter(|(k, _)| !bad.contains(k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let s = SessionRow::deserialize(Value::Object(kept)).map_err(|_| ())?;
-        let bad: Vec<&str> = bad.iter().map(|k| k.as_str()).collect();
         self.warn(
             0,
             format!(
@@ -266,17 +262,17 @@ impl Parser {
                 bad.join(", ")
             ),
         );
-        Ok(s)
+        Some(s)
     }
 
     fn session(&mut self, row: Map<String, Value>) {
         let s = match SessionRow::deserialize(Value::Object(row.clone())) {
-            Ok(s) => Ok(s),
+            Ok(s) => Some(s),
             Err(_) => self.salvage_session(&row),
         };
         let s = match s {
-            Ok(s) if !s.id.is_empty() => s,
-            Ok(_) | Err(_) => {
+            Some(s) if !s.id.is_empty() => s,
+            _ => {
                 self.warn(0, "sessions row without a readable id; kept as meta".into());
                 let ts = self.ts(None);
                 let native = json!({"table": "sessions", "row": row});
